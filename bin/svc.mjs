@@ -1,0 +1,4 @@
+#!/usr/bin/env node
+import './register.mjs';
+
+await import('../cli/main.ts');

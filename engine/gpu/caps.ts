@@ -1,0 +1,66 @@
+/**
+ * What the engine may rely on from a device, read once after it is created.
+ * Kernels choose their variants from this, never from the adapter name.
+ */
+export interface GpuCaps {
+  /** `shader-f16` is enabled on the device. */
+  f16: boolean;
+  /** `subgroups` is enabled on the device. */
+  subgroups: boolean;
+  subgroupMinSize: number;
+  subgroupMaxSize: number;
+  /** `timestamp-query` is enabled on the device. */
+  timestamps: boolean;
+  maxStorageBuffersPerStage: number;
+  maxInvocationsPerWorkgroup: number;
+  maxWorkgroupSizeX: number;
+  maxWorkgroupStorage: number;
+  maxStorageBinding: number;
+  maxBufferSize: number;
+  maxWorkgroupsPerDimension: number;
+  minUniformOffsetAlignment: number;
+  minStorageOffsetAlignment: number;
+  /** A CPU rasteriser (SwiftShader, llvmpipe): barriers and dispatches are expensive there. */
+  software: boolean;
+}
+
+export function readCaps(device: GPUDevice, adapterInfo: GPUAdapterInfo | undefined, software: boolean): GpuCaps {
+  const l = device.limits;
+  const info = adapterInfo as (GPUAdapterInfo & { subgroupMinSize?: number; subgroupMaxSize?: number }) | undefined;
+  return {
+    f16: device.features.has('shader-f16'),
+    subgroups: device.features.has('subgroups'),
+    subgroupMinSize: info?.subgroupMinSize ?? 0,
+    subgroupMaxSize: info?.subgroupMaxSize ?? 0,
+    timestamps: device.features.has('timestamp-query'),
+    maxStorageBuffersPerStage: l.maxStorageBuffersPerShaderStage,
+    maxInvocationsPerWorkgroup: l.maxComputeInvocationsPerWorkgroup,
+    maxWorkgroupSizeX: l.maxComputeWorkgroupSizeX,
+    maxWorkgroupStorage: l.maxComputeWorkgroupStorageSize,
+    maxStorageBinding: l.maxStorageBufferBindingSize,
+    maxBufferSize: l.maxBufferSize,
+    maxWorkgroupsPerDimension: l.maxComputeWorkgroupsPerDimension,
+    minUniformOffsetAlignment: l.minUniformBufferOffsetAlignment,
+    minStorageOffsetAlignment: l.minStorageBufferOffsetAlignment,
+    software,
+  };
+}
+
+/** The limits of WebGPU compatibility mode: kernels must work inside these everywhere. */
+export const COMPAT_CAPS: GpuCaps = {
+  f16: false,
+  subgroups: false,
+  subgroupMinSize: 0,
+  subgroupMaxSize: 0,
+  timestamps: false,
+  maxStorageBuffersPerStage: 8,
+  maxInvocationsPerWorkgroup: 128,
+  maxWorkgroupSizeX: 128,
+  maxWorkgroupStorage: 16384,
+  maxStorageBinding: 128 * 1024 * 1024,
+  maxBufferSize: 256 * 1024 * 1024,
+  maxWorkgroupsPerDimension: 65535,
+  minUniformOffsetAlignment: 256,
+  minStorageOffsetAlignment: 256,
+  software: true,
+};

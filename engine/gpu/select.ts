@@ -1,0 +1,107 @@
+import { readCaps, type GpuCaps } from './caps.ts';
+
+/** Which adapter to use. `auto` tries a real GPU first, then the software adapters. */
+export type AdapterChoice = 'auto' | 'gpu' | 'swiftshader' | 'llvmpipe' | 'browser';
+export const ADAPTER_CHOICES: readonly AdapterChoice[] = ['auto', 'gpu', 'swiftshader', 'llvmpipe', 'browser'];
+
+/** One way of getting an adapter on this platform, tried in order. */
+export interface AdapterCandidate {
+  name: Exclude<AdapterChoice, 'auto'>;
+  /** Returns an adapter, or a sentence saying why there is none. */
+  open(): Promise<{ adapter: GPUAdapter; software: boolean; featureLevel: 'core' | 'compatibility' } | string>;
+}
+
+export interface SelectedDevice {
+  device: GPUDevice;
+  adapterInfo: GPUAdapterInfo;
+  caps: GpuCaps;
+  choice: Exclude<AdapterChoice, 'auto'>;
+  featureLevel: 'core' | 'compatibility';
+  /** Adapters that were tried before this one, and why each was passed over. */
+  skipped: { name: string; reason: string }[];
+  /** Every feature the adapter offers (the device enables only those the engine uses). */
+  adapterFeatures: string[];
+  adapterLimits: Record<string, number>;
+}
+
+/** Features the engine can use when present; none is required. */
+const WANTED_FEATURES: GPUFeatureName[] = ['shader-f16', 'subgroups', 'timestamp-query'];
+
+/** Limits worth raising from WebGPU's defaults to what the adapter offers. */
+const WANTED_LIMITS = [
+  'maxStorageBufferBindingSize',
+  'maxBufferSize',
+  'maxStorageBuffersPerShaderStage',
+  'maxComputeInvocationsPerWorkgroup',
+  'maxComputeWorkgroupSizeX',
+  'maxComputeWorkgroupSizeY',
+  'maxComputeWorkgroupStorageSize',
+  'maxComputeWorkgroupsPerDimension',
+] as const;
+
+export class NoAdapterError extends Error {
+  constructor(readonly skipped: { name: string; reason: string }[]) {
+    super(
+      'no WebGPU adapter could be opened: ' +
+        skipped.map((s) => `${s.name}: ${s.reason}`).join('; ') +
+        '. On a GPU-less Linux machine run scripts/install-system-deps.sh to install the software adapters.',
+    );
+    this.name = 'NoAdapterError';
+  }
+}
+
+export function adapterLimits(adapter: GPUAdapter): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const key in adapter.limits) {
+    const v = (adapter.limits as unknown as Record<string, unknown>)[key];
+    if (typeof v === 'number') out[key] = v;
+  }
+  return out;
+}
+
+/**
+ * Open the first candidate that yields an adapter and create a device with the adapter's own limits
+ * and the optional features the engine can use.
+ */
+export async function selectDevice(candidates: AdapterCandidate[], choice: AdapterChoice): Promise<SelectedDevice> {
+  const skipped: { name: string; reason: string }[] = [];
+  const tried = choice === 'auto' ? candidates : candidates.filter((c) => c.name === choice);
+  if (tried.length === 0) {
+    throw new Error(`adapter "${choice}" is not available on this platform (choose one of: auto, ${candidates.map((c) => c.name).join(', ')})`);
+  }
+  for (const candidate of tried) {
+    let opened;
+    try {
+      opened = await candidate.open();
+    } catch (e) {
+      opened = (e as Error).message;
+    }
+    if (typeof opened === 'string') {
+      skipped.push({ name: candidate.name, reason: opened });
+      continue;
+    }
+    const { adapter, software, featureLevel } = opened;
+    const requiredFeatures = WANTED_FEATURES.filter((f) => adapter.features.has(f));
+    const requiredLimits: Record<string, number> = {};
+    const limits = adapterLimits(adapter);
+    for (const key of WANTED_LIMITS) if (limits[key] !== undefined) requiredLimits[key] = limits[key];
+    const device = await adapter.requestDevice({ requiredFeatures, requiredLimits });
+    const adapterInfo = adapter.info;
+    return {
+      device,
+      adapterInfo,
+      caps: readCaps(device, adapterInfo, software),
+      choice: candidate.name,
+      featureLevel,
+      skipped,
+      adapterFeatures: [...adapter.features].map(String).sort(),
+      adapterLimits: limits,
+    };
+  }
+  throw new NoAdapterError(skipped);
+}
+
+export function describeAdapter(info: GPUAdapterInfo): string {
+  const parts = [info.vendor, info.architecture, info.device, info.description].filter((s) => s && s.length > 0);
+  return parts.join(' / ') || 'unknown adapter';
+}

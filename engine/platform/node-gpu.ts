@@ -1,0 +1,86 @@
+/**
+ * The adapters Node can reach through Dawn (`webgpu` npm package): a real GPU over Vulkan, SwiftShader's
+ * software Vulkan from Debian's chromium-common, or Mesa llvmpipe through Dawn's OpenGL ES backend.
+ */
+import { existsSync } from 'node:fs';
+import { create, globals } from 'webgpu';
+import type { AdapterCandidate } from '../gpu/select.ts';
+
+let globalsInstalled = false;
+/** Dawn's GPUBufferUsage etc. are not globals in Node until installed. */
+export function installWebGpuGlobals(): void {
+  if (globalsInstalled) return;
+  const g = globalThis as Record<string, unknown>;
+  for (const [k, v] of Object.entries(globals as Record<string, unknown>)) if (g[k] === undefined) g[k] = v;
+  globalsInstalled = true;
+}
+
+export const SWIFTSHADER_ICD = process.env.SVC_SWIFTSHADER_ICD ?? '/usr/lib/chromium/vk_swiftshader_icd.json';
+
+/** Dawn keeps one instance per `create()`; keep them alive as long as the process so devices stay valid. */
+const instances: GPU[] = [];
+
+function withEnv<T>(vars: Record<string, string | undefined>, fn: () => Promise<T>): Promise<T> {
+  const saved: Record<string, string | undefined> = {};
+  for (const [k, v] of Object.entries(vars)) {
+    saved[k] = process.env[k];
+    if (v === undefined) delete process.env[k];
+    else process.env[k] = v;
+  }
+  return fn().finally(() => {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  });
+}
+
+function isSoftwareName(info: GPUAdapterInfo): boolean {
+  const text = `${info.vendor} ${info.architecture} ${info.device} ${info.description}`.toLowerCase();
+  return /swiftshader|llvmpipe|lavapipe|softpipe|software/.test(text);
+}
+
+export function nodeAdapterCandidates(): AdapterCandidate[] {
+  installWebGpuGlobals();
+  if (!process.env.XDG_RUNTIME_DIR) process.env.XDG_RUNTIME_DIR = '/tmp';
+  return [
+    {
+      name: 'gpu',
+      async open() {
+        // A user's own VK_ICD_FILENAMES is respected; we only add nothing here.
+        const gpu = create(['backend=vulkan']);
+        instances.push(gpu);
+        const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
+        if (!adapter) return 'no Vulkan driver for a real GPU was found (Dawn Vulkan backend returned no adapter)';
+        const info = adapter.info as GPUAdapterInfo & { isFallbackAdapter?: boolean };
+        if (info.isFallbackAdapter || isSoftwareName(info)) return `the only Vulkan device is a software one (${info.description || info.device})`;
+        return { adapter, software: false, featureLevel: 'core' };
+      },
+    },
+    {
+      name: 'swiftshader',
+      async open() {
+        if (!existsSync(SWIFTSHADER_ICD)) return `SwiftShader ICD not found at ${SWIFTSHADER_ICD} (Debian package chromium-common provides it)`;
+        return withEnv({ VK_ICD_FILENAMES: SWIFTSHADER_ICD, VK_DRIVER_FILES: undefined }, async () => {
+          const gpu = create(['backend=vulkan']);
+          instances.push(gpu);
+          const adapter = await gpu.requestAdapter();
+          if (!adapter) return 'Dawn found no adapter through the SwiftShader ICD (is libvulkan1 installed?)';
+          return { adapter, software: true, featureLevel: 'core' as const };
+        });
+      },
+    },
+    {
+      name: 'llvmpipe',
+      async open() {
+        return withEnv({ EGL_PLATFORM: process.env.EGL_PLATFORM ?? 'surfaceless' }, async () => {
+          const gpu = create(['backend=opengles']);
+          instances.push(gpu);
+          const adapter = await gpu.requestAdapter({ featureLevel: 'compatibility' });
+          if (!adapter) return 'Dawn OpenGL ES backend found no EGL device (install libegl1 libegl-mesa0 libgles2 libgl1-mesa-dri)';
+          return { adapter, software: isSoftwareName(adapter.info), featureLevel: 'compatibility' as const };
+        });
+      },
+    },
+  ];
+}

@@ -1,0 +1,118 @@
+/**
+ * The engine's public contract: what the protocol layer and the CLI program against.
+ * Nothing here knows about HTTP, keys or specialists.
+ */
+import type { Tokenizer } from './tokenizer/types.ts';
+
+export interface ModelInfo {
+  /** general.name or the file name. */
+  name: string;
+  architecture: string;
+  /** Context window the engine runs with (tokens); prompt + completion must fit. */
+  contextLength: number;
+  vocabSize: number;
+  parameterCount: number;
+  /** tokenizer.chat_template from the GGUF, if any. */
+  chatTemplate?: string;
+  /** Where the weights came from (path or URL). */
+  source: string;
+}
+
+/**
+ * A per-step restriction on which tokens may be sampled (grammar-constrained decoding).
+ * The engine asks for a mask before sampling each token and reports the sampled token back.
+ */
+export interface TokenConstraint {
+  /** Bitmask over the vocabulary (bit i of word i>>5 set = token i allowed), or null for no restriction. */
+  mask(): Uint32Array | null;
+  /** The token that was sampled. */
+  accept(token: number): void;
+  /** The constraint is complete and allows nothing more: generation ends with finishReason `stop`. */
+  isDone(): boolean;
+}
+
+export interface GenerateOptions {
+  /** Text to encode (BOS added per the model) ... */
+  prompt?: string;
+  /** ... or token ids used as they are. Exactly one of prompt/tokens. */
+  tokens?: readonly number[];
+  /** Completion tokens at most (default 256). */
+  maxTokens?: number;
+  /** 0 = greedy (default 0). */
+  temperature?: number;
+  /** Nucleus sampling mass in (0, 1] (default 1). */
+  topP?: number;
+  /** Sample among the k most likely tokens; 0 = no limit (default 0). */
+  topK?: number;
+  /** Seed for reproducible sampling; random when absent. */
+  seed?: number;
+  /** Generation ends before any of these strings; the stop string is not part of the output. */
+  stop?: readonly string[];
+  /** OpenAI-style penalties in [-2, 2] (default 0). */
+  presencePenalty?: number;
+  frequencyPenalty?: number;
+  /** llama.cpp-style multiplicative penalty > 0 (default 1 = off). */
+  repetitionPenalty?: number;
+  /** Aborting stops generation and frees the sequence's cache pages. */
+  signal?: AbortSignal;
+  /** Grammar or other constraint applied to every sampled token. */
+  constraint?: TokenConstraint;
+  /** Stop at end-of-generation tokens (default true). */
+  stopAtEndOfGeneration?: boolean;
+}
+
+/** One streamed piece: the text completed by these tokens (valid UTF-8, possibly '') and the token ids. */
+export interface GenerationChunk {
+  text: string;
+  tokens: number[];
+  /** Natural-log probability of each token under the distribution it was sampled from (after masking). */
+  logprobs: number[];
+}
+
+export type FinishReason = 'stop' | 'length';
+
+export interface GenerationTimings {
+  /** Time from the call to the first generated token. */
+  timeToFirstTokenMs: number;
+  prefillMs: number;
+  decodeMs: number;
+  prefillTokensPerSecond: number;
+  decodeTokensPerSecond: number;
+  /** Time spent waiting for the engine to be free (other requests) before prefill started. */
+  queuedMs: number;
+}
+
+export interface GenerationResult {
+  finishReason: FinishReason;
+  /** Why it stopped, in more detail than finishReason. */
+  stoppedBy: 'end-of-generation' | 'stop-sequence' | 'constraint' | 'max-tokens' | 'context-full' | 'aborted';
+  text: string;
+  tokens: number[];
+  promptTokens: number;
+  completionTokens: number;
+  timings: GenerationTimings;
+}
+
+/** Iterate for chunks; `result` settles when generation ends (rejects on error or abort). */
+export interface Generation extends AsyncIterable<GenerationChunk> {
+  readonly result: Promise<GenerationResult>;
+}
+
+export interface TextEngine {
+  readonly info: ModelInfo;
+  readonly tokenizer: Tokenizer;
+  generate(options: GenerateOptions): Generation;
+  dispose(): Promise<void>;
+}
+
+/** Errors the caller caused (bad parameters, prompt too long): the protocol maps them to 400. */
+export class EngineInputError extends Error {
+  constructor(
+    message: string,
+    /** The option at fault, e.g. `maxTokens` or `prompt`. */
+    readonly param?: string,
+  ) {
+    super(message);
+    this.name = 'EngineInputError';
+  }
+}

@@ -1,0 +1,76 @@
+/**
+ * Per-step parameter arena: every dispatch of a step writes its `Params` into a 256-byte slot of one
+ * CPU-side array, and one `writeBuffer` uploads them all before the step's single submit. Dispatches
+ * select their slot with a dynamic offset, so nothing is allocated per token.
+ */
+import { PARAM_SLOT_BYTES, type KernelContext, type CompiledKernel } from './context.ts';
+
+const SLOT_WORDS = PARAM_SLOT_BYTES / 4;
+
+export class ParamArena {
+  readonly buffer: GPUBuffer;
+  readonly bindGroup: GPUBindGroup;
+  /** Word views of the CPU mirror; a slot starts at word `slot * 64`. */
+  readonly u32: Uint32Array;
+  readonly i32: Int32Array;
+  readonly f32: Float32Array;
+  /** offsets[i] = i * 256, so setBindGroup can take a subarray without allocating. */
+  private readonly offsets: Uint32Array;
+  private used = 0;
+
+  constructor(
+    private readonly ctx: KernelContext,
+    readonly capacity: number,
+  ) {
+    this.buffer = ctx.device.createBuffer({
+      label: 'param-arena',
+      size: capacity * PARAM_SLOT_BYTES,
+      usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
+    });
+    this.bindGroup = ctx.device.createBindGroup({
+      label: 'param-arena',
+      layout: ctx.paramsLayout,
+      entries: [{ binding: 0, resource: { buffer: this.buffer, size: PARAM_SLOT_BYTES } }],
+    });
+    const mirror = new ArrayBuffer(capacity * PARAM_SLOT_BYTES);
+    this.u32 = new Uint32Array(mirror);
+    this.i32 = new Int32Array(mirror);
+    this.f32 = new Float32Array(mirror);
+    this.offsets = new Uint32Array(capacity);
+    for (let i = 0; i < capacity; i++) this.offsets[i] = i * PARAM_SLOT_BYTES;
+  }
+
+  /** Start a new step: slots are handed out from the beginning again. */
+  reset(): void {
+    this.used = 0;
+  }
+
+  /** Take the next slot; returns the word index where its params begin (zeroed). */
+  slot(): number {
+    if (this.used >= this.capacity) throw new Error(`param arena full (${this.capacity} dispatches in one step)`);
+    const base = this.used * SLOT_WORDS;
+    this.u32.fill(0, base, base + SLOT_WORDS);
+    this.used++;
+    return base;
+  }
+
+  /** Set pipeline, buffers and the params slot `base` (from slot()) on a pass, then dispatch. */
+  dispatch(pass: GPUComputePassEncoder, kernel: CompiledKernel, buffers: GPUBindGroup, base: number, x: number, y = 1, z = 1): void {
+    const max = this.ctx.caps.maxWorkgroupsPerDimension;
+    if (x > max || y > max || z > max) throw new Error(`${kernel.label}: dispatch ${x}x${y}x${z} exceeds ${max} workgroups per dimension`);
+    pass.setPipeline(kernel.pipeline);
+    pass.setBindGroup(0, buffers);
+    pass.setBindGroup(1, this.bindGroup, this.offsets, base / SLOT_WORDS, 1);
+    pass.dispatchWorkgroups(x, y, z);
+  }
+
+  /** Upload the slots used this step; call once before submitting the step's command buffer. */
+  flush(): void {
+    if (this.used === 0) return;
+    this.ctx.device.queue.writeBuffer(this.buffer, 0, this.u32.buffer, 0, this.used * PARAM_SLOT_BYTES);
+  }
+
+  get slotsUsed(): number {
+    return this.used;
+  }
+}

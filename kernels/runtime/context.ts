@@ -1,0 +1,127 @@
+/**
+ * What every kernel wrapper is built on: the device, what it can do, and a cache of compiled pipelines.
+ *
+ * Convention shared by all kernels (see kernels/README.md):
+ *   - group(0): the kernel's storage buffers, bindings 0..n-1, declared as `read` or `write` in its spec;
+ *   - group(1) binding(0): its `Params` uniform struct, bound with a dynamic offset into the step's ParamArena,
+ *     so one writeBuffer per step carries every dispatch's parameters.
+ */
+import type { GpuCaps } from '../../engine/gpu/caps.ts';
+
+export type BindingKind = 'read' | 'write';
+
+export interface KernelSpec {
+  /** Unique among kernels: the pipeline cache key is `label` plus a hash of code and constants. */
+  label: string;
+  /** Complete WGSL, usually several `.wgsl` files joined (see `wgsl()`). */
+  code: string;
+  /** Storage bindings of group(0), in binding order. */
+  bindings: readonly BindingKind[];
+  entryPoint?: string;
+  /** Values for the shader's `override` declarations (workgroup sizes, unrolls). */
+  constants?: Record<string, number>;
+}
+
+export class CompiledKernel {
+  constructor(
+    readonly label: string,
+    readonly pipeline: GPUComputePipeline,
+    readonly bufferLayout: GPUBindGroupLayout,
+    private readonly device: GPUDevice,
+    readonly bindingCount: number,
+  ) {}
+
+  /** Bind group for group(0); create once per set of buffers and reuse it every step. */
+  bind(buffers: readonly (GPUBuffer | GPUBufferBinding)[], label?: string): GPUBindGroup {
+    if (buffers.length !== this.bindingCount) {
+      throw new Error(`kernel ${this.label} takes ${this.bindingCount} buffers, got ${buffers.length}`);
+    }
+    return this.device.createBindGroup({
+      label: label ?? this.label,
+      layout: this.bufferLayout,
+      entries: buffers.map((b, binding) => ({ binding, resource: 'buffer' in b ? b : { buffer: b } })),
+    });
+  }
+}
+
+/** Size in bytes of one dispatch's parameter slot: WebGPU's largest required uniform offset alignment. */
+export const PARAM_SLOT_BYTES = 256;
+
+export class KernelContext {
+  private readonly cache = new Map<string, CompiledKernel>();
+  readonly paramsLayout: GPUBindGroupLayout;
+
+  constructor(
+    readonly device: GPUDevice,
+    readonly caps: GpuCaps,
+  ) {
+    this.paramsLayout = device.createBindGroupLayout({
+      label: 'params',
+      entries: [{ binding: 0, visibility: GPUShaderStage.COMPUTE, buffer: { type: 'uniform', hasDynamicOffset: true, minBindingSize: 0 } }],
+    });
+  }
+
+  kernel(spec: KernelSpec): CompiledKernel {
+    const constants = spec.constants ?? {};
+    const key = `${spec.label}|${hashString(spec.code)}|${JSON.stringify(constants)}|${spec.entryPoint ?? 'main'}`;
+    const hit = this.cache.get(key);
+    if (hit) return hit;
+    if (spec.bindings.length > this.caps.maxStorageBuffersPerStage) {
+      throw new Error(`kernel ${spec.label} needs ${spec.bindings.length} storage buffers; the device allows ${this.caps.maxStorageBuffersPerStage}`);
+    }
+    const device = this.device;
+    const bufferLayout = device.createBindGroupLayout({
+      label: spec.label,
+      entries: spec.bindings.map((kind, binding) => ({
+        binding,
+        visibility: GPUShaderStage.COMPUTE,
+        buffer: { type: kind === 'read' ? ('read-only-storage' as const) : ('storage' as const) },
+      })),
+    });
+    const module = device.createShaderModule({ label: spec.label, code: spec.code });
+    const pipeline = device.createComputePipeline({
+      label: spec.label,
+      layout: device.createPipelineLayout({ bindGroupLayouts: [bufferLayout, this.paramsLayout] }),
+      compute: { module, entryPoint: spec.entryPoint ?? 'main', constants },
+    });
+    const compiled = new CompiledKernel(spec.label, pipeline, bufferLayout, device, spec.bindings.length);
+    this.cache.set(key, compiled);
+    return compiled;
+  }
+
+  /** A storage buffer; `data` (if any) is written at creation through a mapped range. */
+  storage(label: string, byteSize: number, data?: ArrayBufferView, extraUsage = 0): GPUBuffer {
+    const size = Math.max(16, alignUp(byteSize, 16));
+    const buffer = this.device.createBuffer({
+      label,
+      size,
+      usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC | extraUsage,
+      mappedAtCreation: data !== undefined,
+    });
+    if (data) {
+      new Uint8Array(buffer.getMappedRange()).set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+      buffer.unmap();
+    }
+    return buffer;
+  }
+}
+
+export function alignUp(n: number, a: number): number {
+  return Math.ceil(n / a) * a;
+}
+
+/** Join WGSL sources (a kernel plus the helper files it uses) into one module. */
+export function wgsl(...parts: string[]): string {
+  return parts.join('\n');
+}
+
+function hashString(s: string): string {
+  let h1 = 0x811c9dc5;
+  let h2 = 0x1b873593;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    h1 = Math.imul(h1 ^ c, 0x01000193);
+    h2 = Math.imul(h2 ^ c, 0x5bd1e995);
+  }
+  return (h1 >>> 0).toString(16) + (h2 >>> 0).toString(16);
+}
