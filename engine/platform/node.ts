@@ -2,10 +2,11 @@
 import { ADAPTER_CHOICES, selectDevice, type AdapterChoice, type SelectedDevice } from '../gpu/select.ts';
 import { nodeAdapterCandidates } from './node-gpu.ts';
 
-export function adapterChoiceFromEnv(value = process.env.SVC_ADAPTER): AdapterChoice {
+/** Parse an adapter choice from an option or, by default, the SVC_ADAPTER environment variable. */
+export function adapterChoiceFromEnv(value = process.env.SVC_ADAPTER, what = 'SVC_ADAPTER'): AdapterChoice {
   const v = (value ?? 'auto').trim().toLowerCase() || 'auto';
   if (!(ADAPTER_CHOICES as readonly string[]).includes(v) || v === 'browser') {
-    throw new Error(`SVC_ADAPTER="${value}" is not one of: auto, gpu, swiftshader, llvmpipe`);
+    throw new Error(`${what} "${value}" is not one of: auto, gpu, swiftshader, llvmpipe`);
   }
   return v as AdapterChoice;
 }

@@ -1,0 +1,25 @@
+/**
+ * `svc`: one command-line tool for the engine (generate, tokenize, doctor), the service (serve) and its
+ * stored state (keys, plan). Each command lives in cli/commands/<name>.ts and registers itself here.
+ * Only a command's own output goes to stdout; logs and progress go to stderr.
+ */
+import { Command } from 'commander';
+import { readFileSync } from 'node:fs';
+import { registerDoctor } from './commands/doctor.ts';
+
+const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+
+const program = new Command()
+  .name('svc')
+  .description('Specialist inference service: a WebGPU LLM engine behind an OpenAI-compatible API')
+  .version(pkg.version)
+  .showHelpAfterError();
+
+registerDoctor(program);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (e) {
+  process.stderr.write(`svc: ${(e as Error).message}\n`);
+  process.exitCode = process.exitCode || 1;
+}
