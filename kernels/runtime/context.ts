@@ -79,6 +79,12 @@ export class KernelContext {
       })),
     });
     const module = device.createShaderModule({ label: spec.label, code: spec.code });
+    // Pipeline errors only say "invalid due to a previous error"; print the WGSL compiler's own words.
+    void module.getCompilationInfo().then((info) => {
+      for (const m of info.messages) {
+        if (m.type === 'error') console.error(`WGSL error in kernel ${spec.label} at ${m.lineNum}:${m.linePos}: ${m.message}`);
+      }
+    });
     const pipeline = device.createComputePipeline({
       label: spec.label,
       layout: device.createPipelineLayout({ bindGroupLayouts: [bufferLayout, this.paramsLayout] }),

@@ -1,0 +1,61 @@
+import source from './attention.wgsl?raw';
+import type { ParamArena } from './runtime/arena.ts';
+import type { CompiledKernel, KernelContext } from './runtime/context.ts';
+import { grid2d } from './runtime/grid.ts';
+
+export const ATTENTION_MAX_HEAD_DIM = 256;
+
+export interface AttentionParams {
+  tokens: number;
+  heads: number;
+  kvHeads: number;
+  headDim: number;
+  pageSize: number;
+  maxPages: number;
+  /** Softmax scale, usually 1/sqrt(headDim). */
+  scale: number;
+  /** Sliding-window size in positions; 0 = full causal prefix. */
+  window?: number;
+  qOffset?: number;
+  qStride?: number;
+  outOffset?: number;
+  outStride?: number;
+  softcap?: number;
+}
+
+/**
+ * Paged causal GQA attention. Bindings: q, kCache, vCache, pageTable, positions, tokenSeq (read); out (write).
+ * Each token attends to its own sequence's positions 0..pos (tokenSeq picks the page-table row).
+ */
+export class AttentionKernel {
+  readonly kernel: CompiledKernel;
+  constructor(ctx: KernelContext) {
+    this.kernel = ctx.kernel({ label: 'attention', code: source, bindings: ['read', 'read', 'read', 'read', 'read', 'read', 'write'] });
+  }
+
+  bind(q: GPUBuffer, kCache: GPUBuffer, vCache: GPUBuffer, pageTable: GPUBuffer, positions: GPUBuffer, tokenSeq: GPUBuffer, out: GPUBuffer): GPUBindGroup {
+    return this.kernel.bind([q, kCache, vCache, pageTable, positions, tokenSeq, out]);
+  }
+
+  encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: AttentionParams): void {
+    if (p.headDim > ATTENTION_MAX_HEAD_DIM) throw new Error(`attention: head dimension ${p.headDim} exceeds ${ATTENTION_MAX_HEAD_DIM}`);
+    if (p.heads % p.kvHeads !== 0) throw new Error(`attention: ${p.heads} heads is not a multiple of ${p.kvHeads} KV heads`);
+    const s = arena.slot();
+    const u = arena.u32;
+    u[s] = p.tokens;
+    u[s + 1] = p.heads;
+    u[s + 2] = p.kvHeads;
+    u[s + 3] = p.headDim;
+    u[s + 4] = p.pageSize;
+    u[s + 5] = p.maxPages;
+    arena.f32[s + 6] = p.scale;
+    u[s + 7] = p.window ?? 0;
+    u[s + 8] = p.qOffset ?? 0;
+    u[s + 9] = p.qStride ?? p.heads * p.headDim;
+    u[s + 10] = p.outOffset ?? 0;
+    u[s + 11] = p.outStride ?? p.heads * p.headDim;
+    arena.f32[s + 12] = p.softcap ?? 0;
+    const [gx, gy] = grid2d(p.tokens * p.heads);
+    arena.dispatch(pass, this.kernel, group, s, gx, gy);
+  }
+}

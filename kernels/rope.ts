@@ -1,0 +1,50 @@
+import source from './rope.wgsl?raw';
+import type { ParamArena } from './runtime/arena.ts';
+import type { CompiledKernel, KernelContext } from './runtime/context.ts';
+import { grid2d } from './runtime/grid.ts';
+
+const WG = 64;
+
+export interface RopeParams {
+  tokens: number;
+  heads: number;
+  headDim: number;
+  /** Rotated dimensions per head (≤ headDim, even). */
+  nRot: number;
+  neox: boolean;
+  freqBase: number;
+  freqScale: number;
+  /** Whether the bound `factors` buffer holds n_rot/2 frequency divisors. */
+  useFactors: boolean;
+  xOffset?: number;
+  /** Elements between consecutive tokens in x (default heads × headDim). */
+  tokenStride?: number;
+}
+
+/** RoPE in place on x (read-write), using per-token positions (read) and optional frequency factors (read). */
+export class RopeKernel {
+  readonly kernel: CompiledKernel;
+  constructor(ctx: KernelContext) {
+    this.kernel = ctx.kernel({ label: 'rope', code: source, bindings: ['write', 'read', 'read'], constants: { WG } });
+  }
+
+  bind(x: GPUBuffer, positions: GPUBuffer, factors: GPUBuffer): GPUBindGroup {
+    return this.kernel.bind([x, positions, factors]);
+  }
+
+  encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: RopeParams): void {
+    const s = arena.slot();
+    arena.u32[s] = p.tokens;
+    arena.u32[s + 1] = p.heads;
+    arena.u32[s + 2] = p.headDim;
+    arena.u32[s + 3] = p.nRot;
+    arena.u32[s + 4] = p.neox ? 1 : 0;
+    arena.f32[s + 5] = p.freqBase;
+    arena.f32[s + 6] = p.freqScale;
+    arena.u32[s + 7] = p.useFactors ? 1 : 0;
+    arena.u32[s + 8] = p.xOffset ?? 0;
+    arena.u32[s + 9] = p.tokenStride ?? p.heads * p.headDim;
+    const [gx, gy] = grid2d(Math.ceil((p.tokens * p.heads * (p.nRot / 2)) / WG));
+    arena.dispatch(pass, this.kernel, group, s, gx, gy);
+  }
+}

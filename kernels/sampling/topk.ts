@@ -1,0 +1,52 @@
+import common from './common.wgsl?raw';
+import source from './topk.wgsl?raw';
+import type { ParamArena } from '../runtime/arena.ts';
+import { wgsl, type CompiledKernel, type KernelContext } from '../runtime/context.ts';
+
+/** Candidates returned per row; top_k above this acts as this many. */
+export const TOPK_MAX = 64;
+/** Words per row of the top-k output: a 4-word header then K [token, value] pairs. */
+export const TOPK_ROW_WORDS = 4 + 2 * TOPK_MAX;
+
+export interface TopKRow {
+  /** Candidates, highest value first (ties: lower token id first). */
+  tokens: number[];
+  /** logits / T of each candidate. */
+  values: number[];
+  /** log-sum-exp of logits / T over every allowed token of the row, so exp(value - lse) is its exact probability. */
+  logSumExp: number;
+}
+
+/** Read one row of the kernel's output (from a mapped copy). */
+export function readTopKRow(u32: Uint32Array, f32: Float32Array, row: number): TopKRow {
+  const b = row * TOPK_ROW_WORDS;
+  const n = u32[b];
+  const pairs: [number, number][] = [];
+  for (let k = 0; k < n; k++) pairs.push([u32[b + 4 + 2 * k], f32[b + 5 + 2 * k]]);
+  pairs.sort((x, y) => y[1] - x[1] || x[0] - y[0]);
+  return { tokens: pairs.map((p) => p[0]), values: pairs.map((p) => p[1]), logSumExp: f32[b + 2] };
+}
+
+/**
+ * Exact top-K candidates per row (after mask and temperature) plus the row's log-sum-exp.
+ * Bindings: logits, mask, settings (read), out (write).
+ */
+export class TopKKernel {
+  readonly kernel: CompiledKernel;
+  constructor(ctx: KernelContext) {
+    this.kernel = ctx.kernel({ label: 'topk', code: wgsl(common, source), bindings: ['read', 'read', 'read', 'write'], constants: { K: TOPK_MAX } });
+  }
+
+  bind(logits: GPUBuffer, mask: GPUBuffer, settings: GPUBuffer, out: GPUBuffer): GPUBindGroup {
+    return this.kernel.bind([logits, mask, settings, out]);
+  }
+
+  encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: { rows: number; vocab: number; logitsStride: number; maskWords: number }): void {
+    const s = arena.slot();
+    arena.u32[s] = p.rows;
+    arena.u32[s + 1] = p.vocab;
+    arena.u32[s + 2] = p.logitsStride;
+    arena.u32[s + 3] = p.maskWords;
+    arena.dispatch(pass, this.kernel, group, s, p.rows);
+  }
+}

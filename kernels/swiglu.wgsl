@@ -1,0 +1,29 @@
+// SwiGLU activation: out[t, i] = silu(gate[t, i]) * up[t, i], silu(x) = x / (1 + exp(-x)).
+// Gate and up may be two buffers or two halves of one fused buffer (bind it twice; both are read-only).
+
+struct Params {
+  tokens: u32,
+  n: u32,
+  gate_offset: u32,
+  up_offset: u32,
+  in_stride: u32,
+  out_stride: u32,
+}
+
+override WG: u32 = 64u;
+
+@group(0) @binding(0) var<storage, read> gate: array<f32>;
+@group(0) @binding(1) var<storage, read> up: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(1) @binding(0) var<uniform> params: Params;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let idx = gid.x + gid.y * nwg.x * WG;
+  if (idx >= params.tokens * params.n) { return; }
+  let t = idx / params.n;
+  let i = idx % params.n;
+  let g = gate[params.gate_offset + t * params.in_stride + i];
+  let u = up[params.up_offset + t * params.in_stride + i];
+  out[t * params.out_stride + i] = g / (1.0 + exp(-g)) * u;
+}

@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest';
+import { AddKernel } from '../../kernels/add.ts';
+import { GatherKernel } from '../../kernels/gather.ts';
+import { SwiGluKernel } from '../../kernels/swiglu.ts';
+import { readF32, runPass, testContext } from '../helpers/gpu.ts';
+import { maxRelError, randomF32 } from '../helpers/random.ts';
+
+describe('elementwise kernels', () => {
+  it('swiglu on a fused gate|up buffer matches silu(gate) * up', async () => {
+    const ctx = await testContext();
+    const T = 5;
+    const n = 172;
+    const gu = randomF32(T * 2 * n, 3, 4);
+    const k = new SwiGluKernel(ctx);
+    const b = ctx.storage('gu', gu.byteLength, gu);
+    const out = ctx.storage('out', T * n * 4);
+    await runPass(ctx, (pass, arena) => k.encode(pass, arena, k.bind(b, b, out), { tokens: T, n, gateOffset: 0, upOffset: n, inStride: 2 * n }));
+    const want = new Float32Array(T * n);
+    for (let t = 0; t < T; t++)
+      for (let i = 0; i < n; i++) {
+        const g = gu[t * 2 * n + i];
+        want[t * n + i] = (g / (1 + Math.exp(-g))) * gu[t * 2 * n + n + i];
+      }
+    expect(maxRelError(await readF32(ctx, out, T * n), want)).toBeLessThan(1e-5);
+  });
+
+  it('add accumulates into a slice', async () => {
+    const ctx = await testContext();
+    const x = randomF32(300, 4);
+    const y = randomF32(200, 5);
+    const k = new AddKernel(ctx);
+    const bx = ctx.storage('x', x.byteLength, x);
+    const by = ctx.storage('y', y.byteLength, y);
+    await runPass(ctx, (pass, arena) => k.encode(pass, arena, k.bind(bx, by), { n: 150, xOffset: 100, yOffset: 50 }));
+    const want = x.slice();
+    for (let i = 0; i < 150; i++) want[100 + i] += y[50 + i];
+    expect(maxRelError(await readF32(ctx, bx, 300), want)).toBeLessThan(1e-6);
+  });
+
+  it('gather copies the selected rows', async () => {
+    const ctx = await testContext();
+    const dim = 33;
+    const x = randomF32(10 * dim, 6);
+    const idx = Uint32Array.from([9, 0, 4]);
+    const k = new GatherKernel(ctx);
+    const bx = ctx.storage('x', x.byteLength, x);
+    const bi = ctx.storage('i', idx.byteLength, idx);
+    const by = ctx.storage('y', idx.length * dim * 4);
+    await runPass(ctx, (pass, arena) => k.encode(pass, arena, k.bind(bx, bi, by), { rows: 3, dim }));
+    const want = new Float32Array(3 * dim);
+    idx.forEach((r, i) => want.set(x.subarray(r * dim, (r + 1) * dim), i * dim));
+    expect(Array.from(await readF32(ctx, by, 3 * dim))).toEqual(Array.from(want));
+  });
+});
