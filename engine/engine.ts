@@ -1,0 +1,172 @@
+/**
+ * The engine: a model's weights, KV cache and forward pass on one GPU device, with a scheduler that
+ * batches concurrent generations. Platform-free: Node and browsers hand it a device and a ModelSource.
+ */
+import { readModelConfig } from './arch/index.ts';
+import type { ModelConfig } from './arch/types.ts';
+import { resolveOptions } from './generate/options.ts';
+import { Scheduler } from './generate/scheduler.ts';
+import { Sequence } from './generate/sequence.ts';
+import type { SelectedDevice } from './gpu/select.ts';
+import { parseGguf, type GgufFile } from './gguf/parse.ts';
+import { PagedKvCache } from './kv/paged-cache.ts';
+import type { ModelSource } from './loader/source.ts';
+import { loadWeights, type LoadProgress } from './model/load-weights.ts';
+import type { MatrixKernels } from './model/matrix.ts';
+import { Transformer } from './model/transformer.ts';
+import type { ModelWeights } from './model/weights.ts';
+import { createTokenizer } from './tokenizer/index.ts';
+import type { Tokenizer } from './tokenizer/types.ts';
+import { EngineInputError, type GenerateOptions, type Generation, type ModelInfo, type TextEngine } from './types.ts';
+import { KernelContext } from '../kernels/runtime/context.ts';
+import { createMatrixKernels } from './model/matrix-kernels.ts';
+
+export interface EngineOptions {
+  /** Context window to run with (default: the model's, capped at 4096). */
+  contextLength?: number;
+  /** Sequences decoded together (default 8). */
+  maxSequences?: number;
+  /** Tokens per forward step: the prefill chunk size (default 256, 64 on software adapters). */
+  maxTokensPerStep?: number;
+  /** GPU memory for the KV cache (default 512 MiB, at least one full-context sequence). */
+  kvCacheBytes?: number;
+  /** Positions per KV page (default 16). */
+  pageSize?: number;
+  onProgress?: LoadProgress;
+}
+
+export interface EngineStats {
+  adapter: string;
+  weightsBytes: number;
+  kvCacheBytes: number;
+  workspaceBytes: number;
+  /** Dispatches in the last step (a decode step of one sequence = dispatches per token). */
+  lastStepDispatches: number;
+  activeSequences: number;
+  waitingSequences: number;
+}
+
+export class WebGpuEngine implements TextEngine {
+  private nextId = 1;
+  private disposed = false;
+
+  private constructor(
+    readonly info: ModelInfo,
+    readonly config: ModelConfig,
+    readonly tokenizer: Tokenizer,
+    private readonly selected: SelectedDevice,
+    private readonly weights: ModelWeights,
+    private readonly cache: PagedKvCache,
+    private readonly transformer: Transformer,
+    private readonly scheduler: Scheduler,
+  ) {}
+
+  static async load(selected: SelectedDevice, source: ModelSource, opts: EngineOptions = {}): Promise<WebGpuEngine> {
+    const gguf: GgufFile = await parseGguf(source);
+    const cfg = readModelConfig(gguf.metadata, new Set(gguf.tensors.map((t) => t.name)));
+    const tokenizer = createTokenizer(gguf.metadata);
+    if (tokenizer.vocabSize !== cfg.vocabSize) {
+      throw new Error(`${source.name}: tokenizer has ${tokenizer.vocabSize} tokens but the model's vocabulary is ${cfg.vocabSize}`);
+    }
+    const ctx = new KernelContext(selected.device, selected.caps);
+    const matrices: MatrixKernels = createMatrixKernels(ctx);
+    const contextLength = Math.min(cfg.contextLength, opts.contextLength ?? 4096);
+    if (!(contextLength >= 2)) throw new Error(`contextLength must be at least 2 (got ${opts.contextLength})`);
+    const maxSequences = opts.maxSequences ?? 8;
+    const maxTokensPerStep = opts.maxTokensPerStep ?? (selected.caps.software ? 64 : 256);
+    const pageSize = opts.pageSize ?? 16;
+    const kvDim = cfg.nKvHeads * cfg.headDim;
+    const fullContextBytes = 2 * cfg.nLayers * contextLength * kvDim * 4;
+    const weights = await loadWeights(ctx, gguf, source, cfg, matrices, opts.onProgress);
+    const cache = new PagedKvCache(ctx, {
+      layers: cfg.nLayers,
+      kvDim,
+      pageSize,
+      maxSeqs: maxSequences,
+      maxSeqLength: contextLength,
+      budgetBytes: Math.max(opts.kvCacheBytes ?? 512 * 2 ** 20, fullContextBytes + 2 * cfg.nLayers * pageSize * kvDim * 4),
+    });
+    const transformer = new Transformer(ctx, cfg, weights, cache, matrices, { maxTokensPerStep, maxRowsPerStep: maxSequences });
+    const scheduler = new Scheduler(transformer, cache.allocator, () => cache.syncPageTable());
+    let parameterCount = 0;
+    for (const t of gguf.tensors) parameterCount += t.elements;
+    const info: ModelInfo = {
+      name: gguf.metadata.optionalString('general.name') ?? source.name.split(/[\\/]/).pop() ?? source.name,
+      architecture: cfg.architecture,
+      contextLength,
+      vocabSize: cfg.vocabSize,
+      parameterCount,
+      chatTemplate: gguf.metadata.optionalString('tokenizer.chat_template'),
+      source: source.name,
+    };
+    await source.close?.();
+    return new WebGpuEngine(info, cfg, tokenizer, selected, weights, cache, transformer, scheduler);
+  }
+
+  /** Starts a generation. Invalid options throw EngineInputError at once (naming the option). */
+  generate(options: GenerateOptions): Generation {
+    if (this.disposed) throw new Error('engine has been disposed');
+    const o = resolveOptions(options);
+    const prompt = this.promptTokens(options);
+    const ctx = this.info.contextLength;
+    if (prompt.length >= ctx) {
+      throw new EngineInputError(`prompt is ${prompt.length} tokens; the context holds ${ctx} tokens including at least one generated token`, options.tokens ? 'tokens' : 'prompt');
+    }
+    const seq = new Sequence(this.nextId++, prompt, o, Math.min(ctx, prompt.length + o.maxTokens), this.tokenizer, options.constraint);
+    const signal = options.signal;
+    if (signal) {
+      if (signal.aborted) {
+        seq.finish('aborted');
+        return seq.queue;
+      }
+      const onAbort = () => this.scheduler.abort(seq);
+      signal.addEventListener('abort', onAbort, { once: true });
+      seq.queue.result.finally(() => signal.removeEventListener('abort', onAbort)).catch(() => {});
+    }
+    this.scheduler.submit(seq);
+    return seq.queue;
+  }
+
+  private promptTokens(options: GenerateOptions): number[] {
+    if ((options.prompt === undefined) === (options.tokens === undefined)) {
+      throw new EngineInputError('give exactly one of prompt or tokens', 'prompt');
+    }
+    if (options.tokens !== undefined) {
+      const V = this.info.vocabSize;
+      const bad = options.tokens.findIndex((t) => !Number.isInteger(t) || t < 0 || t >= V);
+      if (bad >= 0) throw new EngineInputError(`tokens[${bad}] = ${options.tokens[bad]} is not a token id (0..${V - 1})`, 'tokens');
+      if (options.tokens.length === 0) throw new EngineInputError('tokens is empty', 'tokens');
+      return [...options.tokens];
+    }
+    if (typeof options.prompt !== 'string') throw new EngineInputError('prompt must be a string', 'prompt');
+    const tokens = this.tokenizer.encode(options.prompt);
+    if (tokens.length === 0) throw new EngineInputError('prompt is empty and the model adds no BOS token', 'prompt');
+    return tokens;
+  }
+
+  stats(): EngineStats {
+    return {
+      adapter: this.selected.choice,
+      weightsBytes: this.weights.bytes,
+      kvCacheBytes: this.cache.bytes,
+      workspaceBytes: this.transformer.ws.bytes,
+      lastStepDispatches: this.transformer.lastDispatches,
+      activeSequences: this.scheduler.activeCount,
+      waitingSequences: this.scheduler.waitingCount,
+    };
+  }
+
+  get device(): SelectedDevice {
+    return this.selected;
+  }
+
+  async dispose(): Promise<void> {
+    if (this.disposed) return;
+    this.disposed = true;
+    await this.selected.device.queue.onSubmittedWorkDone();
+    this.transformer.destroy();
+    this.cache.destroy();
+    for (const b of this.weights.buffers) b.destroy();
+    this.selected.device.destroy();
+  }
+}

@@ -1,0 +1,15 @@
+/** Seeded PRNG (mulberry32) for the CPU side of sampling; the GPU side hashes (seed, step, token). */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export function randomSeed(): number {
+  return (Math.random() * 0x100000000) >>> 0;
+}

@@ -1,0 +1,181 @@
+/**
+ * Continuous batching: every step carries one decode token for each running sequence plus prefill chunks
+ * of waiting prompts, up to the runner's token budget. Sequences join and leave between steps; a request
+ * is admitted when a cache slot and pages for its whole length are free, so it never stalls mid-way.
+ */
+import type { PageAllocator } from '../kv/page-allocator.ts';
+import { sampleCandidates } from './candidate-sampler.ts';
+import { needsCandidates } from './options.ts';
+import { Sequence, type StopReason } from './sequence.ts';
+import type { StepRunner } from './step.ts';
+import { NO_TOKEN } from '../../kernels/sampling/sample.ts';
+
+export class Scheduler {
+  private readonly waiting: Sequence[] = [];
+  private readonly running: Sequence[] = [];
+  private looping = false;
+  private readonly rowSeq: Sequence[] = [];
+
+  constructor(
+    private readonly runner: StepRunner,
+    private readonly pages: PageAllocator,
+    /** Called before each step so the page table reaches the GPU. */
+    private readonly syncPages: () => void,
+  ) {}
+
+  get activeCount(): number {
+    return this.running.length;
+  }
+
+  get waitingCount(): number {
+    return this.waiting.length;
+  }
+
+  submit(seq: Sequence): void {
+    if (Math.ceil(seq.maxLength / this.pages.pageSize) > this.pages.numPages) {
+      seq.fail(new Error(`a sequence of ${seq.maxLength} positions needs more KV cache pages than exist (${this.pages.numPages})`));
+      return;
+    }
+    this.waiting.push(seq);
+    this.kick();
+  }
+
+  /** Abort requested from outside: a waiting sequence ends now, a running one at the next step. */
+  abort(seq: Sequence): void {
+    seq.aborted = true;
+    const i = this.waiting.indexOf(seq);
+    if (i >= 0) {
+      this.waiting.splice(i, 1);
+      seq.finish('aborted');
+    }
+    this.kick();
+  }
+
+  private kick(): void {
+    if (this.looping) return;
+    this.looping = true;
+    void this.loop().finally(() => {
+      this.looping = false;
+      if (this.waiting.length > 0 || this.running.length > 0) this.kick();
+    });
+  }
+
+  private admit(): void {
+    while (this.waiting.length > 0) {
+      const seq = this.waiting[0];
+      const slot = this.pages.acquireSlot();
+      if (slot === undefined) return;
+      if (!this.pages.reserve(slot, seq.maxLength)) {
+        this.pages.release(slot);
+        return;
+      }
+      this.waiting.shift();
+      seq.slot = slot;
+      seq.admittedAt = performance.now();
+      this.running.push(seq);
+    }
+  }
+
+  private end(seq: Sequence, reason: StopReason): void {
+    seq.finish(reason);
+    this.release(seq);
+  }
+
+  private release(seq: Sequence): void {
+    const i = this.running.indexOf(seq);
+    if (i >= 0) this.running.splice(i, 1);
+    if (seq.slot >= 0) this.pages.release(seq.slot);
+    seq.slot = -1;
+  }
+
+  private async loop(): Promise<void> {
+    for (;;) {
+      for (const seq of [...this.running]) if (seq.aborted) this.end(seq, 'aborted');
+      this.admit();
+      if (this.running.length === 0) return;
+      if (!this.buildStep()) return;
+      this.syncPages();
+      try {
+        await this.runner.run();
+      } catch (e) {
+        for (const seq of [...this.running]) {
+          seq.fail(e);
+          this.release(seq);
+        }
+        continue;
+      }
+      this.collect();
+    }
+  }
+
+  /** Fill the runner with this step's tokens and rows; false if there was nothing to do. */
+  private buildStep(): boolean {
+    const r = this.runner;
+    r.begin();
+    this.rowSeq.length = 0;
+    let budget = r.maxTokensPerStep;
+    // Decode first: running sequences must not starve behind long prompts.
+    for (const seq of this.running) {
+      if (seq.inPrefill || seq.aborted || budget === 0 || this.rowSeq.length >= r.maxRowsPerStep) continue;
+      const t = r.addToken(seq.lastToken, seq.position, seq.slot);
+      this.addRow(seq, t);
+      budget--;
+    }
+    for (const seq of this.running) {
+      if (!seq.inPrefill || seq.aborted || budget === 0) continue;
+      const n = Math.min(budget, seq.prompt.length - seq.prefilled);
+      const endsPrompt = seq.prefilled + n === seq.prompt.length;
+      if (endsPrompt && this.rowSeq.length >= r.maxRowsPerStep) continue;
+      let last = -1;
+      for (let i = 0; i < n; i++) last = r.addToken(seq.prompt[seq.prefilled + i], seq.prefilled + i, seq.slot);
+      budget -= n;
+      seq.pendingPrefill = n;
+      if (endsPrompt) this.addRow(seq, last);
+    }
+    return budget < r.maxTokensPerStep;
+  }
+
+  private addRow(seq: Sequence, tokenIndex: number): void {
+    const o = seq.options;
+    const mask = seq.constraint ? seq.constraint.mask() : null;
+    this.runner.addRow(tokenIndex, {
+      temperature: o.temperature,
+      seed: seq.seed,
+      counter: seq.generated.length,
+      mask,
+      penalties: seq.usesPenalties()
+        ? { presence: o.presencePenalty, frequency: o.frequencyPenalty, repetition: o.repetitionPenalty, entries: seq.penaltyEntries() }
+        : null,
+      candidates: needsCandidates(o),
+    });
+    this.rowSeq.push(seq);
+  }
+
+  private collect(): void {
+    for (const seq of this.running) {
+      if (seq.pendingPrefill > 0) {
+        seq.prefilled += seq.pendingPrefill;
+        seq.pendingPrefill = 0;
+      }
+    }
+    this.rowSeq.forEach((seq, row) => {
+      let { token, logprob } = this.runner.sampled(row);
+      if (needsCandidates(seq.options)) {
+        ({ token, logprob } = sampleCandidatesFor(this.runner, row, seq));
+      }
+      if (token === NO_TOKEN) {
+        this.end(seq, 'constraint');
+        return;
+      }
+      const reason = seq.accept(token, logprob);
+      if (reason) this.end(seq, reason);
+    });
+  }
+}
+
+/** Top-k / top-p: pick among the GPU's candidates with the sequence's own seeded generator. */
+function sampleCandidatesFor(runner: StepRunner, row: number, seq: Sequence): { token: number; logprob: number } {
+  const cands = runner.candidates(row);
+  if (cands.tokens.length === 0) return { token: NO_TOKEN, logprob: 0 };
+  return sampleCandidates(cands, seq.options.topK, seq.options.topP, seq.random);
+}

@@ -1,0 +1,36 @@
+/** What the scheduler asks of the model for one step: a flattened batch of tokens and rows to sample. */
+import type { TopKRow } from '../../kernels/sampling/topk.ts';
+
+export interface PenaltySpec {
+  presence: number;
+  frequency: number;
+  repetition: number;
+  entries: { token: number; count: number; inWindow: boolean }[];
+}
+
+export interface SampleRowSpec {
+  temperature: number;
+  seed: number;
+  /** Index of this token in the sequence's output: fresh noise per token from one seed. */
+  counter: number;
+  /** Allowed-token bitmask (grammar), or null. */
+  mask: Uint32Array | null;
+  penalties: PenaltySpec | null;
+  /** Also return the top-K candidates (top-k / top-p sampling on the CPU). */
+  candidates: boolean;
+}
+
+export interface StepRunner {
+  readonly maxTokensPerStep: number;
+  readonly maxRowsPerStep: number;
+  /** Start filling a new step. */
+  begin(): void;
+  /** Add a token at `position` of the sequence in cache slot `slot`; returns its index in the step. */
+  addToken(token: number, position: number, slot: number): number;
+  /** Ask for the logits after token `tokenIndex` to be sampled; returns the row index. */
+  addRow(tokenIndex: number, spec: SampleRowSpec): number;
+  /** Run the step on the GPU: one command buffer, one readback of the sampled rows. */
+  run(): Promise<void>;
+  sampled(row: number): { token: number; logprob: number };
+  candidates(row: number): TopKRow;
+}

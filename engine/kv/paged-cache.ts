@@ -1,0 +1,70 @@
+/**
+ * The KV cache on the GPU: per layer one K and one V buffer of `numPages × pageSize` rows (a row holds
+ * all KV heads of one position), plus the page-table buffer the attention kernel reads.
+ */
+import type { KernelContext } from '../../kernels/runtime/context.ts';
+import { PageAllocator } from './page-allocator.ts';
+
+export interface KvCacheOptions {
+  layers: number;
+  kvDim: number;
+  pageSize: number;
+  maxSeqs: number;
+  /** Longest sequence (positions) a slot may hold. */
+  maxSeqLength: number;
+  /** Bytes of GPU memory for K and V of all layers together. */
+  budgetBytes: number;
+}
+
+export class PagedKvCache {
+  readonly allocator: PageAllocator;
+  readonly k: GPUBuffer[] = [];
+  readonly v: GPUBuffer[] = [];
+  readonly pageTable: GPUBuffer;
+  readonly maxPagesPerSeq: number;
+  readonly bytes: number;
+
+  constructor(
+    private readonly ctx: KernelContext,
+    readonly opts: KvCacheOptions,
+  ) {
+    const rowBytes = opts.kvDim * 4;
+    const pageBytes = opts.pageSize * rowBytes;
+    this.maxPagesPerSeq = Math.ceil(opts.maxSeqLength / opts.pageSize);
+    // Enough pages for the budget, but no more than every slot at full length, and each layer's buffer
+    // must fit one storage binding.
+    const byBudget = Math.floor(opts.budgetBytes / (2 * opts.layers * pageBytes));
+    const byUse = this.maxPagesPerSeq * opts.maxSeqs;
+    const byBinding = Math.floor(Math.min(ctx.caps.maxStorageBinding, ctx.caps.maxBufferSize) / pageBytes);
+    const numPages = Math.min(byBudget, byUse, byBinding);
+    if (numPages < this.maxPagesPerSeq) {
+      throw new Error(
+        `KV cache budget of ${(opts.budgetBytes / 2 ** 20).toFixed(0)} MiB holds ${numPages * opts.pageSize} positions, less than one sequence of ${opts.maxSeqLength}; raise the budget or lower the context`,
+      );
+    }
+    this.allocator = new PageAllocator(numPages, opts.pageSize, opts.maxSeqs, this.maxPagesPerSeq);
+    for (let l = 0; l < opts.layers; l++) {
+      this.k.push(ctx.storage(`kv.k.${l}`, numPages * pageBytes));
+      this.v.push(ctx.storage(`kv.v.${l}`, numPages * pageBytes));
+    }
+    this.pageTable = ctx.storage('kv.page-table', this.allocator.table.byteLength);
+    this.bytes = 2 * opts.layers * numPages * pageBytes;
+  }
+
+  get pageSize(): number {
+    return this.opts.pageSize;
+  }
+
+  /** Upload the page-table rows that changed; call before encoding a step that uses them. */
+  syncPageTable(): void {
+    const rowBytes = this.maxPagesPerSeq * 4;
+    const t = this.allocator.table;
+    for (const slot of this.allocator.takeDirty()) {
+      this.ctx.device.queue.writeBuffer(this.pageTable, slot * rowBytes, t.buffer, t.byteOffset + slot * rowBytes, rowBytes);
+    }
+  }
+
+  destroy(): void {
+    for (const b of [...this.k, ...this.v, this.pageTable]) b.destroy();
+  }
+}

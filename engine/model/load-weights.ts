@@ -1,0 +1,131 @@
+/**
+ * Uploads a GGUF model's weights to the GPU tensor by tensor, a few MiB of rows at a time, so host memory
+ * never holds the model twice. Matrices stay in their packed types; norm vectors become f32.
+ */
+import type { ModelConfig } from '../arch/types.ts';
+import type { GgufFile, GgufTensorInfo } from '../gguf/parse.ts';
+import { dequantize } from '../gguf/quant/index.ts';
+import { GgmlType, SUPPORTED_TYPES, typeName } from '../gguf/types.ts';
+import type { ModelSource } from '../loader/source.ts';
+import type { KernelContext } from '../../kernels/runtime/context.ts';
+import type { MatrixKernels, WeightMatrix } from './matrix.ts';
+import type { LayerWeights, ModelWeights } from './weights.ts';
+
+const CHUNK_BYTES = 8 << 20;
+
+export type LoadProgress = (loadedBytes: number, totalBytes: number) => void;
+
+export async function loadWeights(
+  ctx: KernelContext,
+  gguf: GgufFile,
+  source: ModelSource,
+  cfg: ModelConfig,
+  kernels: MatrixKernels,
+  onProgress?: LoadProgress,
+): Promise<ModelWeights> {
+  const byName = new Map(gguf.tensors.map((t) => [t.name, t]));
+  const buffers: GPUBuffer[] = [];
+  const qDim = cfg.nHeads * cfg.headDim;
+  const kvDim = cfg.nKvHeads * cfg.headDim;
+
+  const tensor = (name: string): GgufTensorInfo => {
+    const t = byName.get(name);
+    if (!t) throw new Error(`${gguf.source}: tensor "${name}" is missing (architecture ${cfg.architecture})`);
+    return t;
+  };
+  const needed: { name: string; kind: 'matrix' | 'vector'; rows: number; cols: number }[] = [];
+  const need = (name: string, kind: 'matrix' | 'vector', rows: number, cols: number) => needed.push({ name, kind, rows, cols });
+  need('token_embd.weight', 'matrix', cfg.vocabSize, cfg.dim);
+  need('output_norm.weight', 'vector', 1, cfg.dim);
+  if (!cfg.tiedEmbeddings) need('output.weight', 'matrix', cfg.vocabSize, cfg.dim);
+  for (let l = 0; l < cfg.nLayers; l++) {
+    const b = `blk.${l}.`;
+    need(b + 'attn_norm.weight', 'vector', 1, cfg.dim);
+    need(b + 'attn_q.weight', 'matrix', qDim, cfg.dim);
+    need(b + 'attn_k.weight', 'matrix', kvDim, cfg.dim);
+    need(b + 'attn_v.weight', 'matrix', kvDim, cfg.dim);
+    need(b + 'attn_output.weight', 'matrix', cfg.dim, qDim);
+    need(b + 'ffn_norm.weight', 'vector', 1, cfg.dim);
+    need(b + 'ffn_gate.weight', 'matrix', cfg.ffnDim, cfg.dim);
+    need(b + 'ffn_up.weight', 'matrix', cfg.ffnDim, cfg.dim);
+    need(b + 'ffn_down.weight', 'matrix', cfg.dim, cfg.ffnDim);
+  }
+  const hasRopeFactors = byName.has('rope_freqs.weight');
+  if (hasRopeFactors) need('rope_freqs.weight', 'vector', 1, cfg.rope.nRot / 2);
+
+  // Check every tensor before uploading anything, so a bad file fails fast with a precise message.
+  for (const n of needed) {
+    const t = tensor(n.name);
+    const [cols, rows = 1] = t.dims;
+    if (cols !== n.cols || rows !== n.rows || t.dims.length > 2) {
+      throw new Error(`${gguf.source}: tensor "${n.name}" has shape [${t.dims.join(', ')}], expected [${n.cols}${n.kind === 'matrix' ? `, ${n.rows}` : ''}]`);
+    }
+    const ok = n.kind === 'vector' ? [GgmlType.F32, GgmlType.F16].includes(t.type) : SUPPORTED_TYPES.includes(t.type);
+    if (!ok) {
+      throw new Error(
+        `${gguf.source}: tensor "${n.name}" has type ${typeName(t.type)}, which this engine does not support (supported: ${SUPPORTED_TYPES.map(typeName).join(', ')})`,
+      );
+    }
+  }
+  const total = needed.reduce((s, n) => s + tensor(n.name).byteSize, 0);
+  let loaded = 0;
+  const progress = (bytes: number) => {
+    loaded += bytes;
+    onProgress?.(loaded, total);
+  };
+
+  const vector = async (name: string): Promise<GPUBuffer> => {
+    const t = tensor(name);
+    const raw = await source.read(t.offset, t.byteSize);
+    const f32 = t.type === GgmlType.F32 ? new Float32Array(raw.slice().buffer) : dequantize(t.type, raw, t.elements);
+    const b = ctx.storage(name, f32.byteLength, f32);
+    buffers.push(b);
+    progress(t.byteSize);
+    return b;
+  };
+
+  const matrix = async (name: string): Promise<WeightMatrix> => {
+    const t = tensor(name);
+    const [cols, rows] = t.dims;
+    const { gpuRowBytes, shardRows } = kernels.layout(t.type, rows, cols);
+    const rawRowBytes = t.byteSize / rows;
+    const chunkRows = Math.max(1, Math.floor(CHUNK_BYTES / rawRowBytes));
+    const shards: WeightMatrix['shards'] = [];
+    for (let rowStart = 0; rowStart < rows; rowStart += shardRows) {
+      const n = Math.min(shardRows, rows - rowStart);
+      const buffer = ctx.storage(`${name}[${rowStart}:${rowStart + n}]`, n * gpuRowBytes);
+      buffers.push(buffer);
+      for (let r = 0; r < n; r += chunkRows) {
+        const m = Math.min(chunkRows, n - r);
+        const raw = await source.read(t.offset + (rowStart + r) * rawRowBytes, m * rawRowBytes);
+        const packed = kernels.repack(t.type, raw, m, cols);
+        ctx.device.queue.writeBuffer(buffer, r * gpuRowBytes, packed.buffer, packed.byteOffset, packed.byteLength);
+        progress(m * rawRowBytes);
+      }
+      shards.push({ buffer, rowStart, rows: n });
+    }
+    return { name, type: t.type, rows, cols, shards, bytes: rows * gpuRowBytes };
+  };
+
+  const embedding = await matrix('token_embd.weight');
+  const outputNorm = await vector('output_norm.weight');
+  const output = cfg.tiedEmbeddings ? embedding : await matrix('output.weight');
+  const layers: LayerWeights[] = [];
+  for (let l = 0; l < cfg.nLayers; l++) {
+    const b = `blk.${l}.`;
+    layers.push({
+      attnNorm: await vector(b + 'attn_norm.weight'),
+      q: await matrix(b + 'attn_q.weight'),
+      k: await matrix(b + 'attn_k.weight'),
+      v: await matrix(b + 'attn_v.weight'),
+      o: await matrix(b + 'attn_output.weight'),
+      ffnNorm: await vector(b + 'ffn_norm.weight'),
+      gate: await matrix(b + 'ffn_gate.weight'),
+      up: await matrix(b + 'ffn_up.weight'),
+      down: await matrix(b + 'ffn_down.weight'),
+    });
+  }
+  const ropeFactors = hasRopeFactors ? await vector('rope_freqs.weight') : undefined;
+  await ctx.device.queue.onSubmittedWorkDone();
+  return { embedding, layers, outputNorm, output, ropeFactors, buffers, bytes: buffers.reduce((s, b) => s + b.size, 0) };
+}

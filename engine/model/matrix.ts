@@ -1,0 +1,42 @@
+/**
+ * The seam between the model and the matrix kernels: a weight matrix as it sits on the GPU, and bound
+ * products over it. The model never looks inside a shard; kernels/ decides layouts and variants.
+ */
+import type { GgmlType } from '../gguf/types.ts';
+import type { ParamArena } from '../../kernels/runtime/arena.ts';
+
+/** A 2-D GGUF weight: `rows` output rows of `cols` inputs, split into row shards that fit one binding. */
+export interface WeightMatrix {
+  name: string;
+  type: GgmlType;
+  rows: number;
+  cols: number;
+  shards: { buffer: GPUBuffer; rowStart: number; rows: number }[];
+  bytes: number;
+}
+
+/** Where a product reads x and writes y: row t of x starts at xOffset + t * xStride (elements), likewise y. */
+export interface MatrixIo {
+  xOffset: number;
+  xStride: number;
+  yOffset: number;
+  yStride: number;
+  /** y += W·x instead of y = W·x (fuses the residual add). */
+  accumulate: boolean;
+}
+
+/** A product bound to its buffers once; `encode` records its dispatches for `tokens` rows of x. */
+export interface BoundProduct {
+  encode(pass: GPUComputePassEncoder, arena: ParamArena, tokens: number): void;
+}
+
+export interface MatrixKernels {
+  /** GPU bytes of one row of `cols` elements of `type`, and how many rows one shard (binding) may hold. */
+  layout(type: GgmlType, rows: number, cols: number): { gpuRowBytes: number; shardRows: number };
+  /** Raw GGUF bytes of whole rows → the bytes the kernels read (still packed). */
+  repack(type: GgmlType, raw: Uint8Array, rows: number, cols: number): Uint8Array;
+  /** y[t, :] (+)= W · x[t, :] for t < tokens. */
+  product(w: WeightMatrix, x: GPUBuffer, y: GPUBuffer, io: MatrixIo): BoundProduct;
+  /** y[t, :] = row ids[t] of W (embedding lookup), for t < tokens. */
+  embedding(w: WeightMatrix, ids: GPUBuffer, y: GPUBuffer): BoundProduct;
+}

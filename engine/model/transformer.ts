@@ -1,0 +1,342 @@
+/**
+ * The forward pass of a llama-like decoder over a flattened batch of tokens from several sequences, plus
+ * GPU sampling of the requested rows. A step is one compute pass in one command buffer, one upload of
+ * parameters and inputs, and one small readback of the sampled tokens; nothing is allocated per token.
+ */
+import { AttentionKernel } from '../../kernels/attention.ts';
+import { GatherKernel } from '../../kernels/gather.ts';
+import { KvStoreKernel } from '../../kernels/kv-store.ts';
+import { RmsNormKernel } from '../../kernels/rmsnorm.ts';
+import { RopeKernel } from '../../kernels/rope.ts';
+import { ParamArena } from '../../kernels/runtime/arena.ts';
+import type { KernelContext } from '../../kernels/runtime/context.ts';
+import { PenaltiesKernel, writePenaltyEntry, writePenaltyRow, PENALTY_ENTRY_BYTES, PENALTY_ROW_BYTES } from '../../kernels/sampling/penalties.ts';
+import { SampleKernel, writeSampleRow, SAMPLE_ROW_BYTES, SAMPLE_OUT_WORDS } from '../../kernels/sampling/sample.ts';
+import { readTopKRow, TopKKernel, TOPK_ROW_WORDS, type TopKRow } from '../../kernels/sampling/topk.ts';
+import { SwiGluKernel } from '../../kernels/swiglu.ts';
+import type { ModelConfig } from '../arch/types.ts';
+import type { SampleRowSpec, StepRunner } from '../generate/step.ts';
+import type { PagedKvCache } from '../kv/paged-cache.ts';
+import type { BoundProduct, MatrixKernels } from './matrix.ts';
+import type { ModelWeights } from './weights.ts';
+import { MAX_PENALTY_ENTRIES, Workspace } from './workspace.ts';
+
+interface LayerPlan {
+  attnNorm: GPUBindGroup;
+  q: BoundProduct;
+  k: BoundProduct;
+  v: BoundProduct;
+  rope: GPUBindGroup;
+  kvStore: GPUBindGroup;
+  attention: GPUBindGroup;
+  o: BoundProduct;
+  ffnNorm: GPUBindGroup;
+  gate: BoundProduct;
+  up: BoundProduct;
+  swiglu: GPUBindGroup;
+  down: BoundProduct;
+}
+
+export class Transformer implements StepRunner {
+  readonly ws: Workspace;
+  private readonly arena: ParamArena;
+  private readonly k: {
+    rmsnorm: RmsNormKernel;
+    rope: RopeKernel;
+    kvStore: KvStoreKernel;
+    attention: AttentionKernel;
+    swiglu: SwiGluKernel;
+    gather: GatherKernel;
+    sample: SampleKernel;
+    topk: TopKKernel;
+    penalties: PenaltiesKernel;
+  };
+  private readonly layers: LayerPlan[];
+  private readonly embed: BoundProduct;
+  private readonly head: { gather: GPUBindGroup; norm: GPUBindGroup; product: BoundProduct; sample: GPUBindGroup; topk: GPUBindGroup; penalties: GPUBindGroup };
+  // CPU mirrors of the step inputs, allocated once.
+  private readonly tokens: Uint32Array;
+  private readonly positions: Uint32Array;
+  private readonly slots: Uint32Array;
+  private readonly lastIndex: Uint32Array;
+  private readonly settingsU32: Uint32Array;
+  private readonly settingsF32: Float32Array;
+  private readonly mask: Uint32Array;
+  private readonly penRowsU32: Uint32Array;
+  private readonly penRowsF32: Float32Array;
+  private readonly penEntries: Uint32Array;
+  private readonly sampledU32: Uint32Array;
+  private readonly sampledF32: Float32Array;
+  private readonly topkU32: Uint32Array;
+  private readonly topkF32: Float32Array;
+  private nTokens = 0;
+  private nRows = 0;
+  private nEntries = 0;
+  private anyMask = false;
+  private anyPenalty = false;
+  private anyCandidates = false;
+  private readonly ropeFactorsDummy: GPUBuffer | undefined;
+  /** Dispatches recorded by the last step (for the bench's dispatches-per-token figure). */
+  lastDispatches = 0;
+
+  readonly maxTokensPerStep: number;
+  readonly maxRowsPerStep: number;
+
+  constructor(
+    private readonly ctx: KernelContext,
+    readonly cfg: ModelConfig,
+    private readonly weights: ModelWeights,
+    private readonly cache: PagedKvCache,
+    matrices: MatrixKernels,
+    limits: { maxTokensPerStep: number; maxRowsPerStep: number },
+  ) {
+    this.maxTokensPerStep = limits.maxTokensPerStep;
+    this.maxRowsPerStep = limits.maxRowsPerStep;
+    const ws = (this.ws = new Workspace(ctx, cfg, limits.maxTokensPerStep, limits.maxRowsPerStep));
+    this.k = {
+      rmsnorm: new RmsNormKernel(ctx),
+      rope: new RopeKernel(ctx),
+      kvStore: new KvStoreKernel(ctx),
+      attention: new AttentionKernel(ctx),
+      swiglu: new SwiGluKernel(ctx),
+      gather: new GatherKernel(ctx),
+      sample: new SampleKernel(ctx),
+      topk: new TopKKernel(ctx),
+      penalties: new PenaltiesKernel(ctx),
+    };
+    // Generous: about 15 dispatches per layer plus head and sampling, times row shards.
+    this.arena = new ParamArena(ctx, 64 + cfg.nLayers * 24);
+    const qDim = cfg.nHeads * cfg.headDim;
+    const kvDim = cfg.nKvHeads * cfg.headDim;
+    const F = cfg.ffnDim;
+    const D = cfg.dim;
+    const S = ws.qkvStride;
+    if (!weights.ropeFactors) this.ropeFactorsDummy = ctx.storage('rope.factors.none', 16, new Float32Array([1, 1, 1, 1]));
+    const ropeFactors = weights.ropeFactors ?? this.ropeFactorsDummy!;
+    const io = (xStride: number, yOffset: number, yStride: number, accumulate = false) => ({ xOffset: 0, xStride, yOffset, yStride, accumulate });
+
+    this.embed = matrices.embedding(weights.embedding, ws.tokens, ws.x);
+    this.layers = weights.layers.map((w, l) => ({
+      attnNorm: this.k.rmsnorm.bind(ws.x, w.attnNorm, ws.xNorm),
+      q: matrices.product(w.q, ws.xNorm, ws.qkv, io(D, 0, S)),
+      k: matrices.product(w.k, ws.xNorm, ws.qkv, io(D, qDim, S)),
+      v: matrices.product(w.v, ws.xNorm, ws.qkv, io(D, qDim + kvDim, S)),
+      rope: this.k.rope.bind(ws.qkv, ws.positions, ropeFactors),
+      kvStore: this.k.kvStore.bind(ws.qkv, ws.qkv, ws.positions, ws.slots, cache.pageTable, cache.k[l], cache.v[l]),
+      attention: this.k.attention.bind(ws.qkv, cache.k[l], cache.v[l], cache.pageTable, ws.positions, ws.slots, ws.attn),
+      o: matrices.product(w.o, ws.attn, ws.x, io(qDim, 0, D, true)),
+      ffnNorm: this.k.rmsnorm.bind(ws.x, w.ffnNorm, ws.xNorm),
+      gate: matrices.product(w.gate, ws.xNorm, ws.gateUp, io(D, 0, 2 * F)),
+      up: matrices.product(w.up, ws.xNorm, ws.gateUp, io(D, F, 2 * F)),
+      swiglu: this.k.swiglu.bind(ws.gateUp, ws.gateUp, ws.act),
+      down: matrices.product(w.down, ws.act, ws.x, io(F, 0, D, true)),
+    }));
+    this.head = {
+      gather: this.k.gather.bind(ws.x, ws.lastIndex, ws.xLast),
+      norm: this.k.rmsnorm.bind(ws.xLast, weights.outputNorm, ws.xLastNorm),
+      product: matrices.product(weights.output, ws.xLastNorm, ws.logits, io(D, 0, cfg.vocabSize)),
+      sample: this.k.sample.bind(ws.logits, ws.mask, ws.sampleSettings, ws.sampleOut),
+      topk: this.k.topk.bind(ws.logits, ws.mask, ws.sampleSettings, ws.topkOut),
+      penalties: this.k.penalties.bind(ws.logits, ws.penaltyEntries, ws.penaltyRows),
+    };
+
+    const T = limits.maxTokensPerStep;
+    const R = limits.maxRowsPerStep;
+    this.tokens = new Uint32Array(T);
+    this.positions = new Uint32Array(T);
+    this.slots = new Uint32Array(T);
+    this.lastIndex = new Uint32Array(R);
+    this.settingsU32 = new Uint32Array((R * SAMPLE_ROW_BYTES) / 4);
+    this.settingsF32 = new Float32Array(this.settingsU32.buffer);
+    this.mask = new Uint32Array(R * ws.maskWords);
+    this.penRowsU32 = new Uint32Array((R * PENALTY_ROW_BYTES) / 4);
+    this.penRowsF32 = new Float32Array(this.penRowsU32.buffer);
+    this.penEntries = new Uint32Array((MAX_PENALTY_ENTRIES * PENALTY_ENTRY_BYTES) / 4);
+    this.sampledU32 = new Uint32Array(R * SAMPLE_OUT_WORDS);
+    this.sampledF32 = new Float32Array(this.sampledU32.buffer);
+    this.topkU32 = new Uint32Array(R * TOPK_ROW_WORDS);
+    this.topkF32 = new Float32Array(this.topkU32.buffer);
+  }
+
+  begin(): void {
+    this.nTokens = 0;
+    this.nRows = 0;
+    this.nEntries = 0;
+    this.anyMask = false;
+    this.anyPenalty = false;
+    this.anyCandidates = false;
+  }
+
+  addToken(token: number, position: number, slot: number): number {
+    const i = this.nTokens;
+    if (i >= this.maxTokensPerStep) throw new Error(`step holds at most ${this.maxTokensPerStep} tokens`);
+    if (token < 0 || token >= this.cfg.vocabSize || !Number.isInteger(token)) throw new Error(`token id ${token} is outside the vocabulary (0..${this.cfg.vocabSize - 1})`);
+    this.tokens[i] = token;
+    this.positions[i] = position;
+    this.slots[i] = slot;
+    this.nTokens++;
+    return i;
+  }
+
+  addRow(tokenIndex: number, spec: SampleRowSpec): number {
+    const r = this.nRows;
+    if (r >= this.maxRowsPerStep) throw new Error(`step samples at most ${this.maxRowsPerStep} rows`);
+    this.lastIndex[r] = tokenIndex;
+    writeSampleRow(this.settingsU32, this.settingsF32, r, { temperature: spec.temperature, seed: spec.seed, counter: spec.counter, useMask: spec.mask !== null });
+    if (spec.mask) {
+      const words = this.ws.maskWords;
+      if (spec.mask.length < words) throw new Error(`token mask has ${spec.mask.length} words; the vocabulary needs ${words}`);
+      this.mask.set(spec.mask.subarray(0, words), r * words);
+      this.anyMask = true;
+    }
+    const pen = spec.penalties;
+    let count = 0;
+    if (pen) {
+      count = Math.min(pen.entries.length, MAX_PENALTY_ENTRIES - this.nEntries);
+      for (let j = 0; j < count; j++) {
+        const e = pen.entries[j];
+        writePenaltyEntry(this.penEntries, this.nEntries + j, e.token, e.count, e.inWindow);
+      }
+      this.anyPenalty = true;
+    }
+    writePenaltyRow(this.penRowsU32, this.penRowsF32, r, {
+      start: this.nEntries,
+      count,
+      presence: pen?.presence ?? 0,
+      frequency: pen?.frequency ?? 0,
+      repetition: pen?.repetition ?? 1,
+    });
+    this.nEntries += count;
+    if (spec.candidates) this.anyCandidates = true;
+    this.nRows++;
+    return r;
+  }
+
+  private upload(): void {
+    const q = this.ctx.device.queue;
+    const ws = this.ws;
+    const T = this.nTokens;
+    const R = this.nRows;
+    q.writeBuffer(ws.tokens, 0, this.tokens, 0, T);
+    q.writeBuffer(ws.positions, 0, this.positions, 0, T);
+    q.writeBuffer(ws.slots, 0, this.slots, 0, T);
+    if (R === 0) return;
+    q.writeBuffer(ws.lastIndex, 0, this.lastIndex, 0, R);
+    q.writeBuffer(ws.sampleSettings, 0, this.settingsU32, 0, (R * SAMPLE_ROW_BYTES) / 4);
+    if (this.anyMask) q.writeBuffer(ws.mask, 0, this.mask, 0, R * ws.maskWords);
+    if (this.anyPenalty) {
+      q.writeBuffer(ws.penaltyRows, 0, this.penRowsU32, 0, (R * PENALTY_ROW_BYTES) / 4);
+      q.writeBuffer(ws.penaltyEntries, 0, this.penEntries, 0, Math.max(4, (this.nEntries * PENALTY_ENTRY_BYTES) / 4));
+    }
+  }
+
+  async run(): Promise<void> {
+    const T = this.nTokens;
+    const R = this.nRows;
+    if (T === 0) return;
+    this.upload();
+    const device = this.ctx.device;
+    const arena = this.arena;
+    arena.reset();
+    const enc = device.createCommandEncoder({ label: 'step' });
+    const pass = enc.beginComputePass({ label: 'step' });
+    this.encodeForward(pass, T);
+    if (R > 0) this.encodeHead(pass, R);
+    pass.end();
+    this.lastDispatches = arena.slotsUsed;
+    const ws = this.ws;
+    if (R > 0) {
+      enc.copyBufferToBuffer(ws.sampleOut, 0, ws.sampleRead, 0, R * SAMPLE_OUT_WORDS * 4);
+      if (this.anyCandidates) enc.copyBufferToBuffer(ws.topkOut, 0, ws.topkRead, 0, R * TOPK_ROW_WORDS * 4);
+    }
+    arena.flush();
+    device.queue.submit([enc.finish()]);
+    if (R === 0) {
+      await device.queue.onSubmittedWorkDone();
+      return;
+    }
+    await ws.sampleRead.mapAsync(GPUMapMode.READ, 0, R * SAMPLE_OUT_WORDS * 4);
+    this.sampledU32.set(new Uint32Array(ws.sampleRead.getMappedRange(0, R * SAMPLE_OUT_WORDS * 4)));
+    ws.sampleRead.unmap();
+    if (this.anyCandidates) {
+      await ws.topkRead.mapAsync(GPUMapMode.READ, 0, R * TOPK_ROW_WORDS * 4);
+      this.topkU32.set(new Uint32Array(ws.topkRead.getMappedRange(0, R * TOPK_ROW_WORDS * 4)));
+      ws.topkRead.unmap();
+    }
+  }
+
+  private encodeForward(pass: GPUComputePassEncoder, T: number): void {
+    const cfg = this.cfg;
+    const a = this.arena;
+    const k = this.k;
+    const hd = cfg.headDim;
+    const qDim = cfg.nHeads * hd;
+    const kvDim = cfg.nKvHeads * hd;
+    const S = this.ws.qkvStride;
+    const cache = this.cache;
+    this.embed.encode(pass, a, T);
+    for (const L of this.layers) {
+      k.rmsnorm.encode(pass, a, L.attnNorm, { rows: T, dim: cfg.dim, eps: cfg.rmsEps });
+      L.q.encode(pass, a, T);
+      L.k.encode(pass, a, T);
+      L.v.encode(pass, a, T);
+      // Q and K heads are adjacent in each qkv row, so one RoPE dispatch covers both.
+      k.rope.encode(pass, a, L.rope, {
+        tokens: T,
+        heads: cfg.nHeads + cfg.nKvHeads,
+        headDim: hd,
+        nRot: cfg.rope.nRot,
+        neox: cfg.rope.neox,
+        freqBase: cfg.rope.base,
+        freqScale: cfg.rope.freqScale,
+        useFactors: this.weights.ropeFactors !== undefined,
+        tokenStride: S,
+      });
+      k.kvStore.encode(pass, a, L.kvStore, { tokens: T, kvDim, pageSize: cache.pageSize, maxPages: cache.maxPagesPerSeq, kOffset: qDim, vOffset: qDim + kvDim, srcStride: S });
+      k.attention.encode(pass, a, L.attention, {
+        tokens: T,
+        heads: cfg.nHeads,
+        kvHeads: cfg.nKvHeads,
+        headDim: hd,
+        pageSize: cache.pageSize,
+        maxPages: cache.maxPagesPerSeq,
+        scale: 1 / Math.sqrt(hd),
+        qStride: S,
+      });
+      L.o.encode(pass, a, T);
+      k.rmsnorm.encode(pass, a, L.ffnNorm, { rows: T, dim: cfg.dim, eps: cfg.rmsEps });
+      L.gate.encode(pass, a, T);
+      L.up.encode(pass, a, T);
+      k.swiglu.encode(pass, a, L.swiglu, { tokens: T, n: cfg.ffnDim, gateOffset: 0, upOffset: cfg.ffnDim, inStride: 2 * cfg.ffnDim });
+      L.down.encode(pass, a, T);
+    }
+  }
+
+  private encodeHead(pass: GPUComputePassEncoder, R: number): void {
+    const cfg = this.cfg;
+    const a = this.arena;
+    const k = this.k;
+    const h = this.head;
+    const V = cfg.vocabSize;
+    k.gather.encode(pass, a, h.gather, { rows: R, dim: cfg.dim });
+    k.rmsnorm.encode(pass, a, h.norm, { rows: R, dim: cfg.dim, eps: cfg.rmsEps });
+    h.product.encode(pass, a, R);
+    if (this.anyPenalty) k.penalties.encode(pass, a, h.penalties, { rows: R, logitsStride: V });
+    k.sample.encode(pass, a, h.sample, { rows: R, vocab: V, logitsStride: V, maskWords: this.ws.maskWords });
+    if (this.anyCandidates) k.topk.encode(pass, a, h.topk, { rows: R, vocab: V, logitsStride: V, maskWords: this.ws.maskWords });
+  }
+
+  sampled(row: number): { token: number; logprob: number } {
+    return { token: this.sampledU32[row * SAMPLE_OUT_WORDS], logprob: this.sampledF32[row * SAMPLE_OUT_WORDS + 1] };
+  }
+
+  candidates(row: number): TopKRow {
+    return readTopKRow(this.topkU32, this.topkF32, row);
+  }
+
+  destroy(): void {
+    this.ws.destroy();
+    this.arena.buffer.destroy();
+    this.ropeFactorsDummy?.destroy();
+  }
+}

@@ -1,0 +1,33 @@
+/** Node entry point: open a Dawn device, resolve a model path or URL, load the engine. */
+import { WebGpuEngine, type EngineOptions } from './engine.ts';
+import { FileSource } from './loader/file-source.ts';
+import type { ModelSource } from './loader/source.ts';
+import { adapterChoiceFromEnv, openNodeDevice } from './platform/node.ts';
+
+export interface NodeEngineOptions extends EngineOptions {
+  /** Path to a GGUF file, an https:// URL (downloaded once into the cache), or a ModelSource. */
+  model: string | ModelSource;
+  /** auto | gpu | swiftshader | llvmpipe (default: SVC_ADAPTER or auto). */
+  adapter?: string;
+}
+
+export async function loadEngine(opts: NodeEngineOptions): Promise<WebGpuEngine> {
+  const choice = opts.adapter !== undefined ? adapterChoiceFromEnv(opts.adapter, 'adapter') : adapterChoiceFromEnv();
+  const source = typeof opts.model === 'string' ? await openModel(opts.model) : opts.model;
+  const selected = await openNodeDevice(choice);
+  try {
+    return await WebGpuEngine.load(selected, source, opts);
+  } catch (e) {
+    selected.device.destroy();
+    await source.close?.();
+    throw e;
+  }
+}
+
+async function openModel(pathOrUrl: string): Promise<ModelSource> {
+  if (/^https?:\/\//i.test(pathOrUrl)) {
+    const { resolveModel } = await import('./loader/resolve-node.ts');
+    return resolveModel(pathOrUrl, {});
+  }
+  return new FileSource(pathOrUrl);
+}
