@@ -6,6 +6,8 @@
 import { Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import { registerDoctor } from './commands/doctor.ts';
+import { registerGenerate } from './commands/generate.ts';
+import { registerTokenize } from './commands/tokenize.ts';
 
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -15,6 +17,8 @@ const program = new Command()
   .version(pkg.version)
   .showHelpAfterError();
 
+registerGenerate(program);
+registerTokenize(program);
 registerDoctor(program);
 
 try {

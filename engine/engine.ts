@@ -144,6 +144,42 @@ export class WebGpuEngine implements TextEngine {
     return tokens;
   }
 
+  /**
+   * Diagnostics: the logits after each token of `tokens` (a fresh sequence), for comparing the engine
+   * with a float reference. Not for serving: it reads back whole logit vectors.
+   */
+  async logits(tokens: readonly number[]): Promise<Float32Array[]> {
+    if (tokens.length === 0 || tokens.length > this.info.contextLength) throw new EngineInputError(`logits needs 1..${this.info.contextLength} tokens`, 'tokens');
+    const pages = this.cache.allocator;
+    return this.scheduler.lock.run(async () => {
+      const slot = pages.acquireSlot();
+      if (slot === undefined) throw new Error('no free sequence slot for diagnostics');
+      try {
+        if (!pages.reserve(slot, tokens.length)) throw new Error('no free KV pages for diagnostics');
+        this.cache.syncPageTable();
+        const out: Float32Array[] = [];
+        const tr = this.transformer;
+        const step = Math.min(tr.maxRowsPerStep, tr.maxTokensPerStep);
+        tr.captureLogits = true;
+        for (let start = 0; start < tokens.length; start += step) {
+          const n = Math.min(step, tokens.length - start);
+          tr.begin();
+          for (let i = 0; i < n; i++) {
+            const t = tr.addToken(tokens[start + i], start + i, slot);
+            tr.addRow(t, { temperature: 0, seed: 0, counter: 0, mask: null, penalties: null, candidates: false });
+          }
+          await tr.run();
+          for (let i = 0; i < n; i++) out.push(tr.logitsOf(i));
+        }
+        return out;
+      } finally {
+        this.transformer.captureLogits = false;
+        pages.release(slot);
+        this.cache.syncPageTable();
+      }
+    });
+  }
+
   stats(): EngineStats {
     return {
       adapter: this.selected.choice,

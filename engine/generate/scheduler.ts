@@ -8,6 +8,7 @@ import { sampleCandidates } from './candidate-sampler.ts';
 import { needsCandidates } from './options.ts';
 import { Sequence, type StopReason } from './sequence.ts';
 import type { StepRunner } from './step.ts';
+import { AsyncLock } from './lock.ts';
 import { NO_TOKEN } from '../../kernels/sampling/sample.ts';
 
 export class Scheduler {
@@ -15,6 +16,8 @@ export class Scheduler {
   private readonly running: Sequence[] = [];
   private looping = false;
   private readonly rowSeq: Sequence[] = [];
+  /** Held for each step; diagnostics (logits) take it to use the runner between steps. */
+  readonly lock = new AsyncLock();
 
   constructor(
     private readonly runner: StepRunner,
@@ -93,18 +96,22 @@ export class Scheduler {
       for (const seq of [...this.running]) if (seq.aborted) this.end(seq, 'aborted');
       this.admit();
       if (this.running.length === 0) return;
-      if (!this.buildStep()) return;
-      this.syncPages();
       try {
-        await this.runner.run();
+        const built = await this.lock.run(async () => {
+          if (!this.buildStep()) return false;
+          this.syncPages();
+          await this.runner.run();
+          // Read the results before releasing the runner to anyone else.
+          this.collect();
+          return true;
+        });
+        if (!built) return;
       } catch (e) {
         for (const seq of [...this.running]) {
           seq.fail(e);
           this.release(seq);
         }
-        continue;
       }
-      this.collect();
     }
   }
 
@@ -167,8 +174,14 @@ export class Scheduler {
         this.end(seq, 'constraint');
         return;
       }
-      const reason = seq.accept(token, logprob);
-      if (reason) this.end(seq, reason);
+      // A failure in one sequence's own bookkeeping (its constraint, say) ends that sequence only.
+      try {
+        const reason = seq.accept(token, logprob);
+        if (reason) this.end(seq, reason);
+      } catch (e) {
+        seq.fail(e);
+        this.release(seq);
+      }
     });
   }
 }

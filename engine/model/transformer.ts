@@ -78,6 +78,10 @@ export class Transformer implements StepRunner {
   private readonly ropeFactorsDummy: GPUBuffer | undefined;
   /** Dispatches recorded by the last step (for the bench's dispatches-per-token figure). */
   lastDispatches = 0;
+  /** When set, the next run() also reads back the sampled rows' full logits (diagnostics only). */
+  captureLogits = false;
+  private logitsRead: GPUBuffer | undefined;
+  private capturedLogits: Float32Array | undefined;
 
   readonly maxTokensPerStep: number;
   readonly maxRowsPerStep: number;
@@ -248,6 +252,10 @@ export class Transformer implements StepRunner {
     if (R > 0) {
       enc.copyBufferToBuffer(ws.sampleOut, 0, ws.sampleRead, 0, R * SAMPLE_OUT_WORDS * 4);
       if (this.anyCandidates) enc.copyBufferToBuffer(ws.topkOut, 0, ws.topkRead, 0, R * TOPK_ROW_WORDS * 4);
+      if (this.captureLogits) {
+        this.logitsRead ??= device.createBuffer({ label: 'read.logits', size: ws.logits.size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+        enc.copyBufferToBuffer(ws.logits, 0, this.logitsRead, 0, R * this.cfg.vocabSize * 4);
+      }
     }
     arena.flush();
     device.queue.submit([enc.finish()]);
@@ -263,6 +271,19 @@ export class Transformer implements StepRunner {
       this.topkU32.set(new Uint32Array(ws.topkRead.getMappedRange(0, R * TOPK_ROW_WORDS * 4)));
       ws.topkRead.unmap();
     }
+    if (this.captureLogits && this.logitsRead) {
+      const bytes = R * this.cfg.vocabSize * 4;
+      await this.logitsRead.mapAsync(GPUMapMode.READ, 0, bytes);
+      this.capturedLogits = new Float32Array(this.logitsRead.getMappedRange(0, bytes).slice(0));
+      this.logitsRead.unmap();
+    }
+  }
+
+  /** Logits of row `row` from the last run with captureLogits set. */
+  logitsOf(row: number): Float32Array {
+    if (!this.capturedLogits) throw new Error('no logits captured: set captureLogits before run()');
+    const V = this.cfg.vocabSize;
+    return this.capturedLogits.slice(row * V, (row + 1) * V);
   }
 
   private encodeForward(pass: GPUComputePassEncoder, T: number): void {
@@ -338,5 +359,6 @@ export class Transformer implements StepRunner {
     this.ws.destroy();
     this.arena.buffer.destroy();
     this.ropeFactorsDummy?.destroy();
+    this.logitsRead?.destroy();
   }
 }

@@ -1,0 +1,45 @@
+/** Measure llama.cpp (node-llama-cpp's prebuilt binaries) on the same file and the same token ids. */
+import { median, type BenchSpec, type Measurement } from './measure.ts';
+
+export async function measureLlamaCpp(spec: BenchSpec, opts: { gpu: false | 'cuda' | 'vulkan' | 'auto'; threads: number }): Promise<Measurement> {
+  const { getLlama } = await import('node-llama-cpp');
+  const llama = await getLlama({ gpu: opts.gpu, build: 'never', logLevel: 'error' as never });
+  const t0 = performance.now();
+  const model = await llama.loadModel({ modelPath: spec.model, gpuLayers: opts.gpu === false ? 0 : 'max' });
+  const prompt = spec.prompt;
+  const context = await model.createContext({ threads: opts.threads, contextSize: prompt.length + spec.genTokens + 8, batchSize: Math.max(512, prompt.length) });
+  const loadMs = performance.now() - t0;
+  const prefill: number[] = [];
+  const decode: number[] = [];
+  const ttft: number[] = [];
+  for (let i = 0; i < spec.runs + 1; i++) {
+    const seq = context.getSequence();
+    const start = performance.now();
+    let first = 0;
+    let n = 0;
+    // Prefill and decode timed as llama.cpp's own example does: the first token ends prefill.
+    for await (const _ of seq.evaluate(prompt as never, { temperature: 0 })) {
+      n++;
+      if (n === 1) first = performance.now();
+      if (n >= spec.genTokens) break;
+    }
+    const end = performance.now();
+    seq.dispose();
+    if (i === 0) continue; // warm-up
+    prefill.push((prompt.length / (first - start)) * 1000);
+    decode.push(((n - 1) / (end - first)) * 1000);
+    ttft.push(first - start);
+  }
+  await context.dispose();
+  await model.dispose();
+  return {
+    engine: 'llama.cpp (node-llama-cpp)',
+    backend: opts.gpu === false ? `cpu, ${opts.threads} thread${opts.threads > 1 ? 's' : ''}` : `${llama.gpu || 'cpu'}`,
+    promptTokens: prompt.length,
+    generatedTokens: spec.genTokens,
+    loadMs,
+    prefillTokensPerSecond: median(prefill),
+    decodeTokensPerSecond: median(decode),
+    timeToFirstTokenMs: median(ttft),
+  };
+}

@@ -1,0 +1,19 @@
+import type { Measurement } from './measure.ts';
+
+/** Side-by-side table of measurements, one row per engine. */
+export function formatTable(rows: Measurement[]): string {
+  const head = ['engine', 'backend', 'prefill tok/s', 'decode tok/s', 'TTFT ms', 'load ms', 'GPU MiB', 'dispatch/tok'];
+  const body = rows.map((r) => [
+    r.engine,
+    r.backend,
+    r.prefillTokensPerSecond.toFixed(1),
+    r.decodeTokensPerSecond.toFixed(1),
+    r.timeToFirstTokenMs.toFixed(1),
+    r.loadMs.toFixed(0),
+    r.gpuMemoryBytes !== undefined ? (r.gpuMemoryBytes / 2 ** 20).toFixed(1) : '-',
+    r.dispatchesPerToken !== undefined ? String(r.dispatchesPerToken) : '-',
+  ]);
+  const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
+  const line = (cells: string[]) => '| ' + cells.map((c, i) => c.padEnd(widths[i])).join(' | ') + ' |';
+  return [line(head), '|' + widths.map((w) => '-'.repeat(w + 2)).join('|') + '|', ...body.map(line)].join('\n');
+}
