@@ -50,7 +50,8 @@ export class GgufError extends Error {
 
 const GGUF_MAGIC = 0x46554747; // "GGUF" little-endian
 
-enum ValueType {
+/** Metadata value types as numbered in GGUF (shared with the writer). */
+export enum ValueType {
   U8 = 0,
   I8 = 1,
   U16 = 2,
@@ -291,6 +292,9 @@ export async function parseGguf(source: ModelSource): Promise<GgufFile> {
     throw new GgufError(`${source.name}: not a GGUF file (starts with "${shown}", expected "GGUF")`);
   }
   const version = await r.u32('version');
+  if (version > 0xffff && (version & 0xffff) === 0) {
+    throw new GgufError(`${source.name}: GGUF file is big-endian (version reads as ${version}, byte-swapped ${version >>> 24}); only little-endian files are supported`);
+  }
   if (version !== 2 && version !== 3) {
     throw new GgufError(`${source.name}: GGUF version ${version} is not supported (only versions 2 and 3)`);
   }
@@ -302,6 +306,7 @@ export async function parseGguf(source: ModelSource): Promise<GgufFile> {
   const entries = new Map<string, GgufValue>();
   for (let i = 0; i < kvCount; i++) {
     const key = await r.string(`metadata key ${i}`);
+    if (entries.has(key)) throw new GgufError(`${source.name}: metadata key "${key}" appears twice (entries ${[...entries.keys()].indexOf(key)} and ${i})`);
     const type = (await r.u32(`type of "${key}"`)) as ValueType;
     entries.set(key, await r.value(type, `metadata "${key}"`));
   }
@@ -309,20 +314,29 @@ export async function parseGguf(source: ModelSource): Promise<GgufFile> {
   const alignment = metadata.number('general.alignment', 32);
   if (!(alignment > 0 && (alignment & (alignment - 1)) === 0)) throw new GgufError(`${source.name}: general.alignment ${alignment} is not a power of two`);
 
-  const raw: { name: string; dims: number[]; type: number; rel: number }[] = [];
+  const raw: { name: string; dims: number[]; type: number; rel: number; elements: number }[] = [];
+  const seen = new Set<string>();
   for (let i = 0; i < tensorCount; i++) {
     const name = await r.string(`tensor ${i} name`);
+    if (seen.has(name)) throw new GgufError(`${source.name}: tensor name "${name}" appears twice in the tensor table`);
+    seen.add(name);
     const nDims = await r.u32(`tensor "${name}" dimension count`);
     if (nDims < 1 || nDims > 4) throw new GgufError(`${source.name}: tensor "${name}" has ${nDims} dimensions (1 to 4 allowed)`);
     const dims: number[] = [];
     for (let d = 0; d < nDims; d++) dims.push(await r.u64(`tensor "${name}" dimension ${d}`));
+    // Guards the element count and byte size below from silent float rounding on absurd shapes.
+    const elements = dims.reduce((a, b) => a * b, 1);
+    if (elements > Number.MAX_SAFE_INTEGER) {
+      throw new GgufError(`${source.name}: tensor "${name}" has an implausible shape [${dims.join(', ')}]: file is corrupt`);
+    }
     const type = await r.u32(`tensor "${name}" type`);
     const rel = await r.u64(`tensor "${name}" offset`);
-    raw.push({ name, dims, type, rel });
+    // Tensor data must start on the alignment (llama.cpp requires it too); GPU uploads rely on it.
+    if (rel % alignment !== 0) throw new GgufError(`${source.name}: tensor "${name}" data offset ${rel} is not a multiple of the alignment ${alignment}`);
+    raw.push({ name, dims, type, rel, elements });
   }
   const dataOffset = Math.ceil(r.pos / alignment) * alignment;
-  const tensors: GgufTensorInfo[] = raw.map(({ name, dims, type, rel }) => {
-    const elements = dims.reduce((a, b) => a * b, 1);
+  const tensors: GgufTensorInfo[] = raw.map(({ name, dims, type, rel, elements }) => {
     const g = BLOCK_GEOMETRY[type as GgmlType];
     // Unknown types are kept in the table (with size 0) so the loader can name them in its error.
     let byteSize = 0;

@@ -1,0 +1,146 @@
+/**
+ * The GGUF of a synthetic model: a real model's tensor table and metadata (llama architecture, gpt2 tokenizer)
+ * with seeded random weights, produced tensor by tensor and chunk by chunk so a 1B model never sits in memory.
+ */
+import { quantize } from '../../engine/gguf/quant/index.ts';
+import { GgmlType } from '../../engine/gguf/types.ts';
+import { gv, type GgufTensorSpec, type GgufWriteSpec, type GgufWriteValue } from '../../engine/gguf/write.ts';
+import type { ModelPreset, RopeLlama3Scaling } from './presets.ts';
+import { Rng } from './random.ts';
+import { synthesizeVocab } from './vocab.ts';
+
+export const SYNTH_TYPES = { f32: GgmlType.F32, f16: GgmlType.F16, q8_0: GgmlType.Q8_0, q4_0: GgmlType.Q4_0 } as const;
+export type SynthType = keyof typeof SYNTH_TYPES;
+
+/** llama.cpp's general.file_type (LLAMA_FTYPE_*) for each weight type. */
+const FILE_TYPE: Record<SynthType, number> = { f32: 0, f16: 1, q4_0: 2, q8_0: 7 };
+
+/** Small enough that activations stay finite through every layer (as in trained models' init). */
+export const WEIGHT_STD = 0.02;
+/** Values per generated chunk: bounds memory at ~16 MB of f32 whatever the tensor size. */
+const CHUNK_ELEMENTS = 1 << 22;
+
+type Init = 'normal' | 'ones' | 'rope_freqs';
+interface SynthTensor extends GgufTensorSpec {
+  init: Init;
+}
+
+export interface SynthModel {
+  spec: GgufWriteSpec;
+  /** Each tensor's bytes in chunks, in table order; pass to writeGguf. */
+  tensorData: (tensor: GgufTensorSpec, index: number) => Iterable<Uint8Array>;
+}
+
+export function synthModel(preset: ModelPreset, type: SynthType, seed: number, presetName = preset.displayName): SynthModel {
+  const weightType = SYNTH_TYPES[type];
+  if (weightType === undefined) throw new Error(`unknown weight type "${type}" (have: ${Object.keys(SYNTH_TYPES).join(', ')})`);
+  const tensors = tensorTable(preset, weightType);
+  const metadata = modelMetadata(preset, type, seed, presetName);
+  return {
+    spec: { version: 3, metadata, tensors },
+    tensorData: (_t, i) => tensorChunks(tensors[i], preset, seed),
+  };
+}
+
+/** llama.cpp's tensor names and GGML shapes ([in, out] for matrices); norms and rope factors stay F32 as in real files. */
+function tensorTable(p: ModelPreset, w: GgmlType): SynthTensor[] {
+  const qDim = p.heads * p.headDim;
+  const kvDim = p.kvHeads * p.headDim;
+  const matrix = (name: string, dims: number[]): SynthTensor => ({ name, dims, type: w, init: 'normal' });
+  const norm = (name: string, dims: number[]): SynthTensor => ({ name, dims, type: GgmlType.F32, init: 'ones' });
+  const t: SynthTensor[] = [matrix('token_embd.weight', [p.dim, p.vocab])];
+  if (p.ropeScaling) t.push({ name: 'rope_freqs.weight', dims: [p.headDim / 2], type: GgmlType.F32, init: 'rope_freqs' });
+  for (let l = 0; l < p.layers; l++) {
+    const b = `blk.${l}`;
+    t.push(
+      norm(`${b}.attn_norm.weight`, [p.dim]),
+      matrix(`${b}.attn_q.weight`, [p.dim, qDim]),
+      matrix(`${b}.attn_k.weight`, [p.dim, kvDim]),
+      matrix(`${b}.attn_v.weight`, [p.dim, kvDim]),
+      matrix(`${b}.attn_output.weight`, [qDim, p.dim]),
+      norm(`${b}.ffn_norm.weight`, [p.dim]),
+      matrix(`${b}.ffn_gate.weight`, [p.dim, p.ffn]),
+      matrix(`${b}.ffn_up.weight`, [p.dim, p.ffn]),
+      matrix(`${b}.ffn_down.weight`, [p.ffn, p.dim]),
+    );
+  }
+  t.push(norm('output_norm.weight', [p.dim]));
+  if (!p.tiedEmbeddings) t.push(matrix('output.weight', [p.dim, p.vocab]));
+  return t;
+}
+
+function modelMetadata(p: ModelPreset, type: SynthType, seed: number, presetName: string): [string, GgufWriteValue][] {
+  const tok = p.tokenizer;
+  const vocab = synthesizeVocab(p.vocab, tok.specials, tok.specialsAt);
+  const id = (text: string) => {
+    const i = vocab.tokens.indexOf(text);
+    if (i < 0) throw new Error(`special token ${text} is not in the vocabulary`);
+    return gv.u32(i);
+  };
+  const m: [string, GgufWriteValue][] = [
+    ['general.architecture', 'llama'],
+    ['general.type', 'model'],
+    ['general.name', `${p.displayName} (synthetic random weights)`],
+    ['general.file_type', gv.u32(FILE_TYPE[type])],
+    ['general.quantization_version', gv.u32(2)],
+    ['svc.synth.preset', presetName],
+    ['svc.synth.seed', gv.u32(seed)],
+    ['llama.block_count', gv.u32(p.layers)],
+    ['llama.context_length', gv.u32(p.contextLength)],
+    ['llama.embedding_length', gv.u32(p.dim)],
+    ['llama.feed_forward_length', gv.u32(p.ffn)],
+    ['llama.attention.head_count', gv.u32(p.heads)],
+    ['llama.attention.head_count_kv', gv.u32(p.kvHeads)],
+    ['llama.attention.key_length', gv.u32(p.headDim)],
+    ['llama.attention.value_length', gv.u32(p.headDim)],
+    ['llama.rope.freq_base', gv.f32(p.ropeBase)],
+    ['llama.rope.dimension_count', gv.u32(p.headDim)],
+    ['llama.attention.layer_norm_rms_epsilon', gv.f32(p.rmsEps)],
+    ['llama.vocab_size', gv.u32(p.vocab)],
+    ['tokenizer.ggml.model', 'gpt2'],
+    ['tokenizer.ggml.pre', tok.pre],
+    ['tokenizer.ggml.tokens', vocab.tokens],
+    ['tokenizer.ggml.token_type', vocab.types],
+    ['tokenizer.ggml.merges', vocab.merges],
+    ['tokenizer.ggml.bos_token_id', id(tok.bos)],
+    ['tokenizer.ggml.eos_token_id', id(tok.eos)],
+    ['tokenizer.ggml.add_bos_token', tok.addBos],
+  ];
+  if (tok.pad) m.push(['tokenizer.ggml.padding_token_id', id(tok.pad)]);
+  if (tok.chatTemplate) m.push(['tokenizer.chat_template', tok.chatTemplate]);
+  return m;
+}
+
+/** Llama 3's per-frequency RoPE factors, computed as llama.cpp's converter does for rope_type "llama3". */
+export function llama3RopeFactors(headDim: number, base: number, s: RopeLlama3Scaling): Float32Array {
+  const lowWavelen = s.originalContextLength / s.lowFreqFactor;
+  const highWavelen = s.originalContextLength / s.highFreqFactor;
+  const out = new Float32Array(headDim / 2);
+  for (let i = 0; i < out.length; i++) {
+    const freq = 1 / base ** ((2 * i) / headDim);
+    const wavelen = (2 * Math.PI) / freq;
+    if (wavelen < highWavelen) out[i] = 1;
+    else if (wavelen > lowWavelen) out[i] = s.factor;
+    else {
+      const smooth = (s.originalContextLength / wavelen - s.lowFreqFactor) / (s.highFreqFactor - s.lowFreqFactor);
+      out[i] = 1 / ((1 - smooth) / s.factor + smooth);
+    }
+  }
+  return out;
+}
+
+function* tensorChunks(t: SynthTensor, p: ModelPreset, seed: number): Iterable<Uint8Array> {
+  const elements = t.dims.reduce((a, b) => a * b, 1);
+  if (t.init === 'ones') return yield quantize(t.type, new Float32Array(elements).fill(1));
+  if (t.init === 'rope_freqs') return yield quantize(t.type, llama3RopeFactors(p.headDim, p.ropeBase, p.ropeScaling!));
+  // Whole rows per chunk, so quantization blocks (which never span rows) stay whole.
+  const row = t.dims[0];
+  const rowsPerChunk = Math.max(1, Math.floor(CHUNK_ELEMENTS / row));
+  const rng = new Rng(seed, t.name);
+  const buf = new Float32Array(Math.min(elements, rowsPerChunk * row));
+  for (let done = 0; done < elements; done += buf.length) {
+    const chunk = buf.length <= elements - done ? buf : buf.subarray(0, elements - done);
+    rng.fillNormal(chunk, WEIGHT_STD);
+    yield quantize(t.type, chunk);
+  }
+}
