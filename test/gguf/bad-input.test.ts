@@ -7,7 +7,7 @@ import { GgmlType, typeName } from '../../engine/gguf/types.ts';
 import { encodeGguf, gv } from '../../engine/gguf/write.ts';
 import { FileSource } from '../../engine/loader/file-source.ts';
 import { BytesSource } from '../../engine/loader/source.ts';
-import { sharedModel } from './shared-models.ts';
+import { sharedModel } from '../helpers/models.ts';
 
 const dir = await mkdtemp(join(tmpdir(), 'svc-gguf-bad-'));
 afterAll(() => rm(dir, { recursive: true, force: true }));

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { parseGguf, type GgufFile } from '../../engine/gguf/parse.ts';
 import { GgmlType, typeName } from '../../engine/gguf/types.ts';
 import { FileSource } from '../../engine/loader/file-source.ts';
-import { sharedModel } from './shared-models.ts';
+import { sharedModel } from '../helpers/models.ts';
 
 async function parseShared(file: string): Promise<GgufFile> {
   const src = new FileSource(sharedModel(file));

@@ -7,7 +7,7 @@ import { parseGguf } from '../../engine/gguf/parse.ts';
 import { cacheFileName } from '../../engine/loader/cache-path-node.ts';
 import { DownloadError, downloadModel } from '../../engine/loader/download-node.ts';
 import { FileSource } from '../../engine/loader/file-source.ts';
-import { sharedModel } from '../gguf/shared-models.ts';
+import { sharedModel } from '../helpers/models.ts';
 import { startModelServer, type ModelServer } from './model-server.ts';
 
 const MODEL = new Uint8Array(await readFile(sharedModel('stories260K.gguf')));

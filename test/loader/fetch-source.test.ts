@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parseGguf } from '../../engine/gguf/parse.ts';
 import { FetchSource } from '../../engine/loader/fetch-source.ts';
 import { FileSource } from '../../engine/loader/file-source.ts';
-import { sharedModel } from '../gguf/shared-models.ts';
+import { sharedModel } from '../helpers/models.ts';
 import { startModelServer, type ModelServer } from './model-server.ts';
 
 const PATH = sharedModel('TinyStories-656K-Q8_0.gguf');

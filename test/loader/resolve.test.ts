@@ -7,7 +7,7 @@ import { parseGguf } from '../../engine/gguf/parse.ts';
 import { cacheFileName, modelCacheDir } from '../../engine/loader/cache-path-node.ts';
 import { FileSource } from '../../engine/loader/file-source.ts';
 import { resolveModel } from '../../engine/loader/resolve-node.ts';
-import { sharedModel } from '../gguf/shared-models.ts';
+import { sharedModel } from '../helpers/models.ts';
 import { startModelServer } from './model-server.ts';
 
 const root = await mkdtemp(join(tmpdir(), 'svc-resolve-'));
