@@ -1,0 +1,22 @@
+/** The real engine on the shared test models, loaded once per test file (one GPU device per worker). */
+import { afterAll } from 'vitest';
+import type { WebGpuEngine, EngineOptions } from '../../engine/engine.ts';
+import { loadEngine } from '../../engine/node.ts';
+import { sharedModel } from './models.ts';
+
+const engines = new Map<string, Promise<WebGpuEngine>>();
+
+export function testEngine(file = 'stories260K.gguf', opts: EngineOptions = {}): Promise<WebGpuEngine> {
+  const key = `${file}|${JSON.stringify(opts)}`;
+  let e = engines.get(key);
+  if (!e) {
+    e = loadEngine({ model: sharedModel(file), ...opts });
+    engines.set(key, e);
+  }
+  return e;
+}
+
+afterAll(async () => {
+  for (const e of engines.values()) await (await e.catch(() => undefined))?.dispose();
+  engines.clear();
+});
