@@ -131,7 +131,8 @@ class HeaderReader {
   private view = new DataView(this.buf.buffer);
   private start = 0; // file offset of buf[0]
   pos = 0; // file offset of the next read
-  private readonly utf8 = new TextDecoder('utf-8');
+  // ignoreBOM: a token may be exactly U+FEFF (Llama 2 has one); the default decoder would drop it.
+  private readonly utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
 
   constructor(
     private readonly source: ModelSource,

@@ -67,7 +67,7 @@ describe('generate', () => {
 
   it('concurrent generations equal the same generations run alone (continuous batching)', async () => {
     const prompts = ['Once upon a time', 'The little dog', 'One day, a big bear', 'Lily and Tom went to the park. They saw'];
-    const alone = [];
+    const alone: number[][] = [];
     for (const p of prompts) alone.push((await run({ prompt: p, maxTokens: 20, temperature: 0 })).tokens);
     const together = await Promise.all(prompts.map((p, i) => run({ prompt: p, maxTokens: 20 - i * 3, temperature: 0 })));
     together.forEach((t, i) => expect(t.tokens).toEqual(alone[i].slice(0, 20 - i * 3)));
