@@ -2,6 +2,7 @@
  * Differential test against llama.cpp itself (node-llama-cpp, CPU, vocabulary only): seeded random
  * strings that the fixtures do not hold must encode and decode exactly as llama.cpp does.
  */
+import { join } from 'node:path';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { getLlama, LlamaLogLevel, type Llama, type Token } from 'node-llama-cpp';
