@@ -1,9 +1,11 @@
 import source from './attention.wgsl?raw';
+import serial from './attention-serial.wgsl?raw';
 import type { ParamArena } from './runtime/arena.ts';
 import type { CompiledKernel, KernelContext } from './runtime/context.ts';
 import { grid2d } from './runtime/grid.ts';
 
 export const ATTENTION_MAX_HEAD_DIM = 256;
+const SERIAL_WG = 16;
 
 export interface AttentionParams {
   tokens: number;
@@ -29,8 +31,14 @@ export interface AttentionParams {
  */
 export class AttentionKernel {
   readonly kernel: CompiledKernel;
-  constructor(ctx: KernelContext) {
-    this.kernel = ctx.kernel({ label: 'attention', code: source, bindings: ['read', 'read', 'read', 'read', 'read', 'read', 'write'] });
+  /** One invocation per (token, head) without barriers, for CPU adapters; else a workgroup per pair. */
+  readonly serial: boolean;
+  constructor(ctx: KernelContext, variant: 'serial' | 'workgroup' = ctx.caps.software ? 'serial' : 'workgroup') {
+    this.serial = variant === 'serial';
+    const bindings = ['read', 'read', 'read', 'read', 'read', 'read', 'write'] as const;
+    this.kernel = this.serial
+      ? ctx.kernel({ label: 'attention-serial', code: serial, bindings, constants: { WG: SERIAL_WG } })
+      : ctx.kernel({ label: 'attention', code: source, bindings });
   }
 
   bind(q: GPUBuffer, kCache: GPUBuffer, vCache: GPUBuffer, pageTable: GPUBuffer, positions: GPUBuffer, tokenSeq: GPUBuffer, out: GPUBuffer): GPUBindGroup {
@@ -55,7 +63,7 @@ export class AttentionKernel {
     u[s + 10] = p.outOffset ?? 0;
     u[s + 11] = p.outStride ?? p.heads * p.headDim;
     arena.f32[s + 12] = p.softcap ?? 0;
-    const [gx, gy] = grid2d(p.tokens * p.heads);
+    const [gx, gy] = grid2d(this.serial ? Math.ceil((p.tokens * p.heads) / SERIAL_WG) : p.tokens * p.heads);
     arena.dispatch(pass, this.kernel, group, s, gx, gy);
   }
 }

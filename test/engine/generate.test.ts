@@ -101,7 +101,7 @@ describe('generate', () => {
   });
 
   it('rejects bad input with an error naming the option, and stays usable', async () => {
-    const engine = await testEngine({} as never);
+    const engine = await testEngine();
     const bad: [object, string][] = [
       [{ prompt: PROMPT, maxTokens: 0 }, 'maxTokens'],
       [{ prompt: PROMPT, temperature: -1 }, 'temperature'],

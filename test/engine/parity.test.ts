@@ -9,7 +9,7 @@ import { testEngine } from '../helpers/engine.ts';
 import { sharedModel } from '../helpers/models.ts';
 import { referenceLogits, type HfLlamaConfig } from '../helpers/reference-llama.ts';
 
-const fixtures = JSON.parse(readFileSync(new URL('../fixtures/llama-greedy.json', import.meta.url), 'utf8')) as Record<string, { prompt: string; promptTokens: number[]; greedy: number[]; text: string }[]>;
+const fixtures = JSON.parse(readFileSync(new URL('../fixtures/llama-greedy.json', import.meta.url), 'utf8')) as Record<string, { prompt: string; promptTokens: number[]; greedy: number[]; text: string; fullText: string }[]>;
 
 function argmax(v: Float32Array): number {
   let b = 0;
@@ -36,7 +36,8 @@ describe('greedy generation equals llama.cpp (stories260K, F32)', () => {
       const gen = engine.generate({ prompt: f.prompt, maxTokens: f.greedy.length, temperature: 0, stopAtEndOfGeneration: false });
       let streamed = '';
       for await (const c of gen) streamed += c.text;
-      expect(streamed).toBe(f.text);
+      // llama.cpp keeps the space-prefix of the first word after BOS (" Once upon..."); the user's prompt has none.
+      expect(f.prompt + streamed).toBe(f.fullText.replace(/^ /, ''));
     }
   });
 });
@@ -44,7 +45,7 @@ describe('greedy generation equals llama.cpp (stories260K, F32)', () => {
 describe('Q8_0 logits agree with a float reference (TinyStories-656K)', () => {
   it('top-1 equal on at least 95% of positions, logits close', async () => {
     const engine = await testEngine('TinyStories-656K-Q8_0.gguf');
-    const text = 'Once upon a time, there was a little girl named Lily. She loved to play outside with her friends. One day, she saw a big red ball in the park.';
+    const text = 'Once upon a time, there was a little girl named Lily. She loved to play outside with her friends. One day, she saw a big red ball in the park. She ran to get it, but a dog took it first. Lily was sad, but her mom gave her a hug.';
     const tokens = engine.tokenizer.encode(text);
     expect(tokens.length).toBeGreaterThan(30);
     const ours = await engine.logits(tokens);

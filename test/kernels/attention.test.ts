@@ -33,7 +33,7 @@ function attentionRef(q: Float32Array, keys: Float32Array[], values: Float32Arra
   return out;
 }
 
-describe('paged KV store + attention kernels', () => {
+describe.each(['workgroup', 'serial'] as const)('paged KV store + attention kernels (%s)', (variant) => {
   for (const { heads, kvHeads, hd, pageSize, past0, new0, new1, window } of [
     { heads: 8, kvHeads: 4, hd: 8, pageSize: 16, past0: 5, new0: 1, new1: 3, window: 0 },
     { heads: 4, kvHeads: 1, hd: 64, pageSize: 4, past0: 150, new0: 2, new1: 70, window: 0 },
@@ -62,7 +62,7 @@ describe('paged KV store + attention kernels', () => {
       const past = Array.from({ length: past0 }, (_, p) => ({ seq: 0, pos: p }));
 
       const kv = new KvStoreKernel(ctx);
-      const att = new AttentionKernel(ctx);
+      const att = new AttentionKernel(ctx, variant);
       const kCache = ctx.storage('k', numPages * pageSize * kvDim * 4);
       const vCache = ctx.storage('v', numPages * pageSize * kvDim * 4);
       const bPages = ctx.storage('pages', pageTable.byteLength, pageTable);

@@ -14,13 +14,13 @@ function reference(x: Float32Array, w: Float32Array, rows: number, dim: number, 
   return y;
 }
 
-describe('rmsnorm kernel', () => {
-  for (const [rows, dim] of [[1, 64], [3, 100], [7, 288], [2, 2048]] as const) {
+describe.each(['workgroup', 'serial'] as const)('rmsnorm kernel (%s)', (variant) => {
+  for (const [rows, dim] of [[1, 64], [3, 100], [7, 288], [2, 2048], [40, 64]] as const) {
     it(`matches the reference for ${rows}x${dim}`, async () => {
       const ctx = await testContext();
       const x = randomF32(rows * dim, rows * 31 + dim, 3);
       const w = randomF32(dim, dim, 1);
-      const k = new RmsNormKernel(ctx);
+      const k = new RmsNormKernel(ctx, variant);
       const bx = ctx.storage('x', x.byteLength, x);
       const bw = ctx.storage('w', w.byteLength, w);
       const by = ctx.storage('y', x.byteLength);

@@ -1,0 +1,69 @@
+// Attention for CPU adapters (SwiftShader, llvmpipe): one invocation per (token, query head) runs the
+// whole online softmax alone. No workgroup memory and no barriers, which cost tens of microseconds each
+// on CPU rasterisers; invocations run side by side in SIMD lanes instead. Same bindings and Params as
+// attention.wgsl.
+
+struct Params {
+  tokens: u32,
+  heads: u32,
+  kv_heads: u32,
+  head_dim: u32,
+  page_size: u32,
+  max_pages: u32,
+  scale: f32,
+  window: u32,
+  q_offset: u32,
+  q_stride: u32,
+  out_offset: u32,
+  out_stride: u32,
+  softcap: f32,
+}
+
+override WG: u32 = 16u;
+const MAX_HEAD_DIM: u32 = 256u;
+
+@group(0) @binding(0) var<storage, read> q: array<f32>;
+@group(0) @binding(1) var<storage, read> k_cache: array<f32>;
+@group(0) @binding(2) var<storage, read> v_cache: array<f32>;
+@group(0) @binding(3) var<storage, read> page_table: array<u32>;
+@group(0) @binding(4) var<storage, read> positions: array<u32>;
+@group(0) @binding(5) var<storage, read> token_seq: array<u32>;
+@group(0) @binding(6) var<storage, read_write> out: array<f32>;
+@group(1) @binding(0) var<uniform> params: Params;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let item = gid.x + gid.y * nwg.x * WG;
+  if (item >= params.tokens * params.heads) { return; }
+  let t = item / params.heads;
+  let h = item % params.heads;
+  let kh = h / (params.heads / params.kv_heads);
+  let hd = params.head_dim;
+  let kv_dim = params.kv_heads * hd;
+  let seq = token_seq[t];
+  let last = positions[t];
+  var first = 0u;
+  if (params.window > 0u && last + 1u > params.window) { first = last + 1u - params.window; }
+  let qb = params.q_offset + t * params.q_stride + h * hd;
+
+  var acc: array<f32, MAX_HEAD_DIM>;
+  for (var d = 0u; d < hd; d++) { acc[d] = 0.0; }
+  var m = -3.4e38;
+  var l = 0.0;
+  for (var p = first; p <= last; p++) {
+    let page = page_table[seq * params.max_pages + p / params.page_size];
+    let base = (page * params.page_size + p % params.page_size) * kv_dim + kh * hd;
+    var s = 0.0;
+    for (var d = 0u; d < hd; d++) { s += q[qb + d] * k_cache[base + d]; }
+    s = s * params.scale;
+    if (params.softcap > 0.0) { s = params.softcap * tanh(s / params.softcap); }
+    let m_new = max(m, s);
+    let rescale = exp(m - m_new);
+    let w = exp(s - m_new);
+    l = l * rescale + w;
+    for (var d = 0u; d < hd; d++) { acc[d] = acc[d] * rescale + w * v_cache[base + d]; }
+    m = m_new;
+  }
+  let ob = params.out_offset + t * params.out_stride + h * hd;
+  for (var d = 0u; d < hd; d++) { out[ob + d] = acc[d] / l; }
+}
