@@ -6,6 +6,9 @@
 import { Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import { registerDoctor } from './commands/doctor.ts';
+import { registerKeys } from './commands/keys.ts';
+import { registerPlan } from './commands/plan.ts';
+import { registerServe } from './commands/serve.ts';
 import { registerGenerate } from './commands/generate.ts';
 import { registerTokenize } from './commands/tokenize.ts';
 
@@ -20,6 +23,9 @@ const program = new Command()
 registerGenerate(program);
 registerTokenize(program);
 registerDoctor(program);
+registerServe(program);
+registerKeys(program);
+registerPlan(program);
 
 try {
   await program.parseAsync(process.argv);

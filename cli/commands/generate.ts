@@ -1,6 +1,5 @@
 /** `svc generate`: stream a completion of a prompt to stdout; loading progress and stats go to stderr. */
 import type { Command } from 'commander';
-import { loadEngine } from '../../engine/node.ts';
 import { modelProgress } from '../progress.ts';
 import { floatOption, intOption } from '../options.ts';
 
@@ -21,6 +20,8 @@ export function registerGenerate(program: Command): void {
     .option('--context <n>', 'context window to run with', intOption('--context', 2))
     .option('-v, --verbose', 'print timings to stderr')
     .action(async (prompt: string, o: { model: string; maxTokens: number; temperature: number; topP: number; topK: number; seed?: number; stop?: string[]; repetitionPenalty: number; adapter?: string; context?: number; verbose?: boolean }) => {
+      // Loaded on use, so commands that need no engine start without it.
+      const { loadEngine } = await import('../../engine/node.ts');
       const engine = await loadEngine({ model: o.model, adapter: o.adapter, contextLength: o.context, onProgress: modelProgress('loading weights') });
       try {
         const controller = new AbortController();

@@ -1,0 +1,56 @@
+/**
+ * Wires a runnable service from a data folder: SQLite store, plans, specialists, the protocol service and
+ * its HTTP server. `svc serve` and the HTTP tests build the same thing here.
+ */
+import type { TextEngine } from '../engine/types.ts';
+import type { Clock } from '../protocol/clock.ts';
+import { loadPlans } from '../protocol/plans.ts';
+import { Service } from '../protocol/service.ts';
+import { loadSpecialists } from '../protocol/specialists/registry.ts';
+import { HttpServer } from './http/server.ts';
+import type { HttpLogger } from './http/logger.ts';
+import { openDatabase, type Db } from './sqlite/db.ts';
+import { SqliteStore } from './sqlite/store.ts';
+
+export interface AppOptions {
+  dataDir: string;
+  engine: TextEngine | (() => Promise<TextEngine>);
+  logger: HttpLogger;
+  clock?: Clock;
+  plansPath?: string;
+  specialistsDir?: string;
+  maxBodyBytes?: number;
+}
+
+export interface App {
+  http: HttpServer;
+  service: Service;
+  store: SqliteStore;
+  db: Db;
+  /** Drains the HTTP server, then closes the database. */
+  close(graceMs?: number): Promise<void>;
+}
+
+export function createApp(opts: AppOptions): App {
+  const plans = loadPlans(opts.plansPath);
+  const specialists = loadSpecialists(opts.specialistsDir);
+  const db = openDatabase(opts.dataDir);
+  try {
+    const store = new SqliteStore(db);
+    const service = new Service({ engine: opts.engine, store, plans, specialists, clock: opts.clock, logger: opts.logger });
+    const http = new HttpServer({ service, logger: opts.logger, maxBodyBytes: opts.maxBodyBytes });
+    return {
+      http,
+      service,
+      store,
+      db,
+      async close(graceMs) {
+        await http.shutdown(graceMs);
+        db.close();
+      },
+    };
+  } catch (e) {
+    db.close();
+    throw e;
+  }
+}

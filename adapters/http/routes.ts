@@ -1,0 +1,42 @@
+/** Which HTTP method and path reach which service operation. */
+import type { Operation } from '../../protocol/service.ts';
+
+interface Route {
+  method: 'GET' | 'POST';
+  pattern: RegExp;
+  op: Operation;
+}
+
+const ROUTES: readonly Route[] = [
+  { method: 'GET', pattern: /^\/health$/, op: 'health' },
+  { method: 'POST', pattern: /^\/v1\/chat\/completions$/, op: 'chat.completions' },
+  { method: 'POST', pattern: /^\/v1\/infer$/, op: 'infer' },
+  { method: 'GET', pattern: /^\/v1\/models$/, op: 'models.list' },
+  { method: 'GET', pattern: /^\/v1\/models\/(?<id>[^/]+)$/, op: 'models.retrieve' },
+  { method: 'GET', pattern: /^\/v1\/usage$/, op: 'usage' },
+];
+
+export type RouteMatch =
+  | { kind: 'found'; op: Operation; params: Record<string, string> }
+  | { kind: 'wrong-method'; allow: string[] }
+  | { kind: 'not-found' };
+
+export function matchRoute(method: string, path: string): RouteMatch {
+  // HEAD is GET without a body (node:http drops it).
+  const m = method === 'HEAD' ? 'GET' : method;
+  const onPath = ROUTES.map((r) => ({ r, match: r.pattern.exec(path) })).filter((x) => x.match);
+  if (onPath.length === 0) return { kind: 'not-found' };
+  const hit = onPath.find((x) => x.r.method === m);
+  if (!hit) return { kind: 'wrong-method', allow: [...new Set(onPath.flatMap((x) => (x.r.method === 'GET' ? ['GET', 'HEAD'] : [x.r.method])))] };
+  const params: Record<string, string> = {};
+  for (const [k, v] of Object.entries(hit.match!.groups ?? {})) params[k] = safeDecode(v);
+  return { kind: 'found', op: hit.r.op, params };
+}
+
+function safeDecode(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+}

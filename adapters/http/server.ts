@@ -1,0 +1,210 @@
+/**
+ * The HTTP transport (node:http, no framework): routes to service operations, JSON and SSE responses,
+ * CORS, request ids, access logs, client disconnects → aborted generations, and a graceful drain.
+ * Everything about what a request means lives in protocol/.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import type { Outcome, RequestContext, RequestRecord } from '../../protocol/context.ts';
+import { ApiError, invalidRequest, shuttingDown } from '../../protocol/errors.ts';
+import type { Service } from '../../protocol/service.ts';
+import { readJsonBody } from './body.ts';
+import { CORS_HEADERS, errorHeaders, preflightHeaders, rateLimitHeaders, requestIdFor, type Headers } from './headers.ts';
+import type { HttpLogger } from './logger.ts';
+import { matchRoute } from './routes.ts';
+import { SSE_HEADERS, sseEvent, writeEvent } from './sse.ts';
+
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+
+export interface HttpServerOptions {
+  service: Service;
+  logger: HttpLogger;
+  /** Largest request body accepted (413 above). Default 1 MiB. */
+  maxBodyBytes?: number;
+}
+
+export class HttpServer {
+  readonly server: Server;
+  private readonly service: Service;
+  private readonly logger: HttpLogger;
+  private readonly maxBodyBytes: number;
+  private draining = false;
+  /** One controller per request in progress; aborting it stops that request's generation. */
+  private readonly inFlight = new Set<AbortController>();
+  private onIdle: (() => void) | undefined;
+
+  constructor(opts: HttpServerOptions) {
+    this.service = opts.service;
+    this.logger = opts.logger;
+    this.maxBodyBytes = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+    this.server = createServer((req, res) => {
+      this.handle(req, res).catch((e) => {
+        // handle() answers every failure itself; reaching here is a bug, never a reason to crash.
+        this.logger.error({ err: e }, 'unhandled error in request handler');
+        if (!res.headersSent) this.sendJson(res, 500, { error: { message: 'internal error', type: 'server_error', param: null, code: 'server_error' } }, {});
+        else res.destroy();
+      });
+    });
+    this.server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => this.clientError(err, socket));
+  }
+
+  async listen(port: number, host: string): Promise<{ url: string; host: string; port: number }> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen({ port, host }, () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+    const addr = this.server.address() as AddressInfo;
+    const h = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+    return { url: `http://${h}:${addr.port}`, host: addr.address, port: addr.port };
+  }
+
+  get inFlightCount(): number {
+    return this.inFlight.size;
+  }
+
+  /**
+   * Stops taking work: new requests get 503 while in-flight ones finish (up to `graceMs`, then they are
+   * aborted), then the listener and all connections close.
+   */
+  async shutdown(graceMs = 30_000): Promise<void> {
+    this.draining = true;
+    if (this.inFlight.size > 0) {
+      this.logger.info({ inFlight: this.inFlight.size, graceMs }, 'draining');
+      const idle = new Promise<void>((resolve) => (this.onIdle = resolve));
+      const timedOut = await Promise.race([idle.then(() => false), sleep(graceMs).then(() => true)]);
+      if (timedOut) {
+        this.logger.warn({ inFlight: this.inFlight.size }, 'drain timed out; aborting the remaining requests');
+        for (const c of this.inFlight) c.abort(new Error('server shutting down'));
+        await Promise.race([idle, sleep(2000)]);
+      }
+    }
+    await new Promise<void>((resolve) => {
+      this.server.close(() => resolve());
+      this.server.closeAllConnections();
+    });
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const started = performance.now();
+    const requestId = requestIdFor(req);
+    const log = this.logger.child({ reqId: requestId });
+    const path = (req.url ?? '/').split('?')[0];
+    const base: Headers = { 'x-request-id': requestId, ...CORS_HEADERS };
+    const record: RequestRecord = {};
+    res.once('close', () => {
+      log.info({ method: req.method, path, status: res.statusCode, ms: Math.round(performance.now() - started), completed: res.writableFinished, ...record }, 'request');
+    });
+
+    if (this.draining) return this.sendError(res, shuttingDown(), base);
+    if (req.method === 'OPTIONS') {
+      res.writeHead(204, { ...base, ...preflightHeaders(req) });
+      res.end();
+      return;
+    }
+    const route = matchRoute(req.method ?? 'GET', path);
+    if (route.kind === 'not-found') {
+      return this.sendError(res, new ApiError(404, 'invalid_request_error', `Unknown request URL: ${req.method} ${path}. Check the URL for typos.`, { code: 'unknown_url' }), base);
+    }
+    if (route.kind === 'wrong-method') {
+      const err = new ApiError(405, 'invalid_request_error', `${req.method} is not allowed on ${path}; use ${route.allow.filter((m) => m !== 'HEAD').join(' or ')}.`, { code: 'method_not_allowed' });
+      return this.sendError(res, err, { ...base, allow: route.allow.join(', ') });
+    }
+
+    const controller = new AbortController();
+    this.inFlight.add(controller);
+    // Done when the handler has returned (usage counted) and the response is out or the client gone:
+    // a drain must neither cut a response short nor close the database under a request.
+    let parts = 2;
+    const done = () => {
+      if (--parts > 0) return;
+      this.inFlight.delete(controller);
+      if (this.inFlight.size === 0) this.onIdle?.();
+    };
+    res.once('close', () => {
+      // Closed before the response finished: the client went away, so its generation stops.
+      if (!res.writableFinished) controller.abort(new Error('client disconnected'));
+      done();
+    });
+    let body: Promise<unknown> | undefined;
+    const ctx: RequestContext = {
+      requestId,
+      authorization: req.headers.authorization,
+      readBody: () => (body ??= readJsonBody(req, this.maxBodyBytes)),
+      params: route.params,
+      signal: controller.signal,
+      logger: log,
+      record,
+    };
+    try {
+      const outcome = await this.service.handle(route.op, ctx);
+      if (outcome.kind === 'json') {
+        const headers = { ...base, ...rateLimitHeaders(outcome.rateLimit), ...(outcome.error ? errorHeaders(outcome.error) : {}) };
+        this.sendJson(res, outcome.status, outcome.body, headers, !req.complete);
+      } else {
+        await this.sendStream(res, outcome, ctx, base);
+      }
+    } finally {
+      done();
+    }
+  }
+
+  /** Waits for the first event before committing to 200, so checks that fail up to then answer with their own status. */
+  private async sendStream(res: ServerResponse, outcome: Outcome & { kind: 'stream' }, ctx: RequestContext, base: Headers): Promise<void> {
+    const events = outcome.events[Symbol.asyncIterator]();
+    let step: IteratorResult<object>;
+    try {
+      step = await events.next();
+    } catch (e) {
+      const f = this.service.failure(e, ctx, outcome.rateLimit);
+      this.sendJson(res, f.status, f.body, { ...base, ...rateLimitHeaders(outcome.rateLimit), ...errorHeaders(f.error) });
+      return;
+    }
+    try {
+      res.writeHead(200, { ...base, ...rateLimitHeaders(outcome.rateLimit), ...SSE_HEADERS });
+      res.flushHeaders();
+      while (!step.done) {
+        if (!(await writeEvent(res, step.value))) return;
+        step = await events.next();
+      }
+      res.end(sseEvent('[DONE]'));
+    } catch (e) {
+      // Mid-stream the status is sent; the provider's SDKs raise an `error` event as an APIError.
+      if (!ctx.signal.aborted && !res.writableEnded) res.end(sseEvent(this.service.failure(e, ctx).body));
+    } finally {
+      // Stops (and counts) a generation the client left; a no-op when the stream has ended.
+      await events.return?.();
+    }
+  }
+
+  private sendError(res: ServerResponse, err: ApiError, headers: Headers): void {
+    this.sendJson(res, err.status, err.toBody(), { ...headers, ...errorHeaders(err) });
+  }
+
+  private sendJson(res: ServerResponse, status: number, body: unknown, headers: Headers, closeAfter = false): void {
+    if (res.headersSent || res.destroyed) return;
+    const text = JSON.stringify(body);
+    const h: Headers = { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) };
+    // An unread body (413) or a drain: do not keep the connection for another request.
+    if (closeAfter || this.draining) h.connection = 'close';
+    res.writeHead(status, h);
+    res.end(text);
+  }
+
+  private clientError(err: NodeJS.ErrnoException, socket: Socket): void {
+    if (err.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const [status, reason, message] =
+      err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request Header Fields Too Large', 'The request headers are too large.'] : [400, 'Bad Request', 'Malformed HTTP request.'];
+    const text = JSON.stringify(invalidRequest(message).toBody());
+    socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`);
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}

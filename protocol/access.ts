@@ -1,0 +1,157 @@
+/**
+ * Who is calling and what they may do: key check, trial, plan contents, the per-minute limit and the
+ * monthly allowance. Every check reads the account afresh, so `svc plan set` applies to the next request.
+ */
+import { billingPeriodAt } from './billing-period.ts';
+import type { Clock } from './clock.ts';
+import { ApiError, invalidApiKey, permissionDenied } from './errors.ts';
+import { hashesEqual, parseKey } from './keys.ts';
+import type { Logger } from './logger.ts';
+import { effectiveLimits, FEATURE_LABELS, type Feature, type Plan, type PlanCatalog, type RequestLimits } from './plans.ts';
+import type { RateLimiter, RateLimitState } from './rate-limiter.ts';
+import type { AccountRecord, KeyRecord, Store } from './store.ts';
+
+export interface Caller {
+  key: KeyRecord;
+  account: AccountRecord;
+  plan: Plan;
+  limits: RequestLimits;
+  /** The per-minute limit's state as of this request, for the rate-limit headers. */
+  rateLimit: RateLimitState;
+}
+
+/** One admitted request's hold on the monthly allowance until it is counted or dropped. */
+export interface Reservation {
+  /** Counts the request (once) with its tokens; durable on return. */
+  record(promptTokens: number, completionTokens: number): void;
+  /** Gives the hold back; after record() it only ends the hold. */
+  release(): void;
+}
+
+// Compared against when no key matches, so a miss costs what a hit does.
+const DUMMY_HASH = Buffer.alloc(32);
+
+export class AccessControl {
+  /** Admitted, not yet counted requests per key and period, so concurrent requests cannot overrun the allowance. */
+  private readonly inFlight = new Map<string, number>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly plans: PlanCatalog,
+    private readonly limiter: RateLimiter,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+  ) {}
+
+  /** The caller behind an `Authorization` header value; 401 for a missing, malformed, unknown or revoked key. */
+  authenticate(authorization: string | undefined): Caller {
+    const match = /^\s*Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
+    if (!authorization?.trim()) {
+      throw invalidApiKey("You didn't provide an API key. Send it in the Authorization header using Bearer auth: 'Authorization: Bearer YOUR_KEY'.");
+    }
+    if (!match) throw invalidApiKey("The Authorization header must be 'Bearer YOUR_KEY'.");
+    const presented = parseKey(match[1]);
+    const found = presented ? this.store.findKey(presented.prefix) : undefined;
+    const equal = hashesEqual(presented?.hash ?? DUMMY_HASH, found?.key.hash ?? DUMMY_HASH);
+    if (!presented || !found || !equal) throw invalidApiKey('Incorrect API key provided.');
+    if (found.key.revokedAt !== null) throw invalidApiKey('This API key has been revoked.');
+
+    const plan = this.plans.get(found.account.plan);
+    if (!plan) {
+      this.logger.error({ accountId: found.account.id, plan: found.account.plan }, 'account is on a plan missing from the plans config');
+      throw new Error(`unknown plan ${found.account.plan}`);
+    }
+    const limits = effectiveLimits(plan, found.account);
+    if (!limits) {
+      throw permissionDenied(`The ${plan.name} plan's request limits have not been set for this account yet; contact support.`, 'plan_limits_not_set');
+    }
+    return { key: found.key, account: found.account, plan, limits, rateLimit: this.limiter.peek(rateKey(found.key), limits.perMinute) };
+  }
+
+  /** 403 once the trial has ended on an account that has not paid. */
+  requireActive(caller: Caller): void {
+    const { account } = caller;
+    if (!account.paid && this.clock.now() >= account.trialEndsAt) {
+      throw permissionDenied(
+        `The free trial of this account ended at ${new Date(account.trialEndsAt).toISOString()}. Choose a paid plan to continue.`,
+        'trial_expired',
+      );
+    }
+  }
+
+  requireSpecialist(caller: Caller, specialist: string, param: string): void {
+    if (caller.plan.specialists.includes(specialist)) return;
+    const withIt = this.plans.ids().map((id) => this.plans.get(id)!).filter((p) => p.specialists.includes(specialist)).map((p) => p.name);
+    throw permissionDenied(
+      `Your plan (${caller.plan.name}) does not include the '${specialist}' specialist.${withIt.length ? ` Plans that include it: ${withIt.join(', ')}.` : ''}`,
+      'specialist_not_in_plan',
+      param,
+    );
+  }
+
+  requireFeature(caller: Caller, feature: Feature, param: string): void {
+    if (caller.plan.features[feature]) return;
+    throw permissionDenied(`Your plan (${caller.plan.name}) does not include ${FEATURE_LABELS[feature]}.`, 'feature_not_in_plan', param);
+  }
+
+  /** Uses one request of the per-minute limit; 429 with Retry-After when none is left. */
+  takeRequest(caller: Caller): void {
+    const r = this.limiter.take(rateKey(caller.key), caller.limits.perMinute);
+    caller.rateLimit = { limit: r.limit, remaining: r.remaining, resetMs: r.resetMs };
+    if (!r.allowed) {
+      const seconds = Math.max(1, Math.ceil(r.retryAfterMs / 1000));
+      throw new ApiError(429, 'rate_limit_error', `Rate limit reached: ${r.limit} requests per minute for this key. Retry in ${seconds}s.`, {
+        code: 'rate_limit_exceeded',
+        retryAfterSeconds: seconds,
+      });
+    }
+  }
+
+  /** 429 insufficient_quota when the monthly allowance is used up; checked before the model is touched. */
+  requireQuota(caller: Caller): void {
+    this.quotaSlot(caller);
+  }
+
+  /** Holds one request of the monthly allowance (checked again: others may have been admitted meanwhile). */
+  reserve(caller: Caller, specialist: string): Reservation {
+    const { slot, held, period } = this.quotaSlot(caller);
+    this.inFlight.set(slot, held + 1);
+    let recorded = false;
+    let released = false;
+    return {
+      record: (promptTokens, completionTokens) => {
+        if (recorded) return;
+        recorded = true;
+        this.store.recordUsage({ keyId: caller.key.id, periodStart: period.start, specialist, promptTokens, completionTokens });
+      },
+      release: () => {
+        if (released) return;
+        released = true;
+        const n = (this.inFlight.get(slot) ?? 1) - 1;
+        if (n > 0) this.inFlight.set(slot, n);
+        else this.inFlight.delete(slot);
+      },
+    };
+  }
+
+  private quotaSlot(caller: Caller): { slot: string; held: number; period: { start: number; end: number } } {
+    const now = this.clock.now();
+    const period = billingPeriodAt(now);
+    const slot = `${caller.key.id}:${period.start}`;
+    const held = this.inFlight.get(slot) ?? 0;
+    const used = this.store.requestsInPeriod(caller.key.id, period.start);
+    if (used + held >= caller.limits.perMonth) {
+      throw new ApiError(
+        429,
+        'insufficient_quota',
+        `This key has used its ${caller.limits.perMonth} requests for the billing period ending ${new Date(period.end).toISOString()}.`,
+        { code: 'insufficient_quota', retryAfterSeconds: Math.max(1, Math.ceil((period.end - now) / 1000)), retryable: false },
+      );
+    }
+    return { slot, held, period };
+  }
+}
+
+function rateKey(key: KeyRecord): string {
+  return String(key.id);
+}

@@ -1,0 +1,63 @@
+/** What handlers get: the service's parts, and one request's transport-free context; what they return. */
+import type { TextEngine } from '../engine/types.ts';
+import type { AccessControl } from './access.ts';
+import type { Clock } from './clock.ts';
+import type { ApiError } from './errors.ts';
+import type { Logger } from './logger.ts';
+import type { PlanCatalog } from './plans.ts';
+import type { RateLimitState } from './rate-limiter.ts';
+import type { SpecialistRegistry } from './specialists/registry.ts';
+import type { Store } from './store.ts';
+
+export interface ServiceParts {
+  access: AccessControl;
+  specialists: SpecialistRegistry;
+  plans: PlanCatalog;
+  store: Store;
+  clock: Clock;
+  /** Only called once a request is about to reach the model. */
+  engine: () => Promise<TextEngine>;
+  version: string;
+  /** ms since epoch, by `clock`. */
+  startedAt: number;
+  logger: Logger;
+}
+
+/** Facts about a request for the transport's access log; never keys or prompts. */
+export interface RequestRecord {
+  key?: string;
+  keyMode?: string;
+  accountId?: number;
+  specialist?: string;
+  model?: string;
+  stream?: boolean;
+  promptTokens?: number;
+  completionTokens?: number;
+  finishReason?: string;
+}
+
+export interface RequestContext {
+  requestId: string;
+  /** The `Authorization` header, as sent. */
+  authorization: string | undefined;
+  /** Reads and parses the JSON body; rejects with an ApiError (400, 413) for a bad one. Called only after authentication. */
+  readBody(): Promise<unknown>;
+  /** Path parameters, e.g. `{ id }` for a model. */
+  params: Readonly<Record<string, string>>;
+  /** Aborted when the caller goes away: generation stops. */
+  signal: AbortSignal;
+  logger: Logger;
+  record: RequestRecord;
+}
+
+export type Outcome =
+  | { kind: 'json'; status: number; body: unknown; rateLimit?: RateLimitState; error?: ApiError }
+  /**
+   * Events to send one by one. Checks that can still fail run before the first event, so a transport
+   * that waits for the first event before committing to a status can still answer an error with its own.
+   */
+  | { kind: 'stream'; events: AsyncIterable<object>; rateLimit?: RateLimitState };
+
+export function json(body: unknown, status = 200): Outcome {
+  return { kind: 'json', status, body };
+}

@@ -1,0 +1,97 @@
+/**
+ * The one error type every layer throws for a caller-visible failure. It carries what the provider's error
+ * object needs (`{"error": {"message", "type", "param", "code"}}`) plus the status and the retry hints a
+ * transport turns into headers; nothing here knows how those hints travel.
+ */
+import { EngineInputError } from '../engine/types.ts';
+
+export type ErrorType =
+  | 'invalid_request_error'
+  | 'authentication_error'
+  | 'permission_error'
+  | 'rate_limit_error'
+  | 'insufficient_quota'
+  | 'server_error';
+
+export interface ErrorBody {
+  error: { message: string; type: ErrorType; param: string | null; code: string | null };
+}
+
+export interface ApiErrorInit {
+  code?: string | null;
+  param?: string | null;
+  /** Seconds the caller should wait before retrying (429, 503). */
+  retryAfterSeconds?: number;
+  /** False where retrying cannot help soon (an exhausted monthly allowance); clients that auto-retry obey it. */
+  retryable?: boolean;
+}
+
+export class ApiError extends Error {
+  readonly code: string | null;
+  readonly param: string | null;
+  readonly retryAfterSeconds: number | undefined;
+  readonly retryable: boolean | undefined;
+
+  constructor(
+    readonly status: number,
+    readonly type: ErrorType,
+    message: string,
+    init: ApiErrorInit = {},
+  ) {
+    super(message);
+    this.name = 'ApiError';
+    this.code = init.code ?? null;
+    this.param = init.param ?? null;
+    this.retryAfterSeconds = init.retryAfterSeconds;
+    this.retryable = init.retryable;
+  }
+
+  toBody(): ErrorBody {
+    return { error: { message: this.message, type: this.type, param: this.param, code: this.code } };
+  }
+}
+
+export function invalidRequest(message: string, param: string | null = null, code: string | null = null): ApiError {
+  return new ApiError(400, 'invalid_request_error', message, { param, code });
+}
+
+export function modelNotFound(name: string, param = 'model'): ApiError {
+  return new ApiError(404, 'invalid_request_error', `The model \`${name}\` does not exist or you do not have access to it.`, {
+    param,
+    code: 'model_not_found',
+  });
+}
+
+export function invalidApiKey(message: string): ApiError {
+  return new ApiError(401, 'authentication_error', message, { code: 'invalid_api_key' });
+}
+
+export function permissionDenied(message: string, code: string, param: string | null = null): ApiError {
+  return new ApiError(403, 'permission_error', message, { code, param });
+}
+
+export function serverError(): ApiError {
+  return new ApiError(500, 'server_error', 'The server had an error while processing your request. Retry with backoff; the request id identifies it in our logs.', {
+    code: 'server_error',
+  });
+}
+
+export function shuttingDown(): ApiError {
+  return new ApiError(503, 'server_error', 'The server is shutting down and takes no new requests; retry shortly.', {
+    code: 'service_unavailable',
+    retryAfterSeconds: 1,
+  });
+}
+
+/**
+ * Any thrown value as an ApiError: our own pass through, engine input errors become 400 naming the API
+ * parameter, everything else is a generic 500 (the caller logs the original).
+ */
+export function toApiError(e: unknown, paramNames: Readonly<Record<string, string>> = {}): ApiError {
+  if (e instanceof ApiError) return e;
+  if (e instanceof EngineInputError) {
+    const param = e.param === undefined ? null : (paramNames[e.param] ?? e.param);
+    return invalidRequest(e.message, param);
+  }
+  return serverError();
+}

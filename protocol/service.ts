@@ -1,0 +1,101 @@
+/**
+ * The service, transport-free: an operation name and a request context in, an Outcome out. Transports
+ * (adapters/http) map their routes to these operations and write the outcome; nothing here knows HTTP.
+ */
+import type { TextEngine } from '../engine/types.ts';
+import { AccessControl, type Caller } from './access.ts';
+import { systemClock, type Clock } from './clock.ts';
+import type { Outcome, RequestContext, ServiceParts } from './context.ts';
+import { ApiError, toApiError } from './errors.ts';
+import { chatCompletions } from './handlers/chat-completions.ts';
+import { health } from './handlers/health.ts';
+import { infer } from './handlers/infer.ts';
+import { listModels, retrieveModel } from './handlers/models.ts';
+import { usage } from './handlers/usage.ts';
+import { silentLogger, type Logger } from './logger.ts';
+import type { PlanCatalog } from './plans.ts';
+import { RateLimiter, type RateLimitState } from './rate-limiter.ts';
+import type { SpecialistRegistry } from './specialists/registry.ts';
+import type { Store } from './store.ts';
+import { packageVersion } from './version.ts';
+
+export type Operation = 'health' | 'chat.completions' | 'infer' | 'models.list' | 'models.retrieve' | 'usage';
+
+export interface ServiceOptions {
+  /** The engine, or a function that gives it; either way it is only touched by requests that reach the model. */
+  engine: TextEngine | (() => Promise<TextEngine>);
+  store: Store;
+  plans: PlanCatalog;
+  specialists: SpecialistRegistry;
+  clock?: Clock;
+  logger?: Logger;
+  /** Defaults to package.json's. */
+  version?: string;
+}
+
+type Handler = (svc: ServiceParts, caller: Caller, ctx: RequestContext) => Promise<Outcome>;
+
+const AUTHENTICATED: Record<Exclude<Operation, 'health'>, Handler> = {
+  'chat.completions': chatCompletions,
+  infer,
+  'models.list': listModels,
+  'models.retrieve': retrieveModel,
+  usage,
+};
+
+export class Service {
+  private readonly parts: ServiceParts;
+
+  constructor(opts: ServiceOptions) {
+    opts.plans.checkSpecialists((n) => opts.specialists.has(n));
+    const clock = opts.clock ?? systemClock;
+    const logger = opts.logger ?? silentLogger;
+    this.parts = {
+      access: new AccessControl(opts.store, opts.plans, new RateLimiter(clock), clock, logger),
+      specialists: opts.specialists,
+      plans: opts.plans,
+      store: opts.store,
+      clock,
+      engine: engineProvider(opts.engine),
+      version: opts.version ?? packageVersion(),
+      startedAt: clock.now(),
+      logger,
+    };
+  }
+
+  async handle(op: Operation, ctx: RequestContext): Promise<Outcome> {
+    let caller: Caller | undefined;
+    try {
+      if (op === 'health') return health(this.parts);
+      caller = this.parts.access.authenticate(ctx.authorization);
+      ctx.record.key = caller.key.prefix;
+      ctx.record.keyMode = caller.key.mode;
+      ctx.record.accountId = caller.account.id;
+      this.parts.access.requireActive(caller);
+      const outcome = await AUTHENTICATED[op](this.parts, caller, ctx);
+      return { ...outcome, rateLimit: caller.rateLimit };
+    } catch (e) {
+      return this.failure(e, ctx, caller?.rateLimit);
+    }
+  }
+
+  /** An error as an outcome; faults of ours are logged here and reach the caller only as a generic 500. */
+  failure(e: unknown, ctx: Pick<RequestContext, 'logger' | 'signal'>, rateLimit?: RateLimitState): Outcome & { kind: 'json'; error: ApiError } {
+    const err = toApiError(e);
+    if (err.status >= 500 && !(e instanceof ApiError) && !ctx.signal.aborted) ctx.logger.error({ err: e }, 'request failed');
+    return { kind: 'json', status: err.status, body: err.toBody(), rateLimit, error: err };
+  }
+}
+
+function engineProvider(engine: ServiceOptions['engine']): () => Promise<TextEngine> {
+  if (typeof engine !== 'function') return () => Promise.resolve(engine);
+  let pending: Promise<TextEngine> | undefined;
+  return () => {
+    // A failed load is retried by the next request instead of failing every request forever.
+    pending ??= engine().catch((e) => {
+      pending = undefined;
+      throw e;
+    });
+    return pending;
+  };
+}

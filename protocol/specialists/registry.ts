@@ -1,0 +1,61 @@
+/** The specialists the service offers, read once at start from one JSON file per specialist. */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import { SPECIALIST_NAMES, specialistFileSchema, type Specialist } from './schema.ts';
+
+export const DEFAULT_SPECIALISTS_DIR = fileURLToPath(new URL('../../specialists/', import.meta.url));
+
+export class SpecialistRegistry {
+  private readonly byName: ReadonlyMap<string, Specialist>;
+
+  constructor(specialists: readonly Specialist[]) {
+    const map = new Map<string, Specialist>();
+    for (const s of specialists) {
+      if (map.has(s.name)) throw new Error(`specialist "${s.name}" is defined twice`);
+      map.set(s.name, s);
+    }
+    const missing = SPECIALIST_NAMES.filter((n) => !map.has(n));
+    if (missing.length) throw new Error(`specialists missing: ${missing.join(', ')} (each needs a file <name>.json)`);
+    this.byName = map;
+  }
+
+  get(name: string): Specialist | undefined {
+    return this.byName.get(name);
+  }
+
+  has(name: string): boolean {
+    return this.byName.has(name);
+  }
+
+  /** Names in a stable order: the spec's six first, then any others alphabetically. */
+  names(): string[] {
+    const spec = SPECIALIST_NAMES.filter((n) => this.byName.has(n)) as string[];
+    const extra = [...this.byName.keys()].filter((n) => !spec.includes(n)).sort();
+    return [...spec, ...extra];
+  }
+}
+
+export function loadSpecialists(dir: string = DEFAULT_SPECIALISTS_DIR): SpecialistRegistry {
+  let files: string[];
+  try {
+    files = readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
+  } catch (e) {
+    throw new Error(`cannot read specialists folder ${dir}: ${(e as Error).message}`);
+  }
+  const specialists = files.map((f) => {
+    const path = join(dir, f);
+    let raw: unknown;
+    try {
+      raw = JSON.parse(readFileSync(path, 'utf8'));
+    } catch (e) {
+      throw new Error(`${path}: not valid JSON (${(e as Error).message})`);
+    }
+    const parsed = specialistFileSchema.safeParse(raw);
+    if (!parsed.success) throw new Error(`${path}:\n${z.prettifyError(parsed.error)}`);
+    if (`${parsed.data.name}.json` !== f) throw new Error(`${path}: name "${parsed.data.name}" does not match the file name`);
+    return parsed.data;
+  });
+  return new SpecialistRegistry(specialists);
+}

@@ -1,0 +1,77 @@
+/** Runs `svc` the way a user does (bin/svc.mjs in a child process) and waits for `serve` to listen. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const BIN = 'bin/svc.mjs';
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export function runCli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** The new key from `svc keys create`: stdout's last line. */
+export async function createKey(dataDir: string, ...args: string[]): Promise<string> {
+  const r = await runCli(['keys', 'create', '--data', dataDir, ...args]);
+  if (r.code !== 0) throw new Error(`keys create failed (${r.code}): ${r.stderr}`);
+  return r.stdout.trimEnd().split('\n').pop()!;
+}
+
+export interface Served {
+  proc: ChildProcess;
+  url: string;
+  /** Parsed JSON log lines so far. */
+  logs: Record<string, unknown>[];
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** `svc serve --port 0` on a data folder; resolves once it logs its address. */
+export function startServe(dataDir: string, args: string[] = [], timeoutMs = 180_000): Promise<Served> {
+  const proc = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--data', dataDir, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const logs: Record<string, unknown>[] = [];
+  let text = '';
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      proc.kill('SIGKILL');
+      reject(new Error(`serve did not listen within ${timeoutMs} ms:\n${text}`));
+    }, timeoutMs);
+    let pending = '';
+    proc.stderr!.on('data', (d: Buffer) => {
+      text += d;
+      pending += d;
+      const lines = pending.split('\n');
+      pending = lines.pop()!;
+      for (const line of lines) {
+        let entry: Record<string, unknown>;
+        try {
+          entry = JSON.parse(line);
+        } catch {
+          continue;
+        }
+        logs.push(entry);
+        if (entry.msg === 'listening') {
+          clearTimeout(timer);
+          resolve({ proc, url: entry.url as string, logs, exited });
+        }
+      }
+    });
+    void exited.then(({ code, signal }) => {
+      clearTimeout(timer);
+      reject(new Error(`serve exited (${code ?? signal}) before listening:\n${text}`));
+    });
+  });
+}
