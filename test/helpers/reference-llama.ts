@@ -18,7 +18,7 @@ export interface HfLlamaConfig {
 export function referenceLogits(safetensorsPath: string, cfg: HfLlamaConfig, tokens: number[]): Float32Array[] {
   const w = readSafetensors(safetensorsPath);
   const get = (n: string) => {
-    const t = w.get(n) ?? (n === 'model.embed_tokens.weight' ? w.get('lm_head.weight') : undefined);
+    const t = w.get(n);
     if (!t) throw new Error(`missing ${n}`);
     return t.data;
   };

@@ -1,0 +1,65 @@
+/**
+ * MatrixKernels on the packed-weight kernels of kernels/: layouts and shards from kernels/quant, products
+ * through WeightMatmul (matvec for decode-sized batches, tiled for prefill), lookups through EmbeddingKernel.
+ */
+import { EmbeddingKernel } from '../../kernels/embedding.ts';
+import { WeightMatmul } from '../../kernels/matmul-select.ts';
+import { gpuLayout } from '../../kernels/quant/layouts.ts';
+import { planRowShards } from '../../kernels/quant/shards.ts';
+import type { KernelContext } from '../../kernels/runtime/context.ts';
+import type { GgmlType } from '../gguf/types.ts';
+import type { BoundProduct, MatrixKernels } from './matrix.ts';
+
+export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
+  const products = new Map<GgmlType, WeightMatmul>();
+  const lookups = new Map<GgmlType, EmbeddingKernel>();
+  const productFor = (t: GgmlType) => {
+    let p = products.get(t);
+    if (!p) products.set(t, (p = new WeightMatmul(ctx, t)));
+    return p;
+  };
+  const lookupFor = (t: GgmlType) => {
+    let k = lookups.get(t);
+    if (!k) lookups.set(t, (k = new EmbeddingKernel(ctx, t)));
+    return k;
+  };
+  const maxBinding = Math.min(ctx.caps.maxStorageBinding, ctx.caps.maxBufferSize);
+
+  return {
+    layout(type, rows, cols) {
+      const shards = planRowShards(type, rows, cols, maxBinding, ctx.caps.minStorageOffsetAlignment);
+      return { gpuRowBytes: gpuLayout(type).rowBytes(cols), shardRows: shards[0].rows };
+    },
+    repack: (type, raw, rows, cols) => gpuLayout(type).repack(raw, rows, cols),
+    product(w, x, y, io): BoundProduct {
+      const mm = productFor(w.type);
+      const bound = w.shards.map((s) => ({ group: mm.bind(s.buffer, x, y), rowOffset: s.rowStart, n: s.rows }));
+      return {
+        encode(pass, arena, tokens) {
+          for (const b of bound) {
+            mm.encode(pass, arena, b.group, {
+              t: tokens,
+              n: b.n,
+              k: w.cols,
+              xOffset: io.xOffset,
+              xStride: io.xStride,
+              yOffset: io.yOffset,
+              yStride: io.yStride,
+              rowOffset: b.rowOffset,
+              accumulate: io.accumulate,
+            });
+          }
+        },
+      };
+    },
+    embedding(w, ids, y): BoundProduct {
+      const k = lookupFor(w.type);
+      const bound = w.shards.map((s) => ({ group: k.bind(s.buffer, ids, y), rowBegin: s.rowStart, rows: s.rows }));
+      return {
+        encode(pass, arena, tokens) {
+          for (const b of bound) k.encode(pass, arena, b.group, { count: tokens, dim: w.cols, rowBegin: b.rowBegin, rows: b.rows });
+        },
+      };
+    },
+  };
+}

@@ -1,0 +1,44 @@
+// Shared by the weight-product kernels: y[t, n] (+)= sum_k x[t, k] * W[n, k], W packed (see quant/).
+
+struct Params {
+  // Rows of x and y in this dispatch (tokens).
+  t: u32,
+  // Rows of W in the bound buffer (a shard's rows).
+  n: u32,
+  k: u32,
+  // 1: y += W x (fuses a residual add), 0: y = W x.
+  accumulate: u32,
+  // Element offset of x[0, 0] and distance between rows of x, so a slice of a larger buffer can be read.
+  x_offset: u32,
+  x_stride: u32,
+  // Element offset of y[0, 0] for this dispatch, the shard's first row already added; y row distance.
+  y_offset: u32,
+  y_stride: u32,
+}
+
+@group(0) @binding(0) var<storage, read> w: array<vec4u>;
+// x is read four floats at a time: on CPU rasterisers one vec4 load costs about what one f32 load does.
+@group(0) @binding(1) var<storage, read> x: array<vec4f>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+@group(1) @binding(0) var<uniform> params: Params;
+
+// x4(i) = x[i .. i+3] comes from matmul-x-aligned.wgsl or matmul-x-unaligned.wgsl, chosen by the
+// wrapper from the x offset and stride, so the usual aligned case is one load with no branch.
+
+fn x1(i: u32) -> f32 {
+  return x[i >> 2u][i & 3u];
+}
+
+// Dot of a decoded unit with the x values at its four column positions (row of x starting at xb).
+fn unit_dot(m: mat4x4f, kk: vec4u, xb: u32) -> f32 {
+  return dot(m[0], x4(xb + kk.x)) + dot(m[1], x4(xb + kk.y)) + dot(m[2], x4(xb + kk.z)) + dot(m[3], x4(xb + kk.w));
+}
+
+fn store(t: u32, n: u32, v: f32) {
+  let i = params.y_offset + t * params.y_stride + n;
+  if (params.accumulate != 0u) {
+    y[i] = y[i] + v;
+  } else {
+    y[i] = v;
+  }
+}

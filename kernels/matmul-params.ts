@@ -1,0 +1,72 @@
+/** Parameters shared by the weight-product kernels (matvec-*.wgsl, matmul-*.wgsl; struct in matmul-common.wgsl). */
+import type { ParamArena } from './runtime/arena.ts';
+import type { CompiledKernel, KernelContext, KernelSpec } from './runtime/context.ts';
+import xAligned from './matmul-x-aligned.wgsl?raw';
+import xUnaligned from './matmul-x-unaligned.wgsl?raw';
+
+export interface MatmulParams {
+  /** Rows of x and of y (tokens). */
+  t: number;
+  /** Rows of W in the bound buffer: the whole matrix, or one shard's rows. */
+  n: number;
+  /** Elements per row of W and of x. */
+  k: number;
+  /** Element offset of x[0, 0] in the x buffer (default 0). */
+  xOffset?: number;
+  /** Elements between rows of x (default k). */
+  xStride?: number;
+  /** Element offset of y[0, 0] in the y buffer (default 0). */
+  yOffset?: number;
+  /** Elements between rows of y (default n; give the full width when W is sharded and t > 1). */
+  yStride?: number;
+  /** First row of W in the bound shard: results go to y columns rowOffset .. rowOffset + n (default 0). */
+  rowOffset?: number;
+  /** y += W x instead of y = W x (a fused residual add). */
+  accumulate?: boolean;
+}
+
+/** Take a slot and write the Params struct; returns the slot's word index. */
+export function writeMatmulParams(arena: ParamArena, p: MatmulParams): number {
+  if (p.t < 1 || p.n < 1 || p.k < 1) throw new Error(`matmul: empty product t=${p.t} n=${p.n} k=${p.k}`);
+  if ((p.rowOffset ?? 0) > 0 && p.t > 1 && p.yStride === undefined) {
+    throw new Error('matmul: a sharded product over several rows of x needs yStride (the full output width)');
+  }
+  const s = arena.slot();
+  arena.u32[s] = p.t;
+  arena.u32[s + 1] = p.n;
+  arena.u32[s + 2] = p.k;
+  arena.u32[s + 3] = p.accumulate ? 1 : 0;
+  arena.u32[s + 4] = p.xOffset ?? 0;
+  arena.u32[s + 5] = p.xStride ?? p.k;
+  arena.u32[s + 6] = (p.yOffset ?? 0) + (p.rowOffset ?? 0);
+  arena.u32[s + 7] = p.yStride ?? p.n;
+  return s;
+}
+
+/**
+ * The kernels read x as vec4s (matmul-common.wgsl). Offsets and strides that are multiples of 4 use the
+ * pipeline built with matmul-x-aligned.wgsl; any other gets a second pipeline, compiled on first use.
+ * Both share one bind group layout, so a bind group made once serves either.
+ */
+export class XAlignedPair {
+  readonly aligned: CompiledKernel;
+  private unaligned: CompiledKernel | undefined;
+
+  /** `spec(x4)` is the kernel's spec with the given x4() source joined into its code. */
+  constructor(
+    private readonly ctx: KernelContext,
+    private readonly spec: (x4: string) => KernelSpec,
+  ) {
+    this.aligned = ctx.kernel(spec(xAligned));
+  }
+
+  for(p: MatmulParams): CompiledKernel {
+    const aligned = (p.xOffset ?? 0) % 4 === 0 && (p.t === 1 || (p.xStride ?? p.k) % 4 === 0);
+    if (aligned) return this.aligned;
+    if (!this.unaligned) {
+      const spec = this.spec(xUnaligned);
+      this.unaligned = this.ctx.kernel({ ...spec, label: `${spec.label}-unaligned-x` });
+    }
+    return this.unaligned;
+  }
+}

@@ -1,0 +1,46 @@
+/**
+ * Choosing a weight-product kernel: matrix-vector kernels (one per row count) for decode, the tiled
+ * kernel for prefill, each in the variant that suits the adapter (see matvec.ts, matmul.ts).
+ */
+import type { GgmlType } from '../engine/gguf/types.ts';
+import { MatMulKernel } from './matmul.ts';
+import type { MatmulParams } from './matmul-params.ts';
+import { MAX_MATVEC_T, MatVecKernel } from './matvec.ts';
+import type { ParamArena } from './runtime/arena.ts';
+import type { KernelContext } from './runtime/context.ts';
+
+/** The best kernel for `t` rows of x times a `type` weight on this device. */
+export function selectMatmul(ctx: KernelContext, type: GgmlType, t: number): MatVecKernel | MatMulKernel {
+  return t <= MAX_MATVEC_T ? new MatVecKernel(ctx, type, t) : new MatMulKernel(ctx, type);
+}
+
+/**
+ * Every product with weights of one type: bind once, then each encode picks the kernel for its `t`.
+ * All the kernels share one bind group layout (W, x, y), so one bind group serves them all.
+ */
+export class WeightMatmul {
+  private readonly kernels = new Map<number, MatVecKernel | MatMulKernel>();
+
+  constructor(
+    private readonly ctx: KernelContext,
+    readonly type: GgmlType,
+  ) {}
+
+  kernelFor(t: number): MatVecKernel | MatMulKernel {
+    const key = t <= MAX_MATVEC_T ? t : 0;
+    let k = this.kernels.get(key);
+    if (!k) {
+      k = selectMatmul(this.ctx, this.type, t);
+      this.kernels.set(key, k);
+    }
+    return k;
+  }
+
+  bind(w: GPUBuffer | GPUBufferBinding, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding): GPUBindGroup {
+    return this.kernelFor(1).bind(w, x, y);
+  }
+
+  encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: MatmulParams): void {
+    this.kernelFor(p.t).encode(pass, arena, group, p);
+  }
+}

@@ -1,0 +1,63 @@
+import { typeName, type GgmlType } from '../engine/gguf/types.ts';
+import type { GpuCaps } from '../engine/gpu/caps.ts';
+import common from './matmul-common.wgsl?raw';
+import { writeMatmulParams, XAlignedPair, type MatmulParams } from './matmul-params.ts';
+import regs from './matmul-regs.wgsl?raw';
+import tiles from './matmul-tiles.wgsl?raw';
+import { gpuLayout } from './quant/layouts.ts';
+import type { ParamArena } from './runtime/arena.ts';
+import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
+
+/**
+ * regs: 4x4 register blocks per invocation, no workgroup memory (CPU rasterisers, where barriers are
+ * expensive). tiles: 32x64 workgroup tiles staged in workgroup memory (GPUs).
+ */
+export type MatMulVariant = 'regs' | 'tiles';
+
+export function matmulVariant(caps: GpuCaps): MatMulVariant {
+  return caps.software ? 'regs' : 'tiles';
+}
+
+const REGS = { WG_N: 8, WG_T: 8, tileN: 32, tileT: 32 };
+const TILES = { tileN: 64, tileT: 32 };
+
+/**
+ * y[t, n] (+)= sum_k x[t, k] W[n, k] for any number of rows of x (prefill), W packed as `type`.
+ * Bindings: W (read, GPU layout of quant/), x (read), y (write).
+ */
+export class MatMulKernel {
+  private readonly kernels: XAlignedPair;
+  private readonly tileN: number;
+  private readonly tileT: number;
+
+  constructor(
+    ctx: KernelContext,
+    readonly type: GgmlType,
+    readonly variant: MatMulVariant = matmulVariant(ctx.caps),
+  ) {
+    const decode = gpuLayout(type).wgsl;
+    const label = `matmul-${variant}-${typeName(type)}`;
+    if (variant === 'tiles') {
+      if (ctx.caps.maxInvocationsPerWorkgroup < 128) throw new Error('matmul: the tiles variant needs 128 invocations per workgroup');
+      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(tiles, common, x4, decode), bindings: ['read', 'read', 'write'] }));
+      ({ tileN: this.tileN, tileT: this.tileT } = TILES);
+    } else {
+      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(regs, common, x4, decode), bindings: ['read', 'read', 'write'], constants: { WG_N: REGS.WG_N, WG_T: REGS.WG_T } }));
+      ({ tileN: this.tileN, tileT: this.tileT } = REGS);
+    }
+  }
+
+  get kernel(): CompiledKernel {
+    return this.kernels.aligned;
+  }
+
+  /** The bind group serves this kernel's every variant; x's binding size must be a multiple of 16 bytes (ctx.storage sizes are). */
+  bind(w: GPUBuffer | GPUBufferBinding, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding): GPUBindGroup {
+    return this.kernel.bind([w, x, y]);
+  }
+
+  encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: MatmulParams): void {
+    const s = writeMatmulParams(arena, p);
+    arena.dispatch(pass, this.kernels.for(p), group, s, Math.ceil(p.n / this.tileN), Math.ceil(p.t / this.tileT));
+  }
+}

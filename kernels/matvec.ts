@@ -1,0 +1,92 @@
+import { typeName, type GgmlType } from '../engine/gguf/types.ts';
+import type { GpuCaps } from '../engine/gpu/caps.ts';
+import common from './matmul-common.wgsl?raw';
+import { writeMatmulParams, XAlignedPair, type MatmulParams } from './matmul-params.ts';
+import coop from './matvec-coop.wgsl?raw';
+import rows from './matvec-rows.wgsl?raw';
+import subgroup from './matvec-subgroup.wgsl?raw';
+import { gpuLayout } from './quant/layouts.ts';
+import type { ParamArena } from './runtime/arena.ts';
+import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
+import { grid2d } from './runtime/grid.ts';
+
+/** Most rows of x a matrix-vector kernel takes; more go to the tiled kernel. */
+export const MAX_MATVEC_T = 8;
+
+/**
+ * rows: four weight rows per invocation, unrolled over the rows of x (CPU rasterisers: no barriers, no
+ * loops they would not unroll). coop: 16 threads per row with a workgroup-memory reduction (GPUs).
+ * subgroup: a subgroup per row with subgroupAdd (GPUs with subgroups).
+ */
+export type MatVecVariant = 'rows' | 'coop' | 'subgroup';
+
+export function matvecVariant(caps: GpuCaps): MatVecVariant {
+  if (caps.software) return 'rows';
+  return caps.subgroups ? 'subgroup' : 'coop';
+}
+
+const WG = 64;
+const LANES = 16;
+// The rows variant: invocations per workgroup, each computing 4 weight rows. Small workgroups give a
+// CPU rasteriser enough of them to spread over its threads.
+const ROWS_WG = 32;
+const BINDINGS = ['read', 'read', 'write'] as const;
+
+/** Expand a template: every line containing `$t` is written once per row of x, with $t replaced by 0 .. t-1. */
+export function unrollRowsOfX(template: string, t: number): string {
+  return template
+    .split('\n')
+    .flatMap((line) => (line.includes('$t') ? Array.from({ length: t }, (_, i) => line.replaceAll('$t', String(i))) : [line]))
+    .join('\n');
+}
+
+/**
+ * y[t, n] (+)= sum_k x[t, k] W[n, k] for a fixed number `t` (1..8) of rows of x, W packed as `type`.
+ * All t rows share one pass over W. Bindings: W (read, GPU layout of quant/), x (read), y (write).
+ */
+export class MatVecKernel {
+  private readonly kernels: XAlignedPair;
+  /** Weight rows per workgroup. */
+  private readonly rowsPerGroup: number;
+
+  constructor(
+    ctx: KernelContext,
+    readonly type: GgmlType,
+    readonly t: number,
+    readonly variant: MatVecVariant = matvecVariant(ctx.caps),
+  ) {
+    if (!Number.isInteger(t) || t < 1 || t > MAX_MATVEC_T) throw new Error(`matvec: t=${t} is outside 1..${MAX_MATVEC_T}`);
+    const decode = gpuLayout(type).wgsl;
+    const label = `matvec-${variant}-${typeName(type)}-t${t}`;
+    if (variant === 'subgroup') {
+      if (!ctx.caps.subgroups) throw new Error('matvec: the subgroup variant needs the subgroups feature');
+      // One row per subgroup at the smallest size the device may pick; larger subgroups loop over rows.
+      this.rowsPerGroup = Math.max(1, Math.floor(WG / Math.max(4, ctx.caps.subgroupMinSize)));
+      const constants = { WG, ROWS: this.rowsPerGroup, TT: t };
+      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(subgroup, common, x4, decode), bindings: BINDINGS, constants }));
+    } else if (variant === 'coop') {
+      this.rowsPerGroup = WG / LANES;
+      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(coop, common, x4, decode), bindings: BINDINGS, constants: { WG, LANES, TT: t } }));
+    } else {
+      this.rowsPerGroup = ROWS_WG * 4;
+      const code = unrollRowsOfX(rows, t);
+      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(code, common, x4, decode), bindings: BINDINGS, constants: { WG: ROWS_WG } }));
+    }
+  }
+
+  get kernel(): CompiledKernel {
+    return this.kernels.aligned;
+  }
+
+  /** The bind group serves this kernel's every variant; x's binding size must be a multiple of 16 bytes (ctx.storage sizes are). */
+  bind(w: GPUBuffer | GPUBufferBinding, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding): GPUBindGroup {
+    return this.kernel.bind([w, x, y]);
+  }
+
+  encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: MatmulParams): void {
+    if (p.t !== this.t) throw new Error(`${this.kernel.label}: built for t=${this.t}, asked for t=${p.t}`);
+    const s = writeMatmulParams(arena, p);
+    const [gx, gy] = grid2d(Math.ceil(p.n / this.rowsPerGroup));
+    arena.dispatch(pass, this.kernels.for(p), group, s, gx, gy);
+  }
+}

@@ -1,0 +1,38 @@
+// Shared by every weight decoder. A kernel that includes a decoder declares
+//   @group(0) @binding(0) var<storage, read> w: array<vec4u>;
+// Every structure in the layouts (rows, scale headers, blocks) starts on a 16-byte boundary, so decoders
+// fetch whole vec4s: one load instead of four on CPU rasterisers, 128-bit loads on GPUs.
+// A weight row is addressed through a handle from w_row(): x = first vec4 of the row's f16 scale
+// header (row-split types), y = first vec4 of its packed blocks. Every decoder provides:
+//   w_row(n, k) -> vec2u          handle of row n of a matrix whose rows hold k elements
+//   w_unit(r, u) -> mat4x4f       the u-th 16 weights of the row, as 4 columns of 4 consecutive k each,
+//                                 grouped so that all bits of the words read are used
+//   w_unit_k(u) -> vec4u          the first k of each of those columns (multiples of 4)
+//   w_span(r, s) -> mat4x4f       weights k = 16s .. 16s+15 in order (column c holds 16s+4c ..)
+//   w_elem(r, i) -> f32           weight k = i (for the tail of float rows whose k % 16 != 0)
+// Units per row are k / 16 for every type; only F32/F16/BF16 rows can have a tail.
+
+// The i-th f16 of the header starting at vec4 h.
+fn w_half(h: u32, i: u32) -> f32 {
+  return unpack2x16float(w[h + (i >> 3u)][(i >> 1u) & 3u])[i & 1u];
+}
+
+fn w_bytes(v: u32) -> vec4u {
+  return (vec4u(v) >> vec4u(0u, 8u, 16u, 24u)) & vec4u(0xffu);
+}
+
+fn w_sbytes(v: u32) -> vec4f {
+  return vec4f(bitcast<vec4i>(vec4u(v) << vec4u(24u, 16u, 8u, 0u)) >> vec4u(24u));
+}
+
+fn w_lo4(v: u32) -> vec4f {
+  return vec4f((vec4u(v) >> vec4u(0u, 8u, 16u, 24u)) & vec4u(15u));
+}
+
+fn w_hi4(v: u32) -> vec4f {
+  return vec4f((vec4u(v) >> vec4u(4u, 12u, 20u, 28u)) & vec4u(15u));
+}
+
+fn w_halves(v: vec2u) -> vec4f {
+  return vec4f(unpack2x16float(v.x), unpack2x16float(v.y));
+}

@@ -1,0 +1,145 @@
+/**
+ * How each weight type sits in a GPU storage buffer (read as `array<vec4u>`), and the WGSL that decodes it.
+ *
+ * Every layout keeps the file's bytes per block (nothing is dequantized at load) and pads each row to
+ * 16 bytes, so a row of `cols` elements takes `rowBytes(cols) = ceil(blocks * gpuBlockBytes / 16) * 16`
+ * bytes and rows are independent: any run of whole rows can be repacked, uploaded or bound on its own.
+ * Rows, blocks and quant words all start on 16-byte boundaries, so kernels fetch whole vec4s.
+ *   - F32, Q4_K (144 = 9 x 16 bytes): the file's bytes, rows padded to 16 bytes (a no-op for Q4_K and
+ *     for F32 rows of a multiple of 4 elements).
+ *   - F16, BF16: the file's bytes, rows padded to 16 bytes (a no-op for rows of a multiple of 8).
+ *   - Q8_0 (34-byte blocks), Q4_0 (18), Q6_K (210): "row-split". The f16 scale `d` of every block of a
+ *     row moves to a header at the front of the row (padded to 16 bytes), and the rest of each block
+ *     follows unchanged (32, 16 or 208 bytes: whole vec4s). Quants are aligned with no padding per block.
+ */
+import { GgmlType, typeName } from '../../engine/gguf/types.ts';
+import common from './common.wgsl?raw';
+import bf16 from './bf16.wgsl?raw';
+import f16 from './f16.wgsl?raw';
+import f32 from './f32.wgsl?raw';
+import q4_0 from './q4_0.wgsl?raw';
+import q4_k from './q4_k.wgsl?raw';
+import q6_k from './q6_k.wgsl?raw';
+import q8_0 from './q8_0.wgsl?raw';
+
+export interface GpuWeightLayout {
+  readonly type: GgmlType;
+  /** Elements per block (1 for float types). */
+  readonly blockElements: number;
+  /** GPU bytes per block: the same as in the file. Rows are then padded to 16 bytes (see rowBytes). */
+  readonly gpuBlockBytes: number;
+  /** GPU bytes of one row of `cols` elements (a multiple of 16). */
+  rowBytes(cols: number): number;
+  /**
+   * Raw GGUF bytes of `rows` whole rows (the start of `raw`) into the GPU layout. May return `raw` itself
+   * when the layouts coincide; call it on a chunk of rows at a time to bound memory.
+   */
+  repack(raw: Uint8Array, rows: number, cols: number): Uint8Array;
+  /** The same, written into `out` (e.g. a mapped GPU buffer range) at byte 0; `out` needs rows * rowBytes(cols). */
+  repackInto(raw: Uint8Array, rows: number, cols: number, out: Uint8Array): void;
+  /** WGSL decode functions (w_row, w_unit, w_unit_k, w_span, w_elem; see common.wgsl) for this type. */
+  readonly wgsl: string;
+}
+
+const align16 = (n: number) => Math.ceil(n / 16) * 16;
+
+function checkShape(type: GgmlType, blockElements: number, blockBytes: number, raw: Uint8Array, rows: number, cols: number): number {
+  if (!Number.isInteger(rows) || !Number.isInteger(cols) || rows < 0 || cols <= 0 || cols % blockElements !== 0) {
+    throw new Error(`${typeName(type)}: a ${rows}x${cols} matrix is not whole rows of ${blockElements}-element blocks`);
+  }
+  const fileRow = (cols / blockElements) * blockBytes;
+  if (raw.byteLength < rows * fileRow) throw new Error(`${typeName(type)}: ${rows} rows of ${cols} need ${rows * fileRow} bytes, got ${raw.byteLength}`);
+  return fileRow;
+}
+
+/** Layouts that are the file's bytes with each row padded to 16 bytes. */
+function padded(type: GgmlType, blockElements: number, blockBytes: number, code: string): GpuWeightLayout {
+  const rowBytes = (cols: number) => align16((cols / blockElements) * blockBytes);
+  const layout: GpuWeightLayout = {
+    type,
+    blockElements,
+    gpuBlockBytes: blockBytes,
+    rowBytes,
+    repackInto(raw, rows, cols, out) {
+      const fileRow = checkShape(type, blockElements, blockBytes, raw, rows, cols);
+      const gpuRow = rowBytes(cols);
+      if (out.byteLength < rows * gpuRow) throw new Error(`${typeName(type)}: output holds ${out.byteLength} bytes, need ${rows * gpuRow}`);
+      if (fileRow === gpuRow) {
+        out.set(raw.subarray(0, rows * fileRow));
+        return;
+      }
+      for (let r = 0; r < rows; r++) {
+        out.set(raw.subarray(r * fileRow, (r + 1) * fileRow), r * gpuRow);
+        out.fill(0, r * gpuRow + fileRow, (r + 1) * gpuRow);
+      }
+    },
+    repack(raw, rows, cols) {
+      const fileRow = checkShape(type, blockElements, blockBytes, raw, rows, cols);
+      if (fileRow === rowBytes(cols)) return raw.subarray(0, rows * fileRow);
+      const out = new Uint8Array(rows * rowBytes(cols));
+      layout.repackInto(raw, rows, cols, out);
+      return out;
+    },
+    wgsl: common + '\n' + code,
+  };
+  return layout;
+}
+
+/** Row-split layouts: the blocks' f16 scales (found at byte `dAt` of each block) first, then the rest. */
+function rowSplit(type: GgmlType, blockElements: number, blockBytes: number, dAt: number, code: string): GpuWeightLayout {
+  const rest = blockBytes - 2;
+  const rowBytes = (cols: number) => align16((cols / blockElements) * blockBytes);
+  const layout: GpuWeightLayout = {
+    type,
+    blockElements,
+    gpuBlockBytes: blockBytes,
+    rowBytes,
+    repackInto(raw, rows, cols, out) {
+      const fileRow = checkShape(type, blockElements, blockBytes, raw, rows, cols);
+      const gpuRow = rowBytes(cols);
+      if (out.byteLength < rows * gpuRow) throw new Error(`${typeName(type)}: output holds ${out.byteLength} bytes, need ${rows * gpuRow}`);
+      const nb = cols / blockElements;
+      const head = align16(nb * 2);
+      for (let r = 0; r < rows; r++) {
+        const src = r * fileRow;
+        const dst = r * gpuRow;
+        for (let b = 0; b < nb; b++) {
+          const blk = src + b * blockBytes;
+          out[dst + 2 * b] = raw[blk + dAt];
+          out[dst + 2 * b + 1] = raw[blk + dAt + 1];
+          // The bytes before and after d, in file order (d is first in Q8_0/Q4_0, last in Q6_K).
+          const to = dst + head + b * rest;
+          out.set(raw.subarray(blk, blk + dAt), to);
+          out.set(raw.subarray(blk + dAt + 2, blk + blockBytes), to + dAt);
+        }
+        out.fill(0, dst + 2 * nb, dst + head);
+      }
+    },
+    repack(raw, rows, cols) {
+      const out = new Uint8Array(rows * rowBytes(cols));
+      layout.repackInto(raw, rows, cols, out);
+      return out;
+    },
+    wgsl: common + '\n' + code,
+  };
+  return layout;
+}
+
+const LAYOUTS: Partial<Record<GgmlType, GpuWeightLayout>> = {
+  [GgmlType.F32]: padded(GgmlType.F32, 1, 4, f32),
+  [GgmlType.F16]: padded(GgmlType.F16, 1, 2, f16),
+  [GgmlType.BF16]: padded(GgmlType.BF16, 1, 2, bf16),
+  [GgmlType.Q4_K]: padded(GgmlType.Q4_K, 256, 144, q4_k),
+  [GgmlType.Q8_0]: rowSplit(GgmlType.Q8_0, 32, 34, 0, q8_0),
+  [GgmlType.Q4_0]: rowSplit(GgmlType.Q4_0, 32, 18, 0, q4_0),
+  [GgmlType.Q6_K]: rowSplit(GgmlType.Q6_K, 256, 210, 208, q6_k),
+};
+
+/** Weight types the GPU kernels can read. */
+export const GPU_WEIGHT_TYPES: readonly GgmlType[] = Object.keys(LAYOUTS).map(Number) as GgmlType[];
+
+export function gpuLayout(type: GgmlType): GpuWeightLayout {
+  const l = LAYOUTS[type];
+  if (!l) throw new Error(`no GPU layout for tensor type ${typeName(type)} (have: ${GPU_WEIGHT_TYPES.map(typeName).join(', ')})`);
+  return l;
+}

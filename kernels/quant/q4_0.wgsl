@@ -1,0 +1,37 @@
+// Q4_0, row-split like Q8_0: the row's f16 scales first (padded to 16 bytes), then each block's 16 bytes
+// of nibbles (one vec4). Byte j of a block holds element j (low nibble) and j + 16 (high). Unit
+// u = (block u/2, half h = u%2) uses both nibbles of words 2h, 2h+1: elements 8h.. and 16+8h.. .
+
+fn w_row(n: u32, k: u32) -> vec2u {
+  let nb = k / 32u;
+  let head = (nb + 7u) / 8u;
+  let base = n * (head + nb);
+  return vec2u(base, base + head);
+}
+
+fn w_unit(r: vec2u, u: u32) -> mat4x4f {
+  let b = u >> 1u;
+  let d = w_half(r.x, b);
+  let q = w[r.y + b];
+  let hi = (u & 1u) == 1u;
+  let a = select(q.x, q.z, hi);
+  let c = select(q.y, q.w, hi);
+  return mat4x4f((w_lo4(a) - 8.0) * d, (w_lo4(c) - 8.0) * d, (w_hi4(a) - 8.0) * d, (w_hi4(c) - 8.0) * d);
+}
+
+fn w_unit_k(u: u32) -> vec4u {
+  return (u >> 1u) * 32u + (u & 1u) * 8u + vec4u(0u, 4u, 16u, 20u);
+}
+
+fn w_span(r: vec2u, s: u32) -> mat4x4f {
+  let b = s >> 1u;
+  let d = w_half(r.x, b);
+  let q = w[r.y + b];
+  // Low nibbles are elements 0..15 of the block, high nibbles 16..31.
+  let sh = (s & 1u) * 4u;
+  return mat4x4f((w_lo4(q.x >> sh) - 8.0) * d, (w_lo4(q.y >> sh) - 8.0) * d, (w_lo4(q.z >> sh) - 8.0) * d, (w_lo4(q.w >> sh) - 8.0) * d);
+}
+
+fn w_elem(r: vec2u, i: u32) -> f32 {
+  return w_span(r, i / 16u)[(i / 4u) % 4u][i % 4u];
+}

@@ -1,0 +1,56 @@
+// Q4_K, exactly as in the file: 144-byte blocks are nine vec4s. vec4 0 = (f16 d | f16 dmin, then twelve
+// bytes of packed 6-bit scales and mins), vec4s 1-8 = quants. Each 64-element chunk c of a block is two
+// vec4s; their low nibbles are elements 64c..64c+31 (sub-block 2c), high nibbles 64c+32.. (sub-block
+// 2c+1). Unit u = (block u/16, chunk c, word pair i) uses both nibbles of two words.
+
+fn w_row(n: u32, k: u32) -> vec2u {
+  return vec2u(n * (k / 256u) * 9u);
+}
+
+// (d * scale, dmin * min) of sub-blocks j and j+1 (j even) of a block whose first vec4 is `h`, as
+// (scale_j, min_j, scale_j+1, min_j+1). ggml's get_scale_min_k4, done on whole words: sub-blocks 0-3
+// take the low 6 bits of bytes 0-3 (scales) and 4-7 (mins); 4-7 take nibbles of bytes 8-11 and the
+// top 2 bits of bytes 0-7.
+fn q4k_scales(h: vec4u, j: u32) -> vec4f {
+  var sc = h.y & 0x3f3f3f3fu;
+  var mn = h.z & 0x3f3f3f3fu;
+  if (j >= 4u) {
+    sc = (h.w & 0x0f0f0f0fu) | (((h.y >> 6u) & 0x03030303u) << 4u);
+    mn = ((h.w >> 4u) & 0x0f0f0f0fu) | (((h.z >> 6u) & 0x03030303u) << 4u);
+  }
+  let sh = (j & 3u) * 8u;
+  let dm = unpack2x16float(h.x);
+  let v = vec4f(vec4u(sc >> sh, mn >> sh, sc >> (sh + 8u), mn >> (sh + 8u)) & vec4u(0xffu));
+  return v * dm.xyxy;
+}
+
+fn w_unit(r: vec2u, u: u32) -> mat4x4f {
+  let b = r.y + (u >> 4u) * 9u;
+  let c = (u >> 2u) & 3u;
+  let s = q4k_scales(w[b], 2u * c);
+  let q = w[b + 1u + c * 2u + ((u >> 1u) & 1u)];
+  let odd = (u & 1u) == 1u;
+  let a = select(q.x, q.z, odd);
+  let e = select(q.y, q.w, odd);
+  return mat4x4f(w_lo4(a) * s.x - s.y, w_lo4(e) * s.x - s.y, w_hi4(a) * s.z - s.w, w_hi4(e) * s.z - s.w);
+}
+
+fn w_unit_k(u: u32) -> vec4u {
+  return (u >> 4u) * 256u + ((u >> 2u) & 3u) * 64u + (u & 3u) * 8u + vec4u(0u, 4u, 32u, 36u);
+}
+
+fn w_span(r: vec2u, s: u32) -> mat4x4f {
+  let b = r.y + (s >> 4u) * 9u;
+  let j = (s >> 1u) & 7u;
+  let sm = q4k_scales(w[b], j & 6u);
+  let odd = (j & 1u) == 1u;
+  let d = select(sm.x, sm.z, odd);
+  let m = select(sm.y, sm.w, odd);
+  let q = w[b + 1u + (j >> 1u) * 2u + (s & 1u)];
+  let sh = select(0u, 4u, odd);
+  return mat4x4f(w_lo4(q.x >> sh) * d - m, w_lo4(q.y >> sh) * d - m, w_lo4(q.z >> sh) * d - m, w_lo4(q.w >> sh) * d - m);
+}
+
+fn w_elem(r: vec2u, i: u32) -> f32 {
+  return w_span(r, i / 16u)[(i / 4u) % 4u][i % 4u];
+}

@@ -1,0 +1,72 @@
+// Q6_K, row-split: the row's f16 super-block scales d first (padded to 16 bytes), then each block's 208
+// bytes as in the file without d (13 vec4s): ql at vec4s 0-7, qh at 8-11, int8 sub-block scales at 12.
+// In each 128-element half h, byte l < 32 of ql/qh serves elements l, l+32, l+64, l+96, so a unit takes
+// one word of qh and the two ql words it pairs with: 4 columns 32 apart, every bit used.
+
+fn w_row(n: u32, k: u32) -> vec2u {
+  let nb = k / 256u;
+  let head = (nb + 7u) / 8u;
+  let base = n * (head + nb * 13u);
+  return vec2u(base, base + head);
+}
+
+// Signed byte j % 4 of word v, times d.
+fn q6k_scale(v: u32, j: u32, d: f32) -> f32 {
+  return d * f32(extractBits(bitcast<i32>(v), (j % 4u) * 8u, 8u));
+}
+
+fn q6k_col(lo: u32, hi: u32) -> vec4f {
+  return w_lo4(lo) + vec4f(((vec4u(hi) >> vec4u(0u, 8u, 16u, 24u)) & vec4u(3u)) << vec4u(4u)) - 32.0;
+}
+
+fn w_unit(r: vec2u, u: u32) -> mat4x4f {
+  let nb = u >> 4u;
+  let b = r.y + nb * 13u;
+  let d = w_half(r.x, nb);
+  let h = (u >> 3u) & 1u;
+  let l = u & 7u;
+  let q0 = w[b + h * 4u + l / 4u][l % 4u];
+  let q1 = w[b + h * 4u + 2u + l / 4u][l % 4u];
+  let qh = w[b + 8u + h * 2u + l / 4u][l % 4u];
+  // Scales of columns 0, 1 (sub-blocks j, j+2) share a word; so do those of columns 2, 3 (j+4, j+6).
+  let sc = w[b + 12u];
+  let j = l / 4u;
+  let s01 = select(sc.x, sc.z, h == 1u);
+  let s23 = select(sc.y, sc.w, h == 1u);
+  return mat4x4f(
+    q6k_col(q0, qh) * q6k_scale(s01, j, d),
+    q6k_col(q1, qh >> 2u) * q6k_scale(s01, j + 2u, d),
+    q6k_col(q0 >> 4u, qh >> 4u) * q6k_scale(s23, j, d),
+    q6k_col(q1 >> 4u, qh >> 6u) * q6k_scale(s23, j + 2u, d),
+  );
+}
+
+fn w_unit_k(u: u32) -> vec4u {
+  return (u >> 4u) * 256u + ((u >> 3u) & 1u) * 128u + (u & 7u) * 4u + vec4u(0u, 32u, 64u, 96u);
+}
+
+fn w_span(r: vec2u, s: u32) -> mat4x4f {
+  let nb = s >> 4u;
+  let b = r.y + nb * 13u;
+  let d = w_half(r.x, nb);
+  let v = s & 15u;
+  let h = v >> 3u;
+  let g = (v >> 1u) & 3u;     // which of the four 32-element columns of the half
+  let odd = v & 1u;           // first or second 16 of them
+  let ql = w[b + h * 4u + (g & 1u) * 2u + odd];
+  let qh = w[b + 8u + h * 2u + odd];
+  // Sub-block 8h + odd + 2g: byte (odd + 2g) % 4 of scale word 2h + g / 2.
+  let sc = q6k_scale(w[b + 12u][h * 2u + g / 2u], odd + 2u * g, d);
+  let lsh = (g >> 1u) * 4u;
+  let hsh = g * 2u;
+  return mat4x4f(
+    q6k_col(ql.x >> lsh, qh.x >> hsh) * sc,
+    q6k_col(ql.y >> lsh, qh.y >> hsh) * sc,
+    q6k_col(ql.z >> lsh, qh.z >> hsh) * sc,
+    q6k_col(ql.w >> lsh, qh.w >> hsh) * sc,
+  );
+}
+
+fn w_elem(r: vec2u, i: u32) -> f32 {
+  return w_span(r, i / 16u)[(i / 4u) % 4u][i % 4u];
+}

@@ -1,0 +1,43 @@
+/**
+ * Split a weight matrix into runs of whole rows that each fit one storage binding. Compatibility mode
+ * allows 128 MiB per binding; a 128256 x 2048 Q8_0 embedding is ~295 MB, so kernels run one dispatch
+ * per shard, each with its shard's first row as the row offset.
+ */
+import { GgmlType, typeName } from '../../engine/gguf/types.ts';
+import { gpuLayout } from './layouts.ts';
+
+export interface RowShard {
+  /** First row of the matrix in this shard. */
+  rowBegin: number;
+  rows: number;
+  /** Offset of the shard in the whole matrix's GPU layout (rowBegin * rowBytes). */
+  byteOffset: number;
+  /** GPU bytes of the shard (rows * rowBytes). */
+  byteSize: number;
+}
+
+function gcd(a: number, b: number): number {
+  while (b) [a, b] = [b, a % b];
+  return a;
+}
+
+/**
+ * Shards of at most `maxBindingBytes` (pass `ctx.caps.maxStorageBinding`). Where shards can be, their
+ * byte offsets are multiples of `offsetAlignment` (the device's minStorageBufferOffsetAlignment), so
+ * they may be bound as ranges of one buffer as well as uploaded into buffers of their own.
+ */
+export function planRowShards(type: GgmlType, rows: number, cols: number, maxBindingBytes: number, offsetAlignment = 256): RowShard[] {
+  const rowBytes = gpuLayout(type).rowBytes(cols);
+  if (rowBytes > maxBindingBytes) {
+    throw new Error(`one ${cols}-element row of ${typeName(type)} takes ${rowBytes} bytes, more than a storage binding allows (${maxBindingBytes})`);
+  }
+  let perShard = Math.floor(maxBindingBytes / rowBytes);
+  const step = offsetAlignment / gcd(rowBytes, offsetAlignment);
+  if (perShard < rows && perShard >= step) perShard -= perShard % step;
+  const shards: RowShard[] = [];
+  for (let rowBegin = 0; rowBegin < rows; rowBegin += perShard) {
+    const n = Math.min(perShard, rows - rowBegin);
+    shards.push({ rowBegin, rows: n, byteOffset: rowBegin * rowBytes, byteSize: n * rowBytes });
+  }
+  return shards;
+}

@@ -1,0 +1,98 @@
+import { describe, expect, it } from 'vitest';
+import { GgmlType, typeName } from '../../engine/gguf/types.ts';
+import { MatMulKernel, type MatMulVariant } from '../../kernels/matmul.ts';
+import { selectMatmul, WeightMatmul } from '../../kernels/matmul-select.ts';
+import { MatVecKernel } from '../../kernels/matvec.ts';
+import { planRowShards } from '../../kernels/quant/index.ts';
+import { readF32, runPass, testContext } from '../helpers/gpu.ts';
+import { maxRelError, randomF32 } from '../helpers/random.ts';
+import { randomWeights, referenceProduct, uploadRows, WEIGHT_TYPES } from '../quant/weights.ts';
+
+const ctx = await testContext();
+const VARIANTS: MatMulVariant[] = ['regs', 'tiles'];
+const TOL = 1e-4;
+
+function colsFor(type: GgmlType): number {
+  return type === GgmlType.Q4_K || type === GgmlType.Q6_K ? 512 : 256;
+}
+
+describe.each(WEIGHT_TYPES.map((t) => [typeName(t), t] as const))('tiled matmul %s', (_, type) => {
+  for (const variant of VARIANTS) {
+    it(`${variant}, T=37 (not a multiple of the tile)`, async () => {
+      const [t, n, k] = [37, 100, colsFor(type)];
+      const w = randomWeights(type, n, k, 51 + type);
+      const x = randomF32(t * k, 14);
+      const kern = new MatMulKernel(ctx, type, variant);
+      const by = ctx.storage('y', t * n * 4);
+      const group = kern.bind(uploadRows(ctx, w), ctx.storage('x', x.byteLength, x), by);
+      await runPass(ctx, (pass, arena) => kern.encode(pass, arena, group, { t, n, k }));
+      expect(maxRelError(await readF32(ctx, by, t * n), referenceProduct(w, x, t))).toBeLessThan(TOL);
+    });
+
+    it(`${variant}: row shards, x and y slices, accumulate`, async () => {
+      const [t, n, k] = [37, 90, colsFor(type)];
+      const w = randomWeights(type, n, k, 61 + type);
+      const shards = planRowShards(type, n, k, 40 * (w.raw.length / n) + 100);
+      expect(shards.length).toBeGreaterThan(1);
+      const [xOffset, xStride, yOffset, yStride] = [7, k + 3, 11, n + 9];
+      const x = randomF32(xOffset + t * xStride, 15);
+      const y0 = randomF32(yOffset + t * yStride, 16);
+      const kern = new MatMulKernel(ctx, type, variant);
+      const bx = ctx.storage('x', x.byteLength, x);
+      const by = ctx.storage('y', y0.byteLength, y0);
+      const groups = shards.map((s) => kern.bind(uploadRows(ctx, w, s.rowBegin, s.rows), bx, by));
+      await runPass(ctx, (pass, arena) =>
+        shards.forEach((s, i) =>
+          kern.encode(pass, arena, groups[i], { t, n: s.rows, k, xOffset, xStride, yOffset, yStride, rowOffset: s.rowBegin, accumulate: true }),
+        ),
+      );
+      const ref = referenceProduct(w, x, t, xOffset, xStride);
+      const want = Float64Array.from(y0);
+      for (let i = 0; i < t; i++) for (let j = 0; j < n; j++) want[yOffset + i * yStride + j] += ref[i * n + j];
+      expect(maxRelError(await readF32(ctx, by, y0.length), want)).toBeLessThan(TOL);
+    });
+
+    if (type === GgmlType.F32 || type === GgmlType.F16 || type === GgmlType.BF16) {
+      it(`${variant}: rows whose length is no multiple of 16 or 32`, async () => {
+        const [t, n] = [9, 35];
+        for (const k of [172, 45]) {
+          const w = randomWeights(type, n, k, 71 + k);
+          const x = randomF32(t * k, 17);
+          const kern = new MatMulKernel(ctx, type, variant);
+          const by = ctx.storage('y', t * n * 4);
+          const group = kern.bind(uploadRows(ctx, w), ctx.storage('x', x.byteLength, x), by);
+          await runPass(ctx, (pass, arena) => kern.encode(pass, arena, group, { t, n, k }));
+          expect(maxRelError(await readF32(ctx, by, t * n), referenceProduct(w, x, t))).toBeLessThan(TOL);
+        }
+      });
+    }
+  }
+});
+
+describe('kernel selection', () => {
+  it('picks matrix-vector kernels for decode and the tiled kernel for prefill, per adapter', () => {
+    const mv = selectMatmul(ctx, GgmlType.Q8_0, 3);
+    expect(mv).toBeInstanceOf(MatVecKernel);
+    expect((mv as MatVecKernel).variant).toBe(ctx.caps.software ? 'rows' : ctx.caps.subgroups ? 'subgroup' : 'coop');
+    const mm = selectMatmul(ctx, GgmlType.Q8_0, 9);
+    expect(mm).toBeInstanceOf(MatMulKernel);
+    expect((mm as MatMulKernel).variant).toBe(ctx.caps.software ? 'regs' : 'tiles');
+  });
+
+  it('one bind group serves every kernel of a WeightMatmul', async () => {
+    const type = GgmlType.Q4_K;
+    const [n, k] = [64, 256];
+    const w = randomWeights(type, n, k, 81);
+    const x = randomF32(40 * k, 18);
+    const op = new WeightMatmul(ctx, type);
+    const by = ctx.storage('y', 40 * n * 4);
+    const group = op.bind(uploadRows(ctx, w), ctx.storage('x', x.byteLength, x), by);
+    // Rows 0, 1-3 and 4-39 of x through three different kernels into one y.
+    await runPass(ctx, (pass, arena) => {
+      op.encode(pass, arena, group, { t: 1, n, k });
+      op.encode(pass, arena, group, { t: 3, n, k, xOffset: k, yOffset: n });
+      op.encode(pass, arena, group, { t: 36, n, k, xOffset: 4 * k, yOffset: 4 * n });
+    });
+    expect(maxRelError(await readF32(ctx, by, 40 * n), referenceProduct(w, x, 40))).toBeLessThan(TOL);
+  });
+});

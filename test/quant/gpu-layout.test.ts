@@ -1,0 +1,89 @@
+import { describe, expect, it } from 'vitest';
+import { dequantize, quantize } from '../../engine/gguf/quant/index.ts';
+import { BLOCK_GEOMETRY, GgmlType, typeName } from '../../engine/gguf/types.ts';
+import { COMPAT_CAPS } from '../../engine/gpu/caps.ts';
+import { GPU_WEIGHT_TYPES, gpuLayout, planRowShards } from '../../kernels/quant/index.ts';
+import { randomF32 } from '../helpers/random.ts';
+
+/** Undo the row-split layout on the CPU: what the WGSL decoders read, restated independently. */
+function unsplit(type: GgmlType, packed: Uint8Array, rows: number, cols: number): Uint8Array {
+  const g = BLOCK_GEOMETRY[type]!;
+  const nb = cols / g.elements;
+  const rowBytes = gpuLayout(type).rowBytes(cols);
+  const head = Math.ceil((nb * 2) / 16) * 16;
+  const dAt = type === GgmlType.Q6_K ? 208 : 0;
+  const out = new Uint8Array(rows * nb * g.bytes);
+  for (let r = 0; r < rows; r++) {
+    for (let b = 0; b < nb; b++) {
+      const blk = out.subarray((r * nb + b) * g.bytes, (r * nb + b + 1) * g.bytes);
+      const rest = packed.subarray(r * rowBytes + head + b * (g.bytes - 2), r * rowBytes + head + (b + 1) * (g.bytes - 2));
+      blk.set(rest.subarray(0, dAt), 0);
+      blk.set(packed.subarray(r * rowBytes + 2 * b, r * rowBytes + 2 * b + 2), dAt);
+      blk.set(rest.subarray(dAt), dAt + 2);
+    }
+  }
+  return out;
+}
+
+describe('GPU weight layouts', () => {
+  for (const type of GPU_WEIGHT_TYPES) {
+    const g = BLOCK_GEOMETRY[type]!;
+    const layout = gpuLayout(type);
+    // Odd block counts exercise the padding of rows and scale headers.
+    for (const blocks of [3, 8]) {
+      const cols = g.elements === 1 ? blocks * 15 : blocks * g.elements;
+      it(`${typeName(type)}: ${cols}-element rows keep the file's bytes, 16-byte aligned, repackable in chunks`, () => {
+        const rows = 7;
+        const raw = quantize(type, randomF32(rows * cols, cols));
+        expect(layout.gpuBlockBytes).toBe(g.bytes);
+        expect(layout.rowBytes(cols) % 16).toBe(0);
+        expect(layout.rowBytes(cols) - raw.length / rows).toBeLessThan(16);
+        const whole = layout.repack(raw, rows, cols);
+        expect(whole.length).toBe(rows * layout.rowBytes(cols));
+        // Chunks of rows repacked on their own land where the whole repack puts them.
+        const out = new Uint8Array(whole.length).fill(0xaa);
+        const fileRow = raw.length / rows;
+        for (const [begin, count] of [[0, 3], [3, 1], [4, 3]]) {
+          layout.repackInto(raw.subarray(begin * fileRow, (begin + count) * fileRow), count, cols, out.subarray(begin * layout.rowBytes(cols)));
+        }
+        expect(Buffer.from(out).equals(Buffer.from(whole))).toBe(true);
+        // And the values survive: undo the layout on the CPU and decode with the reference.
+        const back =
+          type === GgmlType.Q8_0 || type === GgmlType.Q4_0 || type === GgmlType.Q6_K
+            ? unsplit(type, whole, rows, cols)
+            : Uint8Array.from({ length: raw.length }, (_, i) => whole[Math.floor(i / fileRow) * layout.rowBytes(cols) + (i % fileRow)]);
+        expect(dequantize(type, back, rows * cols)).toEqual(dequantize(type, raw, rows * cols));
+      });
+    }
+  }
+
+  it('rejects partial rows and short input', () => {
+    expect(() => gpuLayout(GgmlType.Q4_K).repack(new Uint8Array(144), 1, 128)).toThrow(/whole rows/);
+    expect(() => gpuLayout(GgmlType.Q8_0).repack(new Uint8Array(34), 2, 32)).toThrow(/need 68 bytes/);
+    expect(() => gpuLayout(GgmlType.Q5_K)).toThrow(/no GPU layout/);
+  });
+});
+
+describe('row shards', () => {
+  it("splits a Llama 3 sized Q8_0 embedding to fit compatibility mode's 128 MiB bindings", () => {
+    const [rows, cols] = [128256, 2048];
+    const rowBytes = gpuLayout(GgmlType.Q8_0).rowBytes(cols);
+    const shards = planRowShards(GgmlType.Q8_0, rows, cols, COMPAT_CAPS.maxStorageBinding, COMPAT_CAPS.minStorageOffsetAlignment);
+    expect(shards.length).toBe(3);
+    let next = 0;
+    for (const s of shards) {
+      expect(s.rowBegin).toBe(next);
+      expect(s.byteSize).toBe(s.rows * rowBytes);
+      expect(s.byteSize).toBeLessThanOrEqual(COMPAT_CAPS.maxStorageBinding);
+      expect(s.byteOffset).toBe(s.rowBegin * rowBytes);
+      expect(s.byteOffset % 256).toBe(0);
+      next += s.rows;
+    }
+    expect(next).toBe(rows);
+  });
+
+  it('keeps a small tensor whole and refuses a row larger than a binding', () => {
+    expect(planRowShards(GgmlType.F16, 64, 100, 1 << 20)).toEqual([{ rowBegin: 0, rows: 64, byteOffset: 0, byteSize: 64 * 208 }]);
+    expect(() => planRowShards(GgmlType.F32, 2, 1024, 4000)).toThrow(/more than a storage binding/);
+  });
+});
