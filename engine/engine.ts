@@ -40,6 +40,8 @@ export interface EngineStats {
   weightsBytes: number;
   kvCacheBytes: number;
   workspaceBytes: number;
+  /** GPU buffers holding weight matrices (more than one per matrix when a matrix exceeds a binding). */
+  weightShards: number;
   /** Dispatches in the last step (a decode step of one sequence = dispatches per token). */
   lastStepDispatches: number;
   activeSequences: number;
@@ -186,6 +188,7 @@ export class WebGpuEngine implements TextEngine {
       weightsBytes: this.weights.bytes,
       kvCacheBytes: this.cache.bytes,
       workspaceBytes: this.transformer.ws.bytes,
+      weightShards: this.weights.buffers.length,
       lastStepDispatches: this.transformer.lastDispatches,
       activeSequences: this.scheduler.activeCount,
       waitingSequences: this.scheduler.waitingCount,

@@ -14,6 +14,7 @@ export interface AdapterCandidate {
 export interface SelectedDevice {
   device: GPUDevice;
   adapterInfo: GPUAdapterInfo;
+  /** What kernels may rely on; a caller may lower limits (tests force small bindings). */
   caps: GpuCaps;
   choice: Exclude<AdapterChoice, 'auto'>;
   featureLevel: 'core' | 'compatibility';

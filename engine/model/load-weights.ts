@@ -84,27 +84,51 @@ export async function loadWeights(
     return b;
   };
 
-  const matrix = async (name: string): Promise<WeightMatrix> => {
-    const t = tensor(name);
-    const [cols, rows] = t.dims;
-    const { gpuRowBytes, shardRows } = kernels.layout(t.type, rows, cols);
-    const rawRowBytes = t.byteSize / rows;
-    const chunkRows = Math.max(1, Math.floor(CHUNK_BYTES / rawRowBytes));
+  /**
+   * One weight matrix on the GPU from the rows of one or more tensors, stacked in order. Q/K/V (and
+   * gate/up) of the same type become one matrix, so one dispatch computes them all: their outputs land
+   * side by side in each token's row, which is how the workspace lays them out anyway.
+   */
+  const matrix = async (...names: string[]): Promise<WeightMatrix> => {
+    const parts = names.map(tensor);
+    const { type } = parts[0];
+    const cols = parts[0].dims[0];
+    const rows = parts.reduce((n, t) => n + t.dims[1], 0);
+    const { gpuRowBytes, shardRows } = kernels.layout(type, rows, cols);
+    // Each part's rows: [first, first + count) of the stacked matrix.
+    let first = 0;
+    const spans = parts.map((t) => {
+      const span = { t, first, count: t.dims[1], rawRowBytes: t.byteSize / t.dims[1] };
+      first += span.count;
+      return span;
+    });
+    const label = names.length === 1 ? names[0] : names.join('+');
     const shards: WeightMatrix['shards'] = [];
     for (let rowStart = 0; rowStart < rows; rowStart += shardRows) {
       const n = Math.min(shardRows, rows - rowStart);
-      const buffer = ctx.storage(`${name}[${rowStart}:${rowStart + n}]`, n * gpuRowBytes);
+      const buffer = ctx.storage(`${label}[${rowStart}:${rowStart + n}]`, n * gpuRowBytes);
       buffers.push(buffer);
-      for (let r = 0; r < n; r += chunkRows) {
-        const m = Math.min(chunkRows, n - r);
-        const raw = await source.read(t.offset + (rowStart + r) * rawRowBytes, m * rawRowBytes);
-        const packed = kernels.repack(t.type, raw, m, cols);
-        ctx.device.queue.writeBuffer(buffer, r * gpuRowBytes, packed.buffer, packed.byteOffset, packed.byteLength);
-        progress(m * rawRowBytes);
+      for (const sp of spans) {
+        const from = Math.max(rowStart, sp.first);
+        const to = Math.min(rowStart + n, sp.first + sp.count);
+        const chunkRows = Math.max(1, Math.floor(CHUNK_BYTES / sp.rawRowBytes));
+        for (let r = from; r < to; r += chunkRows) {
+          const m = Math.min(chunkRows, to - r);
+          const raw = await source.read(sp.t.offset + (r - sp.first) * sp.rawRowBytes, m * sp.rawRowBytes);
+          const packed = kernels.repack(type, raw, m, cols);
+          ctx.device.queue.writeBuffer(buffer, (r - rowStart) * gpuRowBytes, packed.buffer, packed.byteOffset, packed.byteLength);
+          progress(m * sp.rawRowBytes);
+        }
       }
       shards.push({ buffer, rowStart, rows: n });
     }
-    return { name, type: t.type, rows, cols, shards, bytes: rows * gpuRowBytes };
+    return { name: label, type, rows, cols, shards, bytes: rows * gpuRowBytes };
+  };
+
+  /** Stack the matrices into one when their types agree; otherwise keep them apart (same output layout). */
+  const stacked = async (...names: string[]): Promise<WeightMatrix[]> => {
+    const types = new Set(names.map((n) => tensor(n).type));
+    return types.size === 1 ? [await matrix(...names)] : Promise.all(names.map((n) => matrix(n)));
   };
 
   const embedding = await matrix('token_embd.weight');
@@ -115,13 +139,10 @@ export async function loadWeights(
     const b = `blk.${l}.`;
     layers.push({
       attnNorm: await vector(b + 'attn_norm.weight'),
-      q: await matrix(b + 'attn_q.weight'),
-      k: await matrix(b + 'attn_k.weight'),
-      v: await matrix(b + 'attn_v.weight'),
+      qkv: await stacked(b + 'attn_q.weight', b + 'attn_k.weight', b + 'attn_v.weight'),
       o: await matrix(b + 'attn_output.weight'),
       ffnNorm: await vector(b + 'ffn_norm.weight'),
-      gate: await matrix(b + 'ffn_gate.weight'),
-      up: await matrix(b + 'ffn_up.weight'),
+      gateUp: await stacked(b + 'ffn_gate.weight', b + 'ffn_up.weight'),
       down: await matrix(b + 'ffn_down.weight'),
     });
   }

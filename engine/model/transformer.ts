@@ -17,22 +17,19 @@ import { SwiGluKernel } from '../../kernels/swiglu.ts';
 import type { ModelConfig } from '../arch/types.ts';
 import type { SampleRowSpec, StepRunner } from '../generate/step.ts';
 import type { PagedKvCache } from '../kv/paged-cache.ts';
-import type { BoundProduct, MatrixKernels } from './matrix.ts';
+import type { BoundProduct, MatrixKernels, WeightMatrix } from './matrix.ts';
 import type { ModelWeights } from './weights.ts';
 import { MAX_PENALTY_ENTRIES, Workspace } from './workspace.ts';
 
 interface LayerPlan {
   attnNorm: GPUBindGroup;
-  q: BoundProduct;
-  k: BoundProduct;
-  v: BoundProduct;
+  qkv: BoundProduct[];
   rope: GPUBindGroup;
   kvStore: GPUBindGroup;
   attention: GPUBindGroup;
   o: BoundProduct;
   ffnNorm: GPUBindGroup;
-  gate: BoundProduct;
-  up: BoundProduct;
+  gateUp: BoundProduct[];
   swiglu: GPUBindGroup;
   down: BoundProduct;
 }
@@ -119,19 +116,25 @@ export class Transformer implements StepRunner {
     const ropeFactors = weights.ropeFactors ?? this.ropeFactorsDummy!;
     const io = (xStride: number, yOffset: number, yStride: number, accumulate = false) => ({ xOffset: 0, xStride, yOffset, yStride, accumulate });
 
+    // Products whose outputs sit side by side in each token's row of y, in order.
+    const side = (ms: WeightMatrix[], x: GPUBuffer, y: GPUBuffer, xStride: number, yStride: number) => {
+      let col = 0;
+      return ms.map((m) => {
+        const p = matrices.product(m, x, y, io(xStride, col, yStride));
+        col += m.rows;
+        return p;
+      });
+    };
     this.embed = matrices.embedding(weights.embedding, ws.tokens, ws.x);
     this.layers = weights.layers.map((w, l) => ({
       attnNorm: this.k.rmsnorm.bind(ws.x, w.attnNorm, ws.xNorm),
-      q: matrices.product(w.q, ws.xNorm, ws.qkv, io(D, 0, S)),
-      k: matrices.product(w.k, ws.xNorm, ws.qkv, io(D, qDim, S)),
-      v: matrices.product(w.v, ws.xNorm, ws.qkv, io(D, qDim + kvDim, S)),
+      qkv: side(w.qkv, ws.xNorm, ws.qkv, D, S),
       rope: this.k.rope.bind(ws.qkv, ws.positions, ropeFactors),
       kvStore: this.k.kvStore.bind(ws.qkv, ws.qkv, ws.positions, ws.slots, cache.pageTable, cache.k[l], cache.v[l]),
       attention: this.k.attention.bind(ws.qkv, cache.k[l], cache.v[l], cache.pageTable, ws.positions, ws.slots, ws.attn),
       o: matrices.product(w.o, ws.attn, ws.x, io(qDim, 0, D, true)),
       ffnNorm: this.k.rmsnorm.bind(ws.x, w.ffnNorm, ws.xNorm),
-      gate: matrices.product(w.gate, ws.xNorm, ws.gateUp, io(D, 0, 2 * F)),
-      up: matrices.product(w.up, ws.xNorm, ws.gateUp, io(D, F, 2 * F)),
+      gateUp: side(w.gateUp, ws.xNorm, ws.gateUp, D, 2 * F),
       swiglu: this.k.swiglu.bind(ws.gateUp, ws.gateUp, ws.act),
       down: matrices.product(w.down, ws.act, ws.x, io(F, 0, D, true)),
     }));
@@ -298,9 +301,7 @@ export class Transformer implements StepRunner {
     this.embed.encode(pass, a, T);
     for (const L of this.layers) {
       k.rmsnorm.encode(pass, a, L.attnNorm, { rows: T, dim: cfg.dim, eps: cfg.rmsEps });
-      L.q.encode(pass, a, T);
-      L.k.encode(pass, a, T);
-      L.v.encode(pass, a, T);
+      for (const p of L.qkv) p.encode(pass, a, T);
       // Q and K heads are adjacent in each qkv row, so one RoPE dispatch covers both.
       k.rope.encode(pass, a, L.rope, {
         tokens: T,
@@ -326,8 +327,7 @@ export class Transformer implements StepRunner {
       });
       L.o.encode(pass, a, T);
       k.rmsnorm.encode(pass, a, L.ffnNorm, { rows: T, dim: cfg.dim, eps: cfg.rmsEps });
-      L.gate.encode(pass, a, T);
-      L.up.encode(pass, a, T);
+      for (const p of L.gateUp) p.encode(pass, a, T);
       k.swiglu.encode(pass, a, L.swiglu, { tokens: T, n: cfg.ffnDim, gateOffset: 0, upOffset: cfg.ffnDim, inStride: 2 * cfg.ffnDim });
       L.down.encode(pass, a, T);
     }

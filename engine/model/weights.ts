@@ -3,13 +3,12 @@ import type { WeightMatrix } from './matrix.ts';
 
 export interface LayerWeights {
   attnNorm: GPUBuffer;
-  q: WeightMatrix;
-  k: WeightMatrix;
-  v: WeightMatrix;
+  /** Q, K and V rows stacked in one matrix when their types agree, else three; outputs are [q | k | v]. */
+  qkv: WeightMatrix[];
   o: WeightMatrix;
   ffnNorm: GPUBuffer;
-  gate: WeightMatrix;
-  up: WeightMatrix;
+  /** Gate and up rows, stacked likewise; outputs are [gate | up]. */
+  gateUp: WeightMatrix[];
   down: WeightMatrix;
 }
 
