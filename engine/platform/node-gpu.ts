@@ -40,6 +40,18 @@ function isSoftwareName(info: GPUAdapterInfo): boolean {
   return /swiftshader|llvmpipe|lavapipe|softpipe|software/.test(text);
 }
 
+/**
+ * Dawn toggles for the CPU adapters. Robustness (clamping every storage access in the shader) and
+ * zero-filling workgroup memory cost up to half of a kernel's time on SwiftShader and llvmpipe. Our
+ * kernels compute every index from engine-controlled values (token ids, masks and positions are checked
+ * before upload) and never read workgroup memory before writing it, so both are off by default there;
+ * SVC_GPU_ROBUSTNESS=on keeps them. Real GPUs keep Dawn's defaults.
+ */
+export function softwareAdapterFlags(env = process.env): string[] {
+  if ((env.SVC_GPU_ROBUSTNESS ?? '').toLowerCase() === 'on') return [];
+  return ['enable-dawn-features=disable_robustness,disable_workgroup_init'];
+}
+
 export function nodeAdapterCandidates(): AdapterCandidate[] {
   installWebGpuGlobals();
   if (!process.env.XDG_RUNTIME_DIR) process.env.XDG_RUNTIME_DIR = '/tmp';
@@ -62,7 +74,7 @@ export function nodeAdapterCandidates(): AdapterCandidate[] {
       async open() {
         if (!existsSync(SWIFTSHADER_ICD)) return `SwiftShader ICD not found at ${SWIFTSHADER_ICD} (Debian package chromium-common provides it)`;
         return withEnv({ VK_ICD_FILENAMES: SWIFTSHADER_ICD, VK_DRIVER_FILES: undefined }, async () => {
-          const gpu = create(['backend=vulkan']);
+          const gpu = create(['backend=vulkan', ...softwareAdapterFlags()]);
           instances.push(gpu);
           const adapter = await gpu.requestAdapter();
           if (!adapter) return 'Dawn found no adapter through the SwiftShader ICD (is libvulkan1 installed?)';
@@ -74,7 +86,7 @@ export function nodeAdapterCandidates(): AdapterCandidate[] {
       name: 'llvmpipe',
       async open() {
         return withEnv({ EGL_PLATFORM: process.env.EGL_PLATFORM ?? 'surfaceless' }, async () => {
-          const gpu = create(['backend=opengles']);
+          const gpu = create(['backend=opengles', ...softwareAdapterFlags()]);
           instances.push(gpu);
           const adapter = await gpu.requestAdapter({ featureLevel: 'compatibility' });
           if (!adapter) return 'Dawn OpenGL ES backend found no EGL device (install libegl1 libegl-mesa0 libgles2 libgl1-mesa-dri)';
