@@ -1,6 +1,6 @@
 /** Node entry point: open a Dawn device, resolve a model path or URL, load the engine. */
 import { WebGpuEngine, type EngineOptions } from './engine.ts';
-import { FileSource } from './loader/file-source.ts';
+import { resolveModel } from './loader/resolve-node.ts';
 import type { ModelSource } from './loader/source.ts';
 import { adapterChoiceFromEnv, openNodeDevice } from './platform/node.ts';
 
@@ -9,11 +9,15 @@ export interface NodeEngineOptions extends EngineOptions {
   model: string | ModelSource;
   /** auto | gpu | swiftshader | llvmpipe (default: SVC_ADAPTER or auto). */
   adapter?: string;
+  /** Download progress when `model` is a URL not yet in the cache. */
+  onDownloadProgress?: (receivedBytes: number, totalBytes: number | undefined) => void;
+  /** Model download cache (default SVC_CACHE_DIR or ~/.cache/svc/models). */
+  cacheDir?: string;
 }
 
 export async function loadEngine(opts: NodeEngineOptions): Promise<WebGpuEngine> {
   const choice = opts.adapter !== undefined ? adapterChoiceFromEnv(opts.adapter, 'adapter') : adapterChoiceFromEnv();
-  const source = typeof opts.model === 'string' ? await openModel(opts.model) : opts.model;
+  const source = typeof opts.model === 'string' ? await resolveModel(opts.model, { onProgress: opts.onDownloadProgress, cacheDir: opts.cacheDir }) : opts.model;
   const selected = await openNodeDevice(choice);
   try {
     return await WebGpuEngine.load(selected, source, opts);
@@ -22,12 +26,4 @@ export async function loadEngine(opts: NodeEngineOptions): Promise<WebGpuEngine>
     await source.close?.();
     throw e;
   }
-}
-
-async function openModel(pathOrUrl: string): Promise<ModelSource> {
-  if (/^https?:\/\//i.test(pathOrUrl)) {
-    const { resolveModel } = await import('./loader/resolve-node.ts');
-    return resolveModel(pathOrUrl, {});
-  }
-  return new FileSource(pathOrUrl);
 }

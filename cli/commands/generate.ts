@@ -1,6 +1,6 @@
 /** `svc generate`: stream a completion of a prompt to stdout; loading progress and stats go to stderr. */
 import type { Command } from 'commander';
-import { modelProgress } from '../progress.ts';
+import { createProgressBar } from '../../engine/loader/progress-bar-node.ts';
 import { floatOption, intOption } from '../options.ts';
 
 export function registerGenerate(program: Command): void {
@@ -22,7 +22,16 @@ export function registerGenerate(program: Command): void {
     .action(async (prompt: string, o: { model: string; maxTokens: number; temperature: number; topP: number; topK: number; seed?: number; stop?: string[]; repetitionPenalty: number; adapter?: string; context?: number; verbose?: boolean }) => {
       // Loaded on use, so commands that need no engine start without it.
       const { loadEngine } = await import('../../engine/node.ts');
-      const engine = await loadEngine({ model: o.model, adapter: o.adapter, contextLength: o.context, onProgress: modelProgress('loading weights') });
+      const download = createProgressBar('downloading model');
+      const weights = createProgressBar('loading weights');
+      const engine = await loadEngine({
+        model: o.model,
+        adapter: o.adapter,
+        contextLength: o.context,
+        onDownloadProgress: (done, total) => download.update(done, total),
+        onProgress: (done, total) => weights.update(done, total),
+      });
+      weights.finish();
       try {
         const controller = new AbortController();
         process.once('SIGINT', () => controller.abort());

@@ -54,9 +54,15 @@ async function serve(opts: ServeOptions): Promise<void> {
     logger.info({ model, dataDir }, 'loading model');
     const { loadEngine } = await import('../../engine/node.ts');
     let logged = -1;
+    let downloaded = 0;
     engine = await loadEngine({
       model,
       adapter: opts.adapter,
+      onDownloadProgress: (received, total) => {
+        const tenth = total ? Math.floor((received / total) * 10) : 0;
+        if (tenth > downloaded) logger.info({ received, total }, 'downloading model');
+        downloaded = Math.max(downloaded, tenth);
+      },
       onProgress: (loaded, total) => {
         const quarter = total > 0 ? Math.floor((loaded / total) * 4) : 4;
         if (quarter > logged) logger.info({ loaded, total }, 'loading model');

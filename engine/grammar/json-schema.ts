@@ -5,8 +5,9 @@
  * (`not`, `uniqueItems`, `multipleOf`, ...), and writes wrong grammars for numeric bounds. So every schema
  * goes through here: each keyword's value is type-checked (an error names the JSON pointer and what was
  * wrong); keywords the grammar cannot enforce are an error under `strict` and dropped with a warning
- * otherwise (the output may then fail validation on exactly those keywords); numeric bounds are replaced
- * by markers that grammar-source.ts swaps for our own exact number grammar (number-range.ts).
+ * otherwise (the output may then fail validation on exactly those keywords); numeric bounds and string
+ * lengths are replaced by markers that schema-ebnf.ts swaps for our own grammars (number-range.ts,
+ * string-length.ts), which xgrammar 0.1.27 gets wrong.
  *
  * Normalisation that only narrows what is generated (every output still validates against the original):
  * an object that lists `properties` and says nothing about others gets `additionalProperties: false`, so
@@ -15,6 +16,7 @@
 import { GrammarInputError } from './errors.ts';
 import { numberRangeRules, type NumberBounds } from './number-range.ts';
 import { unsupportedPattern } from './regex-check.ts';
+import { MAX_CHAIN, stringLengthRules } from './string-length.ts';
 
 export interface JsonSchemaOptions {
   /** Refuse keywords the grammar cannot enforce instead of dropping them. */
@@ -26,8 +28,8 @@ export interface JsonSchemaOptions {
 export interface PreparedSchema {
   /** The schema to hand to xgrammar. */
   schema: unknown;
-  /** EBNF rules to splice in for each number marker: marker string → [first rule name, rules]. */
-  numbers: Map<string, { rule: string; rules: string }>;
+  /** EBNF to splice in for each marker (a const string in `schema`): the rule to use and its rules. */
+  splices: Map<string, { rule: string; rules: string }>;
   /** Keywords dropped (non-strict) or approximated, one line each. */
   warnings: string[];
 }
@@ -57,7 +59,7 @@ const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !
 const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
 
 class Preparer {
-  readonly numbers = new Map<string, { rule: string; rules: string }>();
+  readonly splices = new Map<string, { rule: string; rules: string }>();
   readonly warnings: string[] = [];
   private nodes = 0;
 
@@ -257,7 +259,34 @@ class Preparer {
       out.properties = properties;
       if (out.additionalProperties === undefined) out.additionalProperties = false;
     }
-    return this.numberBounds(out, path);
+    return this.stringLength(this.numberBounds(out, path) as Obj, path);
+  }
+
+  /** A string with minLength/maxLength becomes a marker for our own string grammar (string-length.ts). */
+  private stringLength(out: Obj, path: string): unknown {
+    if (out.minLength === undefined && out.maxLength === undefined) return out;
+    const types = out.type === undefined ? ['string'] : typeof out.type === 'string' ? [out.type] : (out.type as string[]);
+    const min = (out.minLength as number | undefined) ?? 0;
+    const max = out.maxLength as number | undefined;
+    delete out.minLength;
+    delete out.maxLength;
+    if (out.enum !== undefined || out.const !== undefined || !types.includes('string')) return out;
+    if (out.pattern !== undefined || out.format !== undefined) {
+      this.unenforced(path, 'maxLength', 'minLength/maxLength together with pattern or format are not supported');
+      return out;
+    }
+    if (Math.max(min, max ?? 0) > MAX_CHAIN) {
+      this.unenforced(path, max !== undefined && max > MAX_CHAIN ? 'maxLength' : 'minLength', `string lengths above ${MAX_CHAIN} are not supported (the grammar gets too slow)`);
+      return out;
+    }
+    const n = this.splices.size;
+    const marker = `__svc_string_${n}__`;
+    const rule = `svc_string_${n}`;
+    this.splices.set(marker, { rule, rules: stringLengthRules(min, max, rule) });
+    const others = types.filter((t) => t !== 'string');
+    if (others.length === 0 && Object.keys(out).every((k) => k === 'type')) return { const: marker };
+    const rest: Obj = { ...out, type: others.length === 1 ? others[0] : others };
+    return others.length > 0 ? { anyOf: [{ const: marker }, rest] } : { const: marker };
   }
 
   /** allOf of plain object schemas is merged; anything else cannot be enforced. */
@@ -308,11 +337,11 @@ class Preparer {
     const numeric = types.filter((t) => t === 'number' || t === 'integer');
     if (numeric.length === 0) return out; // bounds apply to numbers only
     b.integer = !numeric.includes('number');
-    const marker = `__svc_number_${this.numbers.size}__`;
-    const rule = `svc_number_${this.numbers.size}`;
+    const marker = `__svc_number_${this.splices.size}__`;
+    const rule = `svc_number_${this.splices.size}`;
     const rules = numberRangeRules(b, rule);
     if (rules === undefined) this.fail(path, `no ${b.integer ? 'integer' : 'number'} satisfies its bounds (${describeBounds(b)})`);
-    this.numbers.set(marker, { rule: `${rule}_0`, rules });
+    this.splices.set(marker, { rule: `${rule}_0`, rules });
     const others = types.filter((t) => t !== 'number' && t !== 'integer');
     if (others.length === 0 && Object.keys(out).every((k) => k === 'type')) return { const: marker };
     const rest: Obj = { ...out, type: others.length === 1 ? others[0] : others };
@@ -356,5 +385,5 @@ export function prepareJsonSchema(schema: unknown, opts: JsonSchemaOptions): Pre
   }
   const p = new Preparer(schema, opts.strict, param);
   const out = p.schema(schema, '');
-  return { schema: out, numbers: p.numbers, warnings: p.warnings };
+  return { schema: out, splices: p.splices, warnings: p.warnings };
 }

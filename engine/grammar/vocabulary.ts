@@ -11,6 +11,7 @@
  */
 import type { Tokenizer } from '../tokenizer/types.ts';
 import { GrammarEngineError } from './errors.ts';
+import { Utf8Guard } from './utf8-guard.ts';
 import { xgrammarRuntime, type XGrammarApi, type XGrammarRuntime } from './xgrammar.ts';
 
 type TokenizerInfo = Awaited<ReturnType<XGrammarApi['TokenizerInfo']['createTokenizerInfo']>>;
@@ -26,6 +27,7 @@ export class GrammarVocabulary {
   /** Milliseconds to hand the vocabulary to xgrammar. */
   readonly buildMs: number;
   private byBytes: Map<string, number> | undefined;
+  private guard: Utf8Guard | undefined;
   private longestToken = 0;
 
   private constructor(
@@ -62,6 +64,12 @@ export class GrammarVocabulary {
       return { info, compiler };
     }, onAbort);
     return new GrammarVocabulary(runtime, tokenizer, info, compiler, stops, performance.now() - t0);
+  }
+
+  /** Which tokens would break UTF-8 where (built on first use). */
+  utf8Guard(): Utf8Guard {
+    this.guard ??= new Utf8Guard(this.tokenizer, this.maskWords);
+    return this.guard;
   }
 
   isStopToken(id: number): boolean {

@@ -51,18 +51,27 @@ export async function xgrammarRuntime(): Promise<XGrammarRuntime> {
   return loading;
 }
 
+/**
+ * The UMD as a bundler made it a module. Depending on the bundle it hands its API to the module
+ * namespace (`default`), to `globalThis.xgrammar` (browsers and ES-module bundles: the UMD's global
+ * branch), or, in a CommonJS bundle, to the bundle's own `exports`; we take it from wherever it went.
+ */
 async function importBundledXGrammar(): Promise<XGrammarApi> {
-  // The UMD's Node branch needs CommonJS globals; an ESM module in unbundled Node has none.
-  const g = globalThis as { process?: { versions?: { node?: string } }; document?: unknown; location?: unknown };
-  if (g.process?.versions?.node && g.document === undefined && g.location === undefined && typeof require === 'undefined') {
+  let ns: { default?: XGrammarApi } & Partial<XGrammarApi>;
+  try {
+    ns = (await import('@mlc-ai/web-xgrammar')) as unknown as typeof ns;
+  } catch (e) {
     throw new GrammarEngineError(
-      'xgrammar cannot be imported as an ES module in Node: import engine/grammar/xgrammar-node.ts (it installs a loader) before using grammars',
+      `@mlc-ai/web-xgrammar failed to load (${(e as Error).message}). In Node without a bundler, import ` +
+        'engine/grammar/xgrammar-node.ts once first; an ES-module bundle for Node needs `require` and `__filename` defined (esbuild banner)',
     );
   }
-  const ns = (await import('@mlc-ai/web-xgrammar')) as unknown as { default?: XGrammarApi } & Partial<XGrammarApi>;
-  const api = ns.default?.GrammarCompiler ? ns.default : ns.GrammarCompiler ? (ns as XGrammarApi) : (globalThis as { xgrammar?: XGrammarApi }).xgrammar;
-  if (!api?.GrammarCompiler) throw new GrammarEngineError('@mlc-ai/web-xgrammar loaded but exposes no GrammarCompiler');
-  return api;
+  // In a CommonJS bundle the UMD sees the bundle's `exports` and writes its API there.
+  const commonJs = typeof exports !== 'undefined' ? (exports as unknown) : undefined;
+  const candidates = [ns.default, ns, (globalThis as { xgrammar?: unknown }).xgrammar, commonJs] as Array<Partial<XGrammarApi> | undefined>;
+  const api = candidates.find((c) => c?.GrammarCompiler !== undefined);
+  if (!api) throw new GrammarEngineError('@mlc-ai/web-xgrammar loaded but its API (GrammarCompiler) is nowhere to be found');
+  return api as XGrammarApi;
 }
 
 /** Lines xgrammar printed while a call ran (captured), or null outside calls (printed as usual). */

@@ -2,7 +2,9 @@
  * The adapters Node can reach through Dawn (`webgpu` npm package): a real GPU over Vulkan, SwiftShader's
  * software Vulkan from Debian's chromium-common, or Mesa llvmpipe through Dawn's OpenGL ES backend.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
 import { create, globals } from 'webgpu';
 import type { AdapterCandidate } from '../gpu/select.ts';
 
@@ -16,6 +18,28 @@ export function installWebGpuGlobals(): void {
 }
 
 export const SWIFTSHADER_ICD = process.env.SVC_SWIFTSHADER_ICD ?? '/usr/lib/chromium/vk_swiftshader_icd.json';
+
+/**
+ * Vulkan driver manifests where the Vulkan loader looks for them (its documented search order), not
+ * counting SwiftShader's, which Debian keeps out of these folders. With none, probing Vulkan only
+ * prints driver errors, so the real-GPU candidate is skipped with the list of places it looked.
+ */
+export function vulkanDriverManifests(env = process.env): { found: string[]; searched: string[] } {
+  const explicit = (env.VK_DRIVER_FILES ?? env.VK_ICD_FILENAMES ?? '').split(':').filter(Boolean);
+  if (explicit.length > 0) return { found: explicit.filter((f) => existsSync(f)), searched: explicit };
+  const config = (env.XDG_CONFIG_DIRS ?? '/etc/xdg').split(':');
+  const data = (env.XDG_DATA_DIRS ?? '/usr/local/share:/usr/share').split(':');
+  const dirs = [...config, '/etc', ...data, join(env.HOME ?? homedir(), '.local/share'), '/usr/local/nvidia/share'].map((d) => join(d, 'vulkan/icd.d'));
+  const found: string[] = [];
+  for (const dir of dirs) {
+    try {
+      for (const f of readdirSync(dir)) if (f.endsWith('.json')) found.push(join(dir, f));
+    } catch {
+      // A folder that does not exist holds no drivers.
+    }
+  }
+  return { found, searched: dirs };
+}
 
 /** Dawn keeps one instance per `create()`; keep them alive as long as the process so devices stay valid. */
 const instances: GPU[] = [];
@@ -59,7 +83,9 @@ export function nodeAdapterCandidates(): AdapterCandidate[] {
     {
       name: 'gpu',
       async open() {
-        // A user's own VK_ICD_FILENAMES is respected; we only add nothing here.
+        // A user's own VK_ICD_FILENAMES / VK_DRIVER_FILES is respected.
+        const manifests = vulkanDriverManifests();
+        if (manifests.found.length === 0) return `no Vulkan driver is installed (no manifest in ${manifests.searched.join(', ')})`;
         const gpu = create(['backend=vulkan']);
         instances.push(gpu);
         const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });

@@ -1,0 +1,40 @@
+/** Chat messages → prompt tokens: the model's template when it has one, else the fallback format. */
+import type { Tokenizer } from '../tokenizer/types.ts';
+import { EngineInputError } from '../types.ts';
+import { FALLBACK_STOP, renderFallback } from './fallback.ts';
+import { renderTemplate } from './template.ts';
+import type { ChatMessage, ChatTool, RenderedChat } from './types.ts';
+
+export interface ChatModel {
+  tokenizer: Tokenizer;
+  /** tokenizer.chat_template from the GGUF (ModelInfo.chatTemplate). */
+  chatTemplate?: string;
+}
+
+export interface RenderChatOptions {
+  /** Tools to describe to the model (omit for tool_choice "none" if they should not be shown). */
+  tools?: readonly ChatTool[];
+  /** End with the opening of the assistant's turn (default true). */
+  addGenerationPrompt?: boolean;
+  /** A template to use instead of the model's (a user-supplied one, say). */
+  template?: string;
+}
+
+export function renderChat(model: ChatModel, messages: readonly ChatMessage[], opts: RenderChatOptions = {}): RenderedChat {
+  if (!Array.isArray(messages) || messages.length === 0) throw new EngineInputError('messages must be a non-empty array', 'messages');
+  const addGenerationPrompt = opts.addGenerationPrompt ?? true;
+  const t = model.tokenizer;
+  const source = opts.template ?? model.chatTemplate;
+  if (source) {
+    const bosToken = t.bos !== undefined ? t.tokenText(t.bos) : '';
+    const eosToken = t.eos !== undefined ? t.tokenText(t.eos) : '';
+    const text = renderTemplate(source, { messages, tools: opts.tools, addGenerationPrompt, bosToken, eosToken });
+    // Templates that write bos_token themselves must not get a second one from the tokenizer.
+    const hasBos = bosToken !== '' && text.startsWith(bosToken);
+    const tokens = t.encode(text, { addBos: t.addBos && !hasBos, parseSpecial: true });
+    return { text, tokens, stop: [], format: 'template' };
+  }
+  const text = renderFallback(messages, opts.tools, addGenerationPrompt);
+  // Fallback text is the user's text: control-token look-alikes in it stay text.
+  return { text, tokens: t.encode(text), stop: [...FALLBACK_STOP], format: 'fallback' };
+}

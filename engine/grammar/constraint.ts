@@ -1,0 +1,403 @@
+/**
+ * A grammar as the engine's per-step TokenConstraint: one xgrammar GrammarMatcher per generation.
+ *
+ * The engine calls mask() before sampling each token and accept() after; isDone() ends generation as
+ * soon as the grammar is complete and allows nothing but end-of-generation (so no step is spent sampling
+ * EOS), or has reached a dead end. forcedTokens() is for jump-forward decoding (see below).
+ */
+import type { TokenConstraint } from '../types.ts';
+import { GrammarEngineError } from './errors.ts';
+import { UTF8_INVALID, Utf8State, utf8Run, type Utf8Guard } from './utf8-guard.ts';
+import type { GrammarVocabulary } from './vocabulary.ts';
+import type { MatcherHandle, XGrammarApi } from './xgrammar.ts';
+
+type Matcher = Awaited<ReturnType<XGrammarApi['GrammarMatcher']['createGrammarMatcher']>>;
+type XgCompiledGrammar = Parameters<XGrammarApi['GrammarMatcher']['createGrammarMatcher']>[0];
+
+const utf8 = new TextEncoder();
+const TAIL_BYTES = 48;
+/** Within this many tokens of the budget, the constraint looks for a way to complete the grammar. */
+const CLOSING_WINDOW = 128;
+/**
+ * Tokens kept in reserve: one sampled token can lengthen the shortest completion a lot (starting the
+ * next key of an object with required keys adds the key, its value and the rest; starting another
+ * tool call adds a whole call), so closing starts while the completion plus the longest completion
+ * seen so far still fit, and at least this many tokens early.
+ */
+const CLOSING_MARGIN = 8;
+/**
+ * Characters tried, in this order, when searching for a short completion: close what is open first,
+ * then the shortest values, then separators and filler for minimum lengths.
+ */
+const CLOSE_ORDER = [
+  ...['"', '}', ']', '0', 'n', 't', 'f', '{', '[', ',', ':', '-', '.', '1', 'a', ' ', 'e', '\n'],
+  // Then anything printable: the first letter of an enum value, say.
+  ...Array.from({ length: 95 }, (_, i) => String.fromCharCode(32 + i)),
+];
+
+export interface ConstraintOptions {
+  /**
+   * The generation's token budget (max tokens, or what the context leaves). Near its end the constraint
+   * steers generation into the shortest completion it can find (closing open strings, objects, arrays
+   * and calls), so the output is complete rather than cut off. Without it, a model that rambles inside a
+   * JSON string ends with finishReason `length` and incomplete output.
+   */
+  maxTokens?: number;
+}
+
+/** The smallest byte that may come next in this UTF-8 state (it completes a valid character). */
+function lowestContinuation(state: number): number {
+  if (state === Utf8State.Need2AfterE0) return 0xa0;
+  if (state === Utf8State.Need3AfterF0) return 0x90;
+  return 0x80;
+}
+
+/** Matchers nobody disposed are deleted when their constraint is garbage-collected (wasm memory). */
+const orphans = new FinalizationRegistry<Matcher>((m) => {
+  try {
+    m.dispose();
+  } catch {
+    // already deleted
+  }
+});
+
+/** Bit i of word i>>5 for every stop token: to tell "only stopping is allowed" from a real choice. */
+const stopMasks = new WeakMap<GrammarVocabulary, Uint32Array>();
+function stopMaskOf(v: GrammarVocabulary): Uint32Array {
+  let m = stopMasks.get(v);
+  if (!m) {
+    m = new Uint32Array(v.maskWords);
+    for (const t of v.stopTokens) m[t >>> 5] |= 1 << (t & 31);
+    stopMasks.set(v, m);
+  }
+  return m;
+}
+
+export class GrammarConstraint implements TokenConstraint {
+  private readonly words: Uint32Array;
+  private readonly stopMask: Uint32Array;
+  private readonly handle: MatcherHandle;
+  private readonly guard: Utf8Guard;
+  /** UTF-8 state of the output so far (utf8-guard.ts). */
+  private utf8: number = Utf8State.Ready;
+  /** `words` holds the mask of the current state. */
+  private fresh = false;
+  private onlyStop = false;
+  private terminated = false;
+  private disposed = false;
+  private failure: string | undefined;
+  /** The last bytes generated, for error messages. */
+  private tail = new Uint8Array(0);
+  /** Tokens accepted so far. */
+  accepted = 0;
+  /** The completion being forced at the end of the budget, and how much of it has been accepted. */
+  private closing: number[] | undefined;
+  private closingAt = 0;
+  private readonly budget: number | undefined;
+  /** The longest completion seen so far: how much one step might add (a whole new call, say). */
+  private largestPlan = 0;
+
+  private constructor(
+    readonly vocabulary: GrammarVocabulary,
+    private readonly matcher: Matcher,
+    /** Kept so the compiled grammar lives as long as its matcher. */
+    readonly compiled: XgCompiledGrammar,
+    opts: ConstraintOptions,
+  ) {
+    if (opts.maxTokens !== undefined && !(Number.isInteger(opts.maxTokens) && opts.maxTokens >= 1)) {
+      throw new RangeError(`maxTokens must be an integer ≥ 1 (got ${opts.maxTokens})`);
+    }
+    this.budget = opts.maxTokens;
+    this.words = new Uint32Array(vocabulary.maskWords);
+    this.stopMask = stopMaskOf(vocabulary);
+    this.handle = (matcher as unknown as { handle: MatcherHandle }).handle;
+    this.guard = vocabulary.utf8Guard();
+    orphans.register(this, matcher, this);
+  }
+
+  static async create(vocabulary: GrammarVocabulary, compiled: XgCompiledGrammar, opts: ConstraintOptions = {}): Promise<GrammarConstraint> {
+    const matcher = await vocabulary.runtime.run(
+      (api) => api.GrammarMatcher.createGrammarMatcher(compiled),
+      (m) => new GrammarEngineError(`xgrammar could not start a matcher: ${m}`),
+    );
+    return new GrammarConstraint(vocabulary, matcher, compiled, opts);
+  }
+
+  /**
+   * The allowed next tokens, as a bitmask of ceil(vocab/32) words. The same array is returned each call
+   * and rewritten after the next accept(): copy it if you keep it.
+   */
+  mask(): Uint32Array {
+    this.ensureLive();
+    if (this.accepted === 0 && this.budget !== undefined && !this.closing && !this.fresh) this.planClosing(this.budget);
+    if (!this.fresh) this.compute();
+    return this.words;
+  }
+
+  /** Take the sampled token. A token the grammar rejects is a bug in whoever sampled it: we throw. */
+  accept(token: number): void {
+    this.ensureLive();
+    const v = this.vocabulary;
+    if (!Number.isInteger(token) || token < 0 || token >= v.vocabSize) {
+      throw new RangeError(`token ${token} is outside the vocabulary (0..${v.vocabSize - 1})`);
+    }
+    if (this.terminated) throw new GrammarEngineError(`token ${token} came after the grammar had already ended`);
+    const ok = v.runtime.runSync(
+      () => this.matcher.acceptToken(token),
+      (m) => new GrammarEngineError(`xgrammar failed accepting token ${token}: ${m}`),
+    );
+    if (!ok) {
+      const text = JSON.stringify(v.tokenizer.tokenText(token));
+      throw new GrammarEngineError(
+        `the grammar rejected token ${token} ${text} after ${JSON.stringify(this.recentText())}: it was sampled although the mask did not allow it`,
+      );
+    }
+    this.accepted++;
+    this.fresh = false;
+    const bytes = v.tokenizer.tokenBytes(token);
+    this.remember(bytes);
+    const next = utf8Run(this.utf8, bytes);
+    // A token the mask forbade for UTF-8 reasons but the grammar took: carry on from a clean state.
+    this.utf8 = next === UTF8_INVALID ? Utf8State.Ready : next;
+    if (v.isStopToken(token) || this.matcher.isTerminated()) {
+      this.terminated = true;
+      return;
+    }
+    if (this.closing) {
+      if (token === this.closing[this.closingAt]) this.closingAt++;
+      else this.closing = undefined; // the engine took another token: plan again next time
+    }
+    if (this.budget !== undefined && !this.closing) this.planClosing(this.budget - this.accepted);
+  }
+
+  /**
+   * Near the end of the budget: if the shortest completion we find needs about all the tokens left,
+   * force it from now on.
+   */
+  private planClosing(remaining: number): void {
+    if (remaining > CLOSING_WINDOW || remaining <= 0) return;
+    const tokens = this.closingTokens();
+    if (tokens === undefined) return;
+    this.largestPlan = Math.max(this.largestPlan, tokens.length);
+    if (tokens.length + Math.max(CLOSING_MARGIN, this.largestPlan) < remaining) return;
+    this.closing = tokens;
+    this.closingAt = 0;
+    this.fresh = false;
+  }
+
+  /**
+   * Tokens that complete the grammar from here: first whatever finishes a character left half-written
+   * (a lead byte from a byte token), then the closing text. Pure (the matcher is rolled back).
+   */
+  private closingTokens(): number[] | undefined {
+    const v = this.vocabulary;
+    const onAbort = (m: string) => new GrammarEngineError(`xgrammar failed while looking for a completion: ${m}`);
+    const head: number[] = [];
+    try {
+      for (let state = this.utf8; state !== Utf8State.Ready; ) {
+        const byte = lowestContinuation(state);
+        const id = v.longestTokenAt(Uint8Array.of(byte), 0);
+        if (id < 0 || !v.runtime.runSync(() => this.matcher.acceptToken(id), onAbort)) return undefined;
+        head.push(id);
+        state = utf8Run(state, v.tokenizer.tokenBytes(id));
+        if (state === UTF8_INVALID) return undefined;
+      }
+      const text = this.closingText();
+      if (text === undefined) return undefined;
+      const rest = this.tokensFor(text);
+      return rest === undefined ? undefined : [...head, ...rest];
+    } finally {
+      if (head.length > 0) v.runtime.runSync(() => this.matcher.rollBack(head.length), onAbort);
+    }
+  }
+
+  /** A short text that completes the grammar from here (greedy, see CLOSE_ORDER), or undefined. */
+  private closingText(): string | undefined {
+    const m = this.matcher;
+    const stop = this.vocabulary.stopTokens[0];
+    let steps = 0;
+    let text = '';
+    const onAbort = (msg: string) => new GrammarEngineError(`xgrammar failed while looking for a completion: ${msg}`);
+    return this.vocabulary.runtime.runSync(() => {
+      try {
+        for (let i = 0; i < 256; i++) {
+          if (m.acceptToken(stop)) {
+            steps++;
+            return text;
+          }
+          const forced = m.findJumpForwardString();
+          if (forced && m._acceptString(forced)) {
+            steps++;
+            text += forced;
+            continue;
+          }
+          const ch = CLOSE_ORDER.find((c) => m._acceptString(c));
+          if (ch === undefined) return undefined;
+          steps++;
+          text += ch;
+        }
+        return undefined;
+      } finally {
+        if (steps > 0) m.rollBack(steps);
+      }
+    }, onAbort);
+  }
+
+  /** `text` as tokens the grammar accepts from here (longest match first), or undefined. Pure. */
+  private tokensFor(text: string): number[] | undefined {
+    const v = this.vocabulary;
+    const bytes = utf8.encode(text);
+    const tokens: number[] = [];
+    const onAbort = (m: string) => new GrammarEngineError(`xgrammar failed tokenizing a forced text: ${m}`);
+    let at = 0;
+    try {
+      while (at < bytes.length) {
+        const id = v.longestTokenAt(bytes, at);
+        if (id < 0 || !v.runtime.runSync(() => this.matcher.acceptToken(id), onAbort)) break;
+        tokens.push(id);
+        at += v.tokenizer.tokenBytes(id).length;
+      }
+    } finally {
+      if (tokens.length > 0) v.runtime.runSync(() => this.matcher.rollBack(tokens.length), onAbort);
+    }
+    return at === bytes.length ? tokens : undefined;
+  }
+
+  /**
+   * Generation should end: the grammar accepted an end token, or is complete with nothing but an end
+   * token allowed next, or has reached a dead end (see `deadEnd`).
+   */
+  isDone(): boolean {
+    if (this.terminated || this.disposed) return true;
+    if (!this.fresh) this.compute();
+    return this.onlyStop || this.failure !== undefined;
+  }
+
+  /**
+   * Why generation cannot go on although the grammar is not complete: no token of this vocabulary can
+   * continue it (the grammar needs a character the model cannot write). undefined when all is well.
+   * Generation then ends with finishReason `stop` and incomplete output: the caller must report it.
+   */
+  get deadEnd(): string | undefined {
+    return this.failure;
+  }
+
+  /** The grammar is complete (whatever follows can only be the end). */
+  get complete(): boolean {
+    return this.terminated || (this.fresh && this.onlyStop);
+  }
+
+  /**
+   * Jump-forward decoding: tokens the grammar forces next, whatever the model would say (after `{"` of
+   * a schema with one required property, its name and `": `). At most `limit` tokens. Pure: the
+   * constraint does not advance; the engine feeds the tokens it takes through accept(), like sampled
+   * ones, in order, and may take fewer (a prefix). Empty when the next token is a real choice.
+   *
+   * The forced text is tokenized greedily, longest vocabulary entry first, and every token is checked
+   * against the grammar; the tokenization may differ from what the tokenizer would make of the text.
+   */
+  forcedTokens(limit = 32): number[] {
+    this.ensureLive();
+    if (this.terminated || limit <= 0) return [];
+    const v = this.vocabulary;
+    const onAbort = (m: string) => new GrammarEngineError(`xgrammar failed jumping forward: ${m}`);
+    const forced = this.forcedText();
+    if (forced.length === 0) return [];
+    const bytes = utf8.encode(forced);
+    const tokens: number[] = [];
+    try {
+      for (let at = 0; at < bytes.length && tokens.length < limit; ) {
+        const id = v.longestTokenAt(bytes, at);
+        if (id < 0 || !v.runtime.runSync(() => this.matcher.acceptToken(id), onAbort)) break;
+        tokens.push(id);
+        at += v.tokenizer.tokenBytes(id).length;
+      }
+    } finally {
+      if (tokens.length > 0) v.runtime.runSync(() => this.matcher.rollBack(tokens.length), onAbort);
+    }
+    return tokens;
+  }
+
+  /** The text the grammar forces next (what forcedTokens() tokenizes); '' when the next step is a choice. */
+  forcedText(): string {
+    this.ensureLive();
+    if (this.terminated) return '';
+    return this.vocabulary.runtime.runSync(
+      () => this.matcher.findJumpForwardString(),
+      (m) => new GrammarEngineError(`xgrammar failed finding the forced string: ${m}`),
+    );
+  }
+
+  /** Free the matcher's wasm memory now (it is freed on garbage collection otherwise). */
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    orphans.unregister(this);
+    this.matcher.dispose();
+  }
+
+  private ensureLive(): void {
+    if (this.disposed) throw new GrammarEngineError('the grammar constraint was used after dispose()');
+  }
+
+  private compute(): void {
+    const v = this.vocabulary;
+    const vec = v.runtime.runSync(
+      () => this.handle.GetNextTokenBitmask(v.vocabSize),
+      (m) => new GrammarEngineError(`xgrammar failed computing the token mask: ${m}`),
+    );
+    const words = this.words;
+    const n = words.length;
+    try {
+      for (let i = 0; i < n; i++) words[i] = vec.get(i);
+    } finally {
+      vec.delete();
+    }
+    // xgrammar sets the bits past the vocabulary; they name no token.
+    const extra = n * 32 - v.vocabSize;
+    if (extra > 0) words[n - 1] &= 0xffffffff >>> extra;
+    this.guard.apply(words, this.utf8);
+    if (this.closing) this.restrictToClosing(words);
+    let any = 0;
+    let beyondStop = 0;
+    for (let i = 0; i < n; i++) {
+      any |= words[i];
+      beyondStop |= words[i] & ~this.stopMask[i];
+    }
+    this.fresh = true;
+    this.onlyStop = any !== 0 && beyondStop === 0;
+    if (any === 0 && !this.matcher.isTerminated()) {
+      this.failure = `no token of this model's vocabulary can continue the grammar after ${JSON.stringify(this.recentText())}`;
+    }
+  }
+
+  /** Only the next token of the planned completion (or, once it is all written, only the end). */
+  private restrictToClosing(words: Uint32Array): void {
+    const plan = this.closing!;
+    if (this.closingAt < plan.length) {
+      const t = plan[this.closingAt];
+      if (!(words[t >>> 5] & (1 << (t & 31)))) {
+        this.closing = undefined; // the grammar disagrees with the plan: drop it
+        return;
+      }
+      words.fill(0);
+      words[t >>> 5] = 1 << (t & 31);
+    } else {
+      for (let i = 0; i < words.length; i++) words[i] &= this.stopMask[i];
+    }
+  }
+
+  private remember(bytes: Uint8Array): void {
+    if (bytes.length === 0) return;
+    const joined = new Uint8Array(Math.min(TAIL_BYTES, this.tail.length + bytes.length));
+    const all = new Uint8Array(this.tail.length + bytes.length);
+    all.set(this.tail);
+    all.set(bytes, this.tail.length);
+    joined.set(all.subarray(all.length - joined.length));
+    this.tail = joined;
+  }
+
+  private recentText(): string {
+    return new TextDecoder().decode(this.tail);
+  }
+}
