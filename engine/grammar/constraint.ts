@@ -7,33 +7,15 @@
  */
 import type { TokenConstraint } from '../types.ts';
 import { GrammarEngineError } from './errors.ts';
+import { CLOSING_MARGIN, CLOSING_WINDOW, closingTokens, tokenizeAccepted } from './closing.ts';
 import { UTF8_INVALID, Utf8State, utf8Run, type Utf8Guard } from './utf8-guard.ts';
 import type { GrammarVocabulary } from './vocabulary.ts';
 import type { MatcherHandle, XGrammarApi } from './xgrammar.ts';
 
-type Matcher = Awaited<ReturnType<XGrammarApi['GrammarMatcher']['createGrammarMatcher']>>;
+export type Matcher = Awaited<ReturnType<XGrammarApi['GrammarMatcher']['createGrammarMatcher']>>;
 type XgCompiledGrammar = Parameters<XGrammarApi['GrammarMatcher']['createGrammarMatcher']>[0];
 
-const utf8 = new TextEncoder();
 const TAIL_BYTES = 48;
-/** Within this many tokens of the budget, the constraint looks for a way to complete the grammar. */
-const CLOSING_WINDOW = 128;
-/**
- * Tokens kept in reserve: one sampled token can lengthen the shortest completion a lot (starting the
- * next key of an object with required keys adds the key, its value and the rest; starting another
- * tool call adds a whole call), so closing starts while the completion plus the longest completion
- * seen so far still fit, and at least this many tokens early.
- */
-const CLOSING_MARGIN = 8;
-/**
- * Characters tried, in this order, when searching for a short completion: close what is open first,
- * then the shortest values, then separators and filler for minimum lengths.
- */
-const CLOSE_ORDER = [
-  ...['"', '}', ']', '0', 'n', 't', 'f', '{', '[', ',', ':', '-', '.', '1', 'a', ' ', 'e', '\n'],
-  // Then anything printable: the first letter of an enum value, say.
-  ...Array.from({ length: 95 }, (_, i) => String.fromCharCode(32 + i)),
-];
 
 export interface ConstraintOptions {
   /**
@@ -43,13 +25,6 @@ export interface ConstraintOptions {
    * JSON string ends with finishReason `length` and incomplete output.
    */
   maxTokens?: number;
-}
-
-/** The smallest byte that may come next in this UTF-8 state (it completes a valid character). */
-function lowestContinuation(state: number): number {
-  if (state === Utf8State.Need2AfterE0) return 0xa0;
-  if (state === Utf8State.Need3AfterF0) return 0x90;
-  return 0x80;
 }
 
 /** Matchers nobody disposed are deleted when their constraint is garbage-collected (wasm memory). */
@@ -176,91 +151,13 @@ export class GrammarConstraint implements TokenConstraint {
    */
   private planClosing(remaining: number): void {
     if (remaining > CLOSING_WINDOW || remaining <= 0) return;
-    const tokens = this.closingTokens();
+    const tokens = closingTokens(this.vocabulary, this.matcher, this.utf8);
     if (tokens === undefined) return;
     this.largestPlan = Math.max(this.largestPlan, tokens.length);
     if (tokens.length + Math.max(CLOSING_MARGIN, this.largestPlan) < remaining) return;
     this.closing = tokens;
     this.closingAt = 0;
     this.fresh = false;
-  }
-
-  /**
-   * Tokens that complete the grammar from here: first whatever finishes a character left half-written
-   * (a lead byte from a byte token), then the closing text. Pure (the matcher is rolled back).
-   */
-  private closingTokens(): number[] | undefined {
-    const v = this.vocabulary;
-    const onAbort = (m: string) => new GrammarEngineError(`xgrammar failed while looking for a completion: ${m}`);
-    const head: number[] = [];
-    try {
-      for (let state = this.utf8; state !== Utf8State.Ready; ) {
-        const byte = lowestContinuation(state);
-        const id = v.longestTokenAt(Uint8Array.of(byte), 0);
-        if (id < 0 || !v.runtime.runSync(() => this.matcher.acceptToken(id), onAbort)) return undefined;
-        head.push(id);
-        state = utf8Run(state, v.tokenizer.tokenBytes(id));
-        if (state === UTF8_INVALID) return undefined;
-      }
-      const text = this.closingText();
-      if (text === undefined) return undefined;
-      const rest = this.tokensFor(text);
-      return rest === undefined ? undefined : [...head, ...rest];
-    } finally {
-      if (head.length > 0) v.runtime.runSync(() => this.matcher.rollBack(head.length), onAbort);
-    }
-  }
-
-  /** A short text that completes the grammar from here (greedy, see CLOSE_ORDER), or undefined. */
-  private closingText(): string | undefined {
-    const m = this.matcher;
-    const stop = this.vocabulary.stopTokens[0];
-    let steps = 0;
-    let text = '';
-    const onAbort = (msg: string) => new GrammarEngineError(`xgrammar failed while looking for a completion: ${msg}`);
-    return this.vocabulary.runtime.runSync(() => {
-      try {
-        for (let i = 0; i < 256; i++) {
-          if (m.acceptToken(stop)) {
-            steps++;
-            return text;
-          }
-          const forced = m.findJumpForwardString();
-          if (forced && m._acceptString(forced)) {
-            steps++;
-            text += forced;
-            continue;
-          }
-          const ch = CLOSE_ORDER.find((c) => m._acceptString(c));
-          if (ch === undefined) return undefined;
-          steps++;
-          text += ch;
-        }
-        return undefined;
-      } finally {
-        if (steps > 0) m.rollBack(steps);
-      }
-    }, onAbort);
-  }
-
-  /** `text` as tokens the grammar accepts from here (longest match first), or undefined. Pure. */
-  private tokensFor(text: string): number[] | undefined {
-    const v = this.vocabulary;
-    const bytes = utf8.encode(text);
-    const tokens: number[] = [];
-    const onAbort = (m: string) => new GrammarEngineError(`xgrammar failed tokenizing a forced text: ${m}`);
-    let at = 0;
-    try {
-      while (at < bytes.length) {
-        const id = v.longestTokenAt(bytes, at);
-        if (id < 0 || !v.runtime.runSync(() => this.matcher.acceptToken(id), onAbort)) break;
-        tokens.push(id);
-        at += v.tokenizer.tokenBytes(id).length;
-      }
-    } finally {
-      if (tokens.length > 0) v.runtime.runSync(() => this.matcher.rollBack(tokens.length), onAbort);
-    }
-    return at === bytes.length ? tokens : undefined;
   }
 
   /**
@@ -299,23 +196,8 @@ export class GrammarConstraint implements TokenConstraint {
   forcedTokens(limit = 32): number[] {
     this.ensureLive();
     if (this.terminated || limit <= 0) return [];
-    const v = this.vocabulary;
-    const onAbort = (m: string) => new GrammarEngineError(`xgrammar failed jumping forward: ${m}`);
     const forced = this.forcedText();
-    if (forced.length === 0) return [];
-    const bytes = utf8.encode(forced);
-    const tokens: number[] = [];
-    try {
-      for (let at = 0; at < bytes.length && tokens.length < limit; ) {
-        const id = v.longestTokenAt(bytes, at);
-        if (id < 0 || !v.runtime.runSync(() => this.matcher.acceptToken(id), onAbort)) break;
-        tokens.push(id);
-        at += v.tokenizer.tokenBytes(id).length;
-      }
-    } finally {
-      if (tokens.length > 0) v.runtime.runSync(() => this.matcher.rollBack(tokens.length), onAbort);
-    }
-    return tokens;
+    return forced.length === 0 ? [] : tokenizeAccepted(this.vocabulary, this.matcher, forced, limit).tokens;
   }
 
   /** The text the grammar forces next (what forcedTokens() tokenizes); '' when the next step is a choice. */

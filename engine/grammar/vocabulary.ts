@@ -105,17 +105,13 @@ export class GrammarVocabulary {
     this.byBytes = map;
     return map;
   }
-
-  /**
-   * Characters the vocabulary can write, for error messages: whether every byte has a token (byte
-   * fallback), and otherwise which characters appear in some token. A grammar needing a character
-   * outside this set cannot be completed with this model.
-   */
-  coverage(): VocabularyCoverage {
-    return vocabularyCoverage(this.tokenizer);
-  }
 }
 
+/**
+ * Characters the vocabulary can write, for error messages: whether every byte has a token (byte
+ * fallback), and otherwise which characters appear in some token. A grammar needing a character outside
+ * this set cannot be completed with this model (TinyStories-656K: no { } [ ] \ ( ) and no byte tokens).
+ */
 export interface VocabularyCoverage {
   /** Every byte 0x00-0xFF is a token by itself: any UTF-8 text can be written. */
   allBytes: boolean;
