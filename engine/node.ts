@@ -1,4 +1,6 @@
 /** Node entry point: open a Dawn device, resolve a model path or URL, load the engine. */
+// Unbundled Node needs xgrammar's UMD bundle loaded its own way before any grammar is compiled.
+import './grammar/xgrammar-node.ts';
 import { WebGpuEngine, type EngineOptions } from './engine.ts';
 import { resolveModel } from './loader/resolve-node.ts';
 import type { ModelSource } from './loader/source.ts';

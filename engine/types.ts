@@ -29,6 +29,13 @@ export interface TokenConstraint {
   accept(token: number): void;
   /** The constraint is complete and allows nothing more: generation ends with finishReason `stop`. */
   isDone(): boolean;
+  /**
+   * Jump-forward decoding: tokens the constraint forces next (at most `limit`), which the engine appends
+   * without sampling and writes to the cache in the next step together with the last sampled token.
+   */
+  forcedTokens?(limit: number): number[];
+  /** Release what the constraint holds (grammar matcher memory); called once when generation ends. */
+  dispose?(): void;
 }
 
 export interface GenerateOptions {
@@ -90,10 +97,15 @@ export interface GenerationResult {
   tokens: number[];
   promptTokens: number;
   completionTokens: number;
+  /** Completion tokens a constraint forced (jump-forward), appended without a sampling step. */
+  forcedTokens: number;
   timings: GenerationTimings;
 }
 
-/** Iterate for chunks; `result` settles when generation ends (rejects on error or abort). */
+/**
+ * Iterate for chunks; `result` settles when generation ends. An abort ends it normally, with stoppedBy
+ * `aborted` and the tokens so far; `result` rejects only on a failure (device lost, constraint error).
+ */
 export interface Generation extends AsyncIterable<GenerationChunk> {
   readonly result: Promise<GenerationResult>;
 }

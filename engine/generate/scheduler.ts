@@ -121,30 +121,54 @@ export class Scheduler {
     r.begin();
     this.rowSeq.length = 0;
     let budget = r.maxTokensPerStep;
-    // Decode first: running sequences must not starve behind long prompts.
-    for (const seq of this.running) {
-      if (seq.inPrefill || seq.aborted || budget === 0 || this.rowSeq.length >= r.maxRowsPerStep) continue;
-      const t = r.addToken(seq.lastToken, seq.position, seq.slot);
-      this.addRow(seq, t);
-      budget--;
-    }
-    for (const seq of this.running) {
-      if (!seq.inPrefill || seq.aborted || budget === 0) continue;
-      const n = Math.min(budget, seq.prompt.length - seq.prefilled);
-      const endsPrompt = seq.prefilled + n === seq.prompt.length;
-      if (endsPrompt && this.rowSeq.length >= r.maxRowsPerStep) continue;
+    // Decode first: running sequences must not starve behind long prompts. A decode chunk is the last
+    // sampled token plus any tokens a constraint forced after it (jump-forward), sampled after the last.
+    // (Copies: a sequence whose constraint fails leaves `running` mid-loop.)
+    for (const seq of [...this.running]) {
+      if (seq.inPrefill || seq.aborted || this.rowSeq.length >= r.maxRowsPerStep) continue;
+      const tokens = seq.unwritten();
+      if (tokens.length > budget) continue;
+      const mask = this.maskOf(seq);
+      if (mask === false) continue;
       let last = -1;
-      for (let i = 0; i < n; i++) last = r.addToken(seq.prompt[seq.prefilled + i], seq.prefilled + i, seq.slot);
+      tokens.forEach((t, i) => (last = r.addToken(t, seq.cached + i, seq.slot)));
+      seq.pendingWrite = tokens.length;
+      budget -= tokens.length;
+      this.addRow(seq, last, mask);
+    }
+    for (const seq of [...this.running]) {
+      if (!seq.inPrefill || seq.aborted || budget === 0) continue;
+      const n = Math.min(budget, seq.prompt.length - seq.cached);
+      const endsPrompt = seq.cached + n === seq.prompt.length;
+      if (endsPrompt && this.rowSeq.length >= r.maxRowsPerStep) continue;
+      const mask = endsPrompt ? this.maskOf(seq) : null;
+      if (mask === false) continue;
+      let last = -1;
+      for (let i = 0; i < n; i++) last = r.addToken(seq.prompt[seq.cached + i], seq.cached + i, seq.slot);
       budget -= n;
-      seq.pendingPrefill = n;
-      if (endsPrompt) this.addRow(seq, last);
+      seq.pendingWrite = n;
+      if (endsPrompt) this.addRow(seq, last, mask);
     }
     return budget < r.maxTokensPerStep;
   }
 
-  private addRow(seq: Sequence, tokenIndex: number): void {
+  /**
+   * The sequence's constraint mask for its next token, or false when the constraint failed: that
+   * sequence ends with the error and the others go on.
+   */
+  private maskOf(seq: Sequence): Uint32Array | null | false {
+    if (!seq.constraint) return null;
+    try {
+      return seq.constraint.mask();
+    } catch (e) {
+      seq.fail(e);
+      this.release(seq);
+      return false;
+    }
+  }
+
+  private addRow(seq: Sequence, tokenIndex: number, mask: Uint32Array | null): void {
     const o = seq.options;
-    const mask = seq.constraint ? seq.constraint.mask() : null;
     this.runner.addRow(tokenIndex, {
       temperature: o.temperature,
       seed: seq.seed,
@@ -160,10 +184,8 @@ export class Scheduler {
 
   private collect(): void {
     for (const seq of this.running) {
-      if (seq.pendingPrefill > 0) {
-        seq.prefilled += seq.pendingPrefill;
-        seq.pendingPrefill = 0;
-      }
+      seq.cached += seq.pendingWrite;
+      seq.pendingWrite = 0;
     }
     this.rowSeq.forEach((seq, row) => {
       let { token, logprob } = this.runner.sampled(row);
@@ -176,7 +198,7 @@ export class Scheduler {
       }
       // A failure in one sequence's own bookkeeping (its constraint, say) ends that sequence only.
       try {
-        const reason = seq.accept(token, logprob);
+        const reason = seq.accept(token, logprob) ?? seq.acceptForced();
         if (reason) this.end(seq, reason);
       } catch (e) {
         seq.fail(e);

@@ -13,10 +13,12 @@ export type StopReason = GenerationResult['stoppedBy'];
 
 export class Sequence {
   slot = -1;
-  /** Prompt tokens already written to the KV cache. */
-  prefilled = 0;
-  /** Prompt tokens in the step now running (counted as prefilled once it completes). */
-  pendingPrefill = 0;
+  /** Positions of prompt + generated tokens already written to the KV cache. */
+  cached = 0;
+  /** Tokens added to the step now running (counted as cached once it completes). */
+  pendingWrite = 0;
+  /** Generated tokens a constraint forced (jump-forward). */
+  forced = 0;
   readonly generated: number[] = [];
   private text = '';
   readonly seed: number;
@@ -48,17 +50,15 @@ export class Sequence {
   }
 
   get inPrefill(): boolean {
-    return this.prefilled < this.prompt.length;
+    return this.cached < this.prompt.length;
   }
 
-  /** Position of the next token written to the cache. */
-  get position(): number {
-    return this.prefilled + Math.max(0, this.generated.length - 1);
-  }
-
-  /** The token fed in decode: the last one generated. */
-  get lastToken(): number {
-    return this.generated[this.generated.length - 1];
+  /**
+   * Generated tokens not yet in the cache, fed in the next decode step at positions `cached`...: the last
+   * sampled token, plus any a constraint forced after it.
+   */
+  unwritten(): number[] {
+    return this.generated.slice(this.cached - this.prompt.length);
   }
 
   usesPenalties(): boolean {
@@ -104,6 +104,22 @@ export class Sequence {
     return undefined;
   }
 
+  /**
+   * Jump-forward: append the tokens the constraint forces now, through the same bookkeeping as sampled
+   * ones. Returns why the sequence ends, or undefined to go on.
+   */
+  acceptForced(): StopReason | undefined {
+    const c = this.constraint;
+    if (!c?.forcedTokens) return undefined;
+    const room = Math.min(this.options.maxTokens - this.generated.length, this.maxLength - this.prompt.length - this.generated.length);
+    for (const t of c.forcedTokens(Math.min(32, room))) {
+      this.forced++;
+      const reason = this.accept(t, 0);
+      if (reason) return reason;
+    }
+    return undefined;
+  }
+
   private emit(text: string, tokens: number[], logprobs: number[]): void {
     this.text += text;
     this.queue.push({ text, tokens, logprobs });
@@ -113,6 +129,7 @@ export class Sequence {
   finish(reason: StopReason): void {
     if (this.finished) return;
     this.finished = true;
+    this.constraint?.dispose?.();
     if (reason !== 'stop-sequence') {
       const tail = this.stopMatcher.flush() + this.decoder.flush();
       if (tail) this.emit(tail, [], []);
@@ -130,6 +147,7 @@ export class Sequence {
       tokens: [...this.generated],
       promptTokens: this.prompt.length,
       completionTokens: n,
+      forcedTokens: this.forced,
       timings: {
         timeToFirstTokenMs: first - this.createdAt,
         queuedMs: admitted - this.createdAt,
@@ -144,6 +162,7 @@ export class Sequence {
   fail(error: unknown): void {
     if (this.finished) return;
     this.finished = true;
+    this.constraint?.dispose?.();
     this.queue.fail(error);
   }
 }
