@@ -1,5 +1,8 @@
 /** Measure our WebGPU engine: prefill and decode speed, time to first token, GPU memory, dispatches. */
+import type { WebGpuEngine } from '../engine/engine.ts';
+import { compileGrammar } from '../engine/grammar/index.ts';
 import { loadEngine } from '../engine/node.ts';
+import type { TokenConstraint } from '../engine/types.ts';
 import { median, type BenchSpec, type Measurement } from './measure.ts';
 
 export async function measureOurs(spec: BenchSpec, adapter: string | undefined): Promise<Measurement> {
@@ -24,6 +27,7 @@ export async function measureOurs(spec: BenchSpec, adapter: string | undefined):
     ttft.push(r.timings.timeToFirstTokenMs);
     dispatches = engine.stats().lastStepDispatches;
   }
+  const constrained = await measureConstrained(engine, prompt, spec.genTokens);
   const st = engine.stats();
   await engine.dispose();
   return {
@@ -37,5 +41,55 @@ export async function measureOurs(spec: BenchSpec, adapter: string | undefined):
     timeToFirstTokenMs: median(ttft),
     gpuMemoryBytes: st.weightsBytes + st.kvCacheBytes + st.workspaceBytes,
     dispatchesPerToken: dispatches,
+    extra: constrained,
   };
+}
+
+const BENCH_SCHEMA = {
+  type: 'object',
+  properties: { title: { type: 'string' }, rating: { type: 'integer', minimum: 1, maximum: 5 }, tags: { type: 'array', items: { type: 'string' } } },
+  required: ['title', 'rating', 'tags'],
+};
+
+/**
+ * Constrained decoding's cost: a JSON-schema generation with the grammar's mask and accept timed
+ * inside the engine's own loop, and how many tokens jump-forward appended without sampling.
+ */
+async function measureConstrained(engine: WebGpuEngine, prompt: number[], genTokens: number): Promise<Record<string, number>> {
+  const grammar = await compileGrammar(engine.tokenizer, { type: 'json_schema', schema: BENCH_SCHEMA });
+  let grammarMs = 0;
+  let steps = 0;
+  const timed = (c: TokenConstraint): TokenConstraint => ({
+    mask() {
+      const t = performance.now();
+      const m = c.mask();
+      grammarMs += performance.now() - t;
+      steps++;
+      return m;
+    },
+    accept(token) {
+      const t = performance.now();
+      c.accept(token);
+      grammarMs += performance.now() - t;
+    },
+    isDone: () => c.isDone(),
+    forcedTokens: (limit) => c.forcedTokens?.(limit) ?? [],
+    dispose: () => c.dispose?.(),
+  });
+  const maxTokens = Math.max(genTokens, 64);
+  // Warm-up: the first constrained run touches paths the unconstrained runs did not.
+  await engine.generate({ tokens: prompt, maxTokens, temperature: 0.8, seed: 2, constraint: await grammar.createConstraint({ maxTokens }) }).result;
+  const constraint = timed(await grammar.createConstraint({ maxTokens }));
+  const r = await engine.generate({ tokens: prompt, maxTokens, temperature: 0.8, seed: 1, constraint }).result;
+  return {
+    grammarCompileMs: round(grammar.compileMs),
+    constrainedTokens: r.completionTokens,
+    constrainedDecodeTokensPerSecond: round(r.completionTokens > 1 ? ((r.completionTokens - 1) / r.timings.decodeMs) * 1000 : 0),
+    grammarMsPerSampledToken: round(steps > 0 ? grammarMs / steps : 0),
+    jumpForwardShare: round(r.completionTokens > 0 ? r.forcedTokens / r.completionTokens : 0),
+  };
+}
+
+function round(x: number): number {
+  return Math.round(x * 1000) / 1000;
 }

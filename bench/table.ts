@@ -15,5 +15,7 @@ export function formatTable(rows: Measurement[]): string {
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
   const line = (cells: string[]) => '| ' + cells.map((c, i) => c.padEnd(widths[i])).join(' | ') + ' |';
-  return [line(head), '|' + widths.map((w) => '-'.repeat(w + 2)).join('|') + '|', ...body.map(line)].join('\n');
+  const table = [line(head), '|' + widths.map((w) => '-'.repeat(w + 2)).join('|') + '|', ...body.map(line)].join('\n');
+  const extras = rows.filter((r) => r.extra).map((r) => `${r.engine}: ` + Object.entries(r.extra!).map(([k, v]) => `${k} ${v}`).join(', '));
+  return [table, ...extras].join('\n');
 }

@@ -4,6 +4,7 @@
  */
 import { EmbeddingKernel } from '../../kernels/embedding.ts';
 import { WeightMatmul } from '../../kernels/matmul-select.ts';
+import { MAX_MATVEC_T } from '../../kernels/matvec.ts';
 import { gpuLayout } from '../../kernels/quant/layouts.ts';
 import { planRowShards } from '../../kernels/quant/shards.ts';
 import type { KernelContext } from '../../kernels/runtime/context.ts';
@@ -15,7 +16,12 @@ export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
   const lookups = new Map<GgmlType, EmbeddingKernel>();
   const productFor = (t: GgmlType) => {
     let p = products.get(t);
-    if (!p) products.set(t, (p = new WeightMatmul(ctx, t)));
+    if (!p) {
+      products.set(t, (p = new WeightMatmul(ctx, t)));
+      // Compile every variant (one matvec per row count, plus the tiled product) now, at load, so no
+      // request pays for a pipeline the first time a batch of that size occurs.
+      for (let rows = 1; rows <= MAX_MATVEC_T + 1; rows++) p.kernelFor(rows);
+    }
     return p;
   };
   const lookupFor = (t: GgmlType) => {
