@@ -1,4 +1,15 @@
-// Shared by the sampling kernels: per-row sampling settings and the grammar mask test.
+// Shared by the per-row sampling kernels (sample.wgsl, topk.wgsl): one workgroup per row of logits,
+// the same bindings and parameters, per-row sampling settings and the grammar mask test.
+
+struct Params {
+  rows: u32,
+  vocab: u32,
+  logits_stride: u32,
+  mask_words: u32,
+}
+
+const WG: u32 = 128u;
+
 
 struct SampleRow {
   // 0 = greedy (logits used as they are); otherwise logits are divided by it.
@@ -39,3 +50,10 @@ fn gumbel(seed: u32, counter: u32, i: u32) -> f32 {
 }
 
 const NEG_INF: f32 = -3.4e38;
+
+@group(0) @binding(0) var<storage, read> logits: array<f32>;
+@group(0) @binding(1) var<storage, read> mask: array<u32>;
+@group(0) @binding(2) var<storage, read> rows_cfg: array<SampleRow>;
+@group(0) @binding(3) var<storage, read_write> out: array<u32>;
+@group(1) @binding(0) var<uniform> params: Params;
+

@@ -1,7 +1,6 @@
-import common from './common.wgsl?raw';
 import source from './sample.wgsl?raw';
-import type { ParamArena } from '../runtime/arena.ts';
-import { wgsl, type CompiledKernel, type KernelContext } from '../runtime/context.ts';
+import type { KernelContext } from '../runtime/context.ts';
+import { RowSamplingKernel } from './row-kernel.ts';
 
 /** Bytes per row of the per-row sampling settings buffer (struct SampleRow in common.wgsl). */
 export const SAMPLE_ROW_BYTES = 16;
@@ -23,22 +22,8 @@ export function writeSampleRow(u32: Uint32Array, f32: Float32Array, row: number,
  * One token per row, chosen on the GPU: argmax at temperature 0, Gumbel-max sampling otherwise.
  * Bindings: logits, mask, settings (read), out (write: [token, logprob] per row).
  */
-export class SampleKernel {
-  readonly kernel: CompiledKernel;
+export class SampleKernel extends RowSamplingKernel {
   constructor(ctx: KernelContext) {
-    this.kernel = ctx.kernel({ label: 'sample', code: wgsl(common, source), bindings: ['read', 'read', 'read', 'write'] });
-  }
-
-  bind(logits: GPUBuffer, mask: GPUBuffer, settings: GPUBuffer, out: GPUBuffer): GPUBindGroup {
-    return this.kernel.bind([logits, mask, settings, out]);
-  }
-
-  encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: { rows: number; vocab: number; logitsStride: number; maskWords: number }): void {
-    const s = arena.slot();
-    arena.u32[s] = p.rows;
-    arena.u32[s + 1] = p.vocab;
-    arena.u32[s + 2] = p.logitsStride;
-    arena.u32[s + 3] = p.maskWords;
-    arena.dispatch(pass, this.kernel, group, s, p.rows);
+    super(ctx, 'sample', source);
   }
 }

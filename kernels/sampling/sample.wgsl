@@ -3,20 +3,6 @@
 // chosen token's log-probability under the (masked, tempered) distribution, for logprobs and confidences.
 // Output per row: [token, logprob bits]; token is 0xffffffff when the mask allowed nothing.
 
-struct Params {
-  rows: u32,
-  vocab: u32,
-  logits_stride: u32,
-  mask_words: u32,
-}
-
-const WG: u32 = 128u;
-
-@group(0) @binding(0) var<storage, read> logits: array<f32>;
-@group(0) @binding(1) var<storage, read> mask: array<u32>;
-@group(0) @binding(2) var<storage, read> rows_cfg: array<SampleRow>;
-@group(0) @binding(3) var<storage, read_write> out: array<u32>;
-@group(1) @binding(0) var<uniform> params: Params;
 
 var<workgroup> red_m: array<f32, WG>;
 var<workgroup> red_s: array<f32, WG>;

@@ -1,7 +1,6 @@
-import common from './common.wgsl?raw';
 import source from './topk.wgsl?raw';
-import type { ParamArena } from '../runtime/arena.ts';
-import { wgsl, type CompiledKernel, type KernelContext } from '../runtime/context.ts';
+import type { KernelContext } from '../runtime/context.ts';
+import { RowSamplingKernel } from './row-kernel.ts';
 
 /** Candidates returned per row; top_k above this acts as this many. */
 export const TOPK_MAX = 64;
@@ -31,22 +30,8 @@ export function readTopKRow(u32: Uint32Array, f32: Float32Array, row: number): T
  * Exact top-K candidates per row (after mask and temperature) plus the row's log-sum-exp.
  * Bindings: logits, mask, settings (read), out (write).
  */
-export class TopKKernel {
-  readonly kernel: CompiledKernel;
+export class TopKKernel extends RowSamplingKernel {
   constructor(ctx: KernelContext) {
-    this.kernel = ctx.kernel({ label: 'topk', code: wgsl(common, source), bindings: ['read', 'read', 'read', 'write'], constants: { K: TOPK_MAX } });
-  }
-
-  bind(logits: GPUBuffer, mask: GPUBuffer, settings: GPUBuffer, out: GPUBuffer): GPUBindGroup {
-    return this.kernel.bind([logits, mask, settings, out]);
-  }
-
-  encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: { rows: number; vocab: number; logitsStride: number; maskWords: number }): void {
-    const s = arena.slot();
-    arena.u32[s] = p.rows;
-    arena.u32[s + 1] = p.vocab;
-    arena.u32[s + 2] = p.logitsStride;
-    arena.u32[s + 3] = p.maskWords;
-    arena.dispatch(pass, this.kernel, group, s, p.rows);
+    super(ctx, 'topk', source, { K: TOPK_MAX });
   }
 }

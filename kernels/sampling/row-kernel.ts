@@ -1,0 +1,32 @@
+/** The per-row sampling kernels share bindings and parameters (sampling/common.wgsl): this wrapper. */
+import common from './common.wgsl?raw';
+import type { ParamArena } from '../runtime/arena.ts';
+import { wgsl, type CompiledKernel, type KernelContext } from '../runtime/context.ts';
+
+export interface RowSamplingParams {
+  rows: number;
+  vocab: number;
+  logitsStride: number;
+  maskWords: number;
+}
+
+/** One workgroup per row of logits. Bindings: logits, mask, settings (read), out (write). */
+export class RowSamplingKernel {
+  readonly kernel: CompiledKernel;
+  constructor(ctx: KernelContext, label: string, source: string, constants?: Record<string, number>) {
+    this.kernel = ctx.kernel({ label, code: wgsl(common, source), bindings: ['read', 'read', 'read', 'write'], constants });
+  }
+
+  bind(logits: GPUBuffer, mask: GPUBuffer, settings: GPUBuffer, out: GPUBuffer): GPUBindGroup {
+    return this.kernel.bind([logits, mask, settings, out]);
+  }
+
+  encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: RowSamplingParams): void {
+    const s = arena.slot();
+    arena.u32[s] = p.rows;
+    arena.u32[s + 1] = p.vocab;
+    arena.u32[s + 2] = p.logitsStride;
+    arena.u32[s + 3] = p.maskWords;
+    arena.dispatch(pass, this.kernel, group, s, p.rows);
+  }
+}
