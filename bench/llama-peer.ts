@@ -1,4 +1,5 @@
 /** Measure llama.cpp (node-llama-cpp's prebuilt binaries) on the same file and the same token ids. */
+import type { LlamaContext } from 'node-llama-cpp';
 import { median, type BenchSpec, type Measurement } from './measure.ts';
 
 export async function measureLlamaCpp(spec: BenchSpec, opts: { gpu: false | 'cuda' | 'vulkan' | 'auto'; threads: number }): Promise<Measurement> {
@@ -7,7 +8,8 @@ export async function measureLlamaCpp(spec: BenchSpec, opts: { gpu: false | 'cud
   const t0 = performance.now();
   const model = await llama.loadModel({ modelPath: spec.model, gpuLayers: opts.gpu === false ? 0 : 'max' });
   const prompt = spec.prompt;
-  const context = await model.createContext({ threads: opts.threads, contextSize: prompt.length + spec.genTokens + 8, batchSize: Math.max(512, prompt.length) });
+  const n = Math.max(1, spec.concurrency);
+  const context = await model.createContext({ threads: opts.threads, contextSize: n * (prompt.length + spec.genTokens + 8), batchSize: Math.max(512, prompt.length), sequences: n });
   const loadMs = performance.now() - t0;
   const prefill: number[] = [];
   const decode: number[] = [];
@@ -30,6 +32,7 @@ export async function measureLlamaCpp(spec: BenchSpec, opts: { gpu: false | 'cud
     decode.push(((n - 1) / (end - first)) * 1000);
     ttft.push(first - start);
   }
+  const extra = n > 1 ? await concurrent(context, prompt, spec.genTokens, n) : undefined;
   await context.dispose();
   await model.dispose();
   return {
@@ -41,5 +44,21 @@ export async function measureLlamaCpp(spec: BenchSpec, opts: { gpu: false | 'cud
     prefillTokensPerSecond: median(prefill),
     decodeTokensPerSecond: median(decode),
     timeToFirstTokenMs: median(ttft),
+    extra,
   };
+}
+
+/** Aggregate throughput of `n` sequences of one context generating at once (llama.cpp batches them). */
+async function concurrent(context: LlamaContext, prompt: number[], genTokens: number, n: number): Promise<Record<string, number>> {
+  const one = async () => {
+    const seq = context.getSequence();
+    let count = 0;
+    for await (const _ of seq.evaluate(prompt as never, { temperature: 0.8 })) if (++count >= genTokens) break;
+    seq.dispose();
+    return count;
+  };
+  const t0 = performance.now();
+  const counts = await Promise.all(Array.from({ length: n }, one));
+  const seconds = (performance.now() - t0) / 1000;
+  return { concurrentSequences: n, concurrentTokensPerSecond: Math.round((counts.reduce((a, b) => a + b, 0) / seconds) * 1000) / 1000 };
 }

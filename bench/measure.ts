@@ -23,6 +23,8 @@ export interface BenchSpec {
   prompt: number[];
   genTokens: number;
   runs: number;
+  /** Also measure aggregate throughput with this many sequences at once (1 = skip). */
+  concurrency: number;
 }
 
 /** The same prompt for every engine: BOS then deterministic pseudo-random ordinary token ids. */

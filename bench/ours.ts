@@ -7,7 +7,7 @@ import { median, type BenchSpec, type Measurement } from './measure.ts';
 
 export async function measureOurs(spec: BenchSpec, adapter: string | undefined): Promise<Measurement> {
   const t0 = performance.now();
-  const engine = await loadEngine({ model: spec.model, adapter, contextLength: spec.prompt.length + spec.genTokens + 8, maxSequences: 1 });
+  const engine = await loadEngine({ model: spec.model, adapter, contextLength: spec.prompt.length + spec.genTokens + 8, maxSequences: Math.max(1, spec.concurrency) });
   const loadMs = performance.now() - t0;
   const prompt = spec.prompt;
   const run = async (maxTokens: number) => {
@@ -28,6 +28,7 @@ export async function measureOurs(spec: BenchSpec, adapter: string | undefined):
     dispatches = engine.stats().lastStepDispatches;
   }
   const constrained = await measureConstrained(engine, prompt, spec.genTokens);
+  const batched = spec.concurrency > 1 ? await measureConcurrent(engine, prompt, spec.genTokens, spec.concurrency) : {};
   const st = engine.stats();
   await engine.dispose();
   return {
@@ -41,8 +42,20 @@ export async function measureOurs(spec: BenchSpec, adapter: string | undefined):
     timeToFirstTokenMs: median(ttft),
     gpuMemoryBytes: st.weightsBytes + st.kvCacheBytes + st.workspaceBytes,
     dispatchesPerToken: dispatches,
-    extra: constrained,
+    extra: { ...constrained, ...batched },
   };
+}
+
+/** Aggregate decode throughput of `n` sequences generating at once (continuous batching). */
+async function measureConcurrent(engine: WebGpuEngine, prompt: number[], genTokens: number, n: number): Promise<Record<string, number>> {
+  const run = () =>
+    Promise.all(Array.from({ length: n }, (_, i) => engine.generate({ tokens: prompt, maxTokens: genTokens, temperature: 0.8, seed: i + 1, stopAtEndOfGeneration: false }).result));
+  await run();
+  const t0 = performance.now();
+  const results = await run();
+  const seconds = (performance.now() - t0) / 1000;
+  const tokens = results.reduce((sum, r) => sum + r.completionTokens, 0);
+  return { concurrentSequences: n, concurrentTokensPerSecond: round(tokens / seconds) };
 }
 
 const BENCH_SCHEMA = {

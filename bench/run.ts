@@ -22,6 +22,7 @@ const program = new Command()
   .option('-p, --prompt-tokens <n>', 'prompt length in tokens', intOption('--prompt-tokens', 1), 128)
   .option('-n, --gen-tokens <n>', 'tokens to generate', intOption('--gen-tokens', 2), 64)
   .option('-r, --runs <n>', 'timed runs per engine (median reported)', intOption('--runs', 1), 3)
+  .option('-c, --concurrency <n>', 'also measure aggregate throughput of n sequences at once', intOption('--concurrency', 1, 64), 4)
   .option('--adapter <choice>', 'our WebGPU adapter: auto, gpu, swiftshader, llvmpipe')
   .option('--llama-gpu <kind>', 'llama.cpp backend: false (CPU), auto, cuda, vulkan', 'false')
   .option('--threads <n>', 'llama.cpp CPU threads', intOption('--threads', 1), 1)
@@ -30,14 +31,14 @@ const program = new Command()
   .option('--out <dir>', 'results folder', 'bench/results')
   .parse();
 
-const o = program.opts<{ model: string; promptTokens: number; genTokens: number; runs: number; adapter?: string; llamaGpu: string; threads: number; llama: boolean; label: string; out: string }>();
+const o = program.opts<{ model: string; promptTokens: number; genTokens: number; runs: number; concurrency: number; adapter?: string; llamaGpu: string; threads: number; llama: boolean; label: string; out: string }>();
 
 const source = new FileSource(o.model);
 const gguf = await parseGguf(source);
 const tokenizer = createTokenizer(gguf.metadata);
 await source.close();
 const prompt = benchPrompt(tokenizer.vocabSize, tokenizer.addBos ? tokenizer.bos : undefined, o.promptTokens, (id) => tokenizer.isControl(id) || tokenizer.isEndOfGeneration(id));
-const spec: BenchSpec = { model: o.model, prompt, genTokens: o.genTokens, runs: o.runs };
+const spec: BenchSpec = { model: o.model, prompt, genTokens: o.genTokens, runs: o.runs, concurrency: o.concurrency };
 
 const results: Measurement[] = [];
 process.stderr.write(`bench: ${o.model}, ${prompt.length} prompt tokens, ${o.genTokens} generated, ${o.runs} runs\n`);
@@ -51,7 +52,7 @@ const report = {
   date: new Date().toISOString(),
   machine: { label: o.label, cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, memoryGiB: Math.round(totalmem() / 2 ** 30) },
   model: { path: o.model, name: gguf.metadata.optionalString('general.name'), architecture: gguf.metadata.optionalString('general.architecture'), bytes: gguf.fileSize },
-  spec: { promptTokens: prompt.length, genTokens: o.genTokens, runs: o.runs },
+  spec: { promptTokens: prompt.length, genTokens: o.genTokens, runs: o.runs, concurrency: o.concurrency },
   results,
 };
 process.stdout.write(formatTable(report.results) + '\n');
