@@ -14,6 +14,8 @@ struct Params {
   // Element offset of y[0, 0] for this dispatch, the shard's first row already added; y row distance.
   y_offset: u32,
   y_stride: u32,
+  // Bias variant only (matmul-store-bias.wgsl): index in `bias` of this dispatch's first W row.
+  bias_offset: u32,
 }
 
 @group(0) @binding(0) var<storage, read> w: array<vec4u>;
@@ -34,11 +36,4 @@ fn unit_dot(m: mat4x4f, kk: vec4u, xb: u32) -> f32 {
   return dot(m[0], x4(xb + kk.x)) + dot(m[1], x4(xb + kk.y)) + dot(m[2], x4(xb + kk.z)) + dot(m[3], x4(xb + kk.w));
 }
 
-fn store(t: u32, n: u32, v: f32) {
-  let i = params.y_offset + t * params.y_stride + n;
-  if (params.accumulate != 0u) {
-    y[i] = y[i] + v;
-  } else {
-    y[i] = v;
-  }
-}
+// store(t, n, v) comes from matmul-store.wgsl or, for products with a bias, matmul-store-bias.wgsl.

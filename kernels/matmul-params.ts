@@ -1,6 +1,8 @@
 /** Parameters shared by the weight-product kernels (matvec-*.wgsl, matmul-*.wgsl; struct in matmul-common.wgsl). */
 import type { ParamArena } from './runtime/arena.ts';
-import type { CompiledKernel, KernelContext, KernelSpec } from './runtime/context.ts';
+import type { BindingKind, CompiledKernel, KernelContext, KernelSpec } from './runtime/context.ts';
+import store from './matmul-store.wgsl?raw';
+import storeBias from './matmul-store-bias.wgsl?raw';
 import xAligned from './matmul-x-aligned.wgsl?raw';
 import xUnaligned from './matmul-x-unaligned.wgsl?raw';
 
@@ -23,6 +25,8 @@ export interface MatmulParams {
   rowOffset?: number;
   /** y += W x instead of y = W x (a fused residual add). */
   accumulate?: boolean;
+  /** Kernels built with a bias: index in the bias buffer of W's row 0 (default 0); the shard's rowOffset is added. */
+  biasOffset?: number;
 }
 
 /** Take a slot and write the Params struct; returns the slot's word index. */
@@ -40,7 +44,23 @@ export function writeMatmulParams(arena: ParamArena, p: MatmulParams): number {
   arena.u32[s + 5] = p.xStride ?? p.k;
   arena.u32[s + 6] = (p.yOffset ?? 0) + (p.rowOffset ?? 0);
   arena.u32[s + 7] = p.yStride ?? p.n;
+  arena.u32[s + 8] = (p.biasOffset ?? 0) + (p.rowOffset ?? 0);
   return s;
+}
+
+export interface ProductOptions {
+  /**
+   * Add a per-row bias as results are stored: y[t, n] (+)= (W x)[t, n] + bias[n]. Such a kernel takes a
+   * fourth binding, the bias (read, f32, one value per row of the whole matrix).
+   */
+  bias?: boolean;
+}
+
+/** The store() a product kernel is built with, and its bindings: W, x, y, then the bias if it has one. */
+export function productStore(opts: ProductOptions): { code: string; bindings: readonly BindingKind[]; suffix: string } {
+  return opts.bias
+    ? { code: storeBias, bindings: ['read', 'read', 'write', 'read'], suffix: '-bias' }
+    : { code: store, bindings: ['read', 'read', 'write'], suffix: '' };
 }
 
 /**

@@ -4,19 +4,19 @@
  */
 import type { GgmlType } from '../engine/gguf/types.ts';
 import { MatMulKernel } from './matmul.ts';
-import type { MatmulParams } from './matmul-params.ts';
+import type { MatmulParams, ProductOptions } from './matmul-params.ts';
 import { MAX_MATVEC_T, MatVecKernel } from './matvec.ts';
 import type { ParamArena } from './runtime/arena.ts';
 import type { KernelContext } from './runtime/context.ts';
 
 /** The best kernel for `t` rows of x times a `type` weight on this device. */
-export function selectMatmul(ctx: KernelContext, type: GgmlType, t: number): MatVecKernel | MatMulKernel {
-  return t <= MAX_MATVEC_T ? new MatVecKernel(ctx, type, t) : new MatMulKernel(ctx, type);
+export function selectMatmul(ctx: KernelContext, type: GgmlType, t: number, opts: ProductOptions = {}): MatVecKernel | MatMulKernel {
+  return t <= MAX_MATVEC_T ? new MatVecKernel(ctx, type, t, undefined, opts) : new MatMulKernel(ctx, type, undefined, opts);
 }
 
 /**
- * Every product with weights of one type: bind once, then each encode picks the kernel for its `t`.
- * All the kernels share one bind group layout (W, x, y), so one bind group serves them all.
+ * Every product with weights of one type (and bias or not): bind once, then each encode picks the kernel
+ * for its `t`. All the kernels share one bind group layout (W, x, y[, bias]), so one bind group serves them all.
  */
 export class WeightMatmul {
   private readonly kernels = new Map<number, MatVecKernel | MatMulKernel>();
@@ -24,20 +24,22 @@ export class WeightMatmul {
   constructor(
     private readonly ctx: KernelContext,
     readonly type: GgmlType,
+    private readonly opts: ProductOptions = {},
   ) {}
 
   kernelFor(t: number): MatVecKernel | MatMulKernel {
     const key = t <= MAX_MATVEC_T ? t : 0;
     let k = this.kernels.get(key);
     if (!k) {
-      k = selectMatmul(this.ctx, this.type, t);
+      k = selectMatmul(this.ctx, this.type, t, this.opts);
       this.kernels.set(key, k);
     }
     return k;
   }
 
-  bind(w: GPUBuffer | GPUBufferBinding, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding): GPUBindGroup {
-    return this.kernelFor(1).bind(w, x, y);
+  bind(w: GPUBuffer | GPUBufferBinding, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding, bias?: GPUBuffer | GPUBufferBinding): GPUBindGroup {
+    if ((bias !== undefined) !== (this.opts.bias ?? false)) throw new Error(`WeightMatmul: ${this.opts.bias ? 'a bias buffer is required' : 'built without a bias'}`);
+    return this.kernelFor(1).bind(w, x, y, bias);
   }
 
   encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: MatmulParams): void {

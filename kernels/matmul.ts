@@ -1,7 +1,7 @@
 import { typeName, type GgmlType } from '../engine/gguf/types.ts';
 import type { GpuCaps } from '../engine/gpu/caps.ts';
 import common from './matmul-common.wgsl?raw';
-import { writeMatmulParams, XAlignedPair, type MatmulParams } from './matmul-params.ts';
+import { productStore, writeMatmulParams, XAlignedPair, type MatmulParams, type ProductOptions } from './matmul-params.ts';
 import regs from './matmul-regs.wgsl?raw';
 import tiles from './matmul-tiles.wgsl?raw';
 import { gpuLayout } from './quant/layouts.ts';
@@ -23,7 +23,7 @@ const TILES = { tileN: 64, tileT: 32 };
 
 /**
  * y[t, n] (+)= sum_k x[t, k] W[n, k] for any number of rows of x (prefill), W packed as `type`.
- * Bindings: W (read, GPU layout of quant/), x (read), y (write).
+ * Bindings: W (read, GPU layout of quant/), x (read), y (write), and with `bias` the bias (read).
  */
 export class MatMulKernel {
   private readonly kernels: XAlignedPair;
@@ -34,15 +34,18 @@ export class MatMulKernel {
     ctx: KernelContext,
     readonly type: GgmlType,
     readonly variant: MatMulVariant = matmulVariant(ctx.caps),
+    opts: ProductOptions = {},
   ) {
-    const decode = gpuLayout(type).wgsl;
-    const label = `matmul-${variant}-${typeName(type)}`;
+    const store = productStore(opts);
+    const decode = wgsl(gpuLayout(type).wgsl, store.code);
+    const label = `matmul-${variant}-${typeName(type)}${store.suffix}`;
+    const bindings = store.bindings;
     if (variant === 'tiles') {
       if (ctx.caps.maxInvocationsPerWorkgroup < 128) throw new Error('matmul: the tiles variant needs 128 invocations per workgroup');
-      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(tiles, common, x4, decode), bindings: ['read', 'read', 'write'] }));
+      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(tiles, common, x4, decode), bindings }));
       ({ tileN: this.tileN, tileT: this.tileT } = TILES);
     } else {
-      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(regs, common, x4, decode), bindings: ['read', 'read', 'write'], constants: { WG_N: REGS.WG_N, WG_T: REGS.WG_T } }));
+      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(regs, common, x4, decode), bindings, constants: { WG_N: REGS.WG_N, WG_T: REGS.WG_T } }));
       ({ tileN: this.tileN, tileT: this.tileT } = REGS);
     }
   }
@@ -52,8 +55,8 @@ export class MatMulKernel {
   }
 
   /** The bind group serves this kernel's every variant; x's binding size must be a multiple of 16 bytes (ctx.storage sizes are). */
-  bind(w: GPUBuffer | GPUBufferBinding, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding): GPUBindGroup {
-    return this.kernel.bind([w, x, y]);
+  bind(w: GPUBuffer | GPUBufferBinding, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding, bias?: GPUBuffer | GPUBufferBinding): GPUBindGroup {
+    return this.kernel.bind(bias ? [w, x, y, bias] : [w, x, y]);
   }
 
   encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: MatmulParams): void {

@@ -1,7 +1,7 @@
 import { typeName, type GgmlType } from '../engine/gguf/types.ts';
 import type { GpuCaps } from '../engine/gpu/caps.ts';
 import common from './matmul-common.wgsl?raw';
-import { writeMatmulParams, XAlignedPair, type MatmulParams } from './matmul-params.ts';
+import { productStore, writeMatmulParams, XAlignedPair, type MatmulParams, type ProductOptions } from './matmul-params.ts';
 import coop from './matvec-coop.wgsl?raw';
 import rows from './matvec-rows.wgsl?raw';
 import subgroup from './matvec-subgroup.wgsl?raw';
@@ -30,7 +30,6 @@ const LANES = 16;
 // The rows variant: invocations per workgroup, each computing 4 weight rows. Small workgroups give a
 // CPU rasteriser enough of them to spread over its threads.
 const ROWS_WG = 32;
-const BINDINGS = ['read', 'read', 'write'] as const;
 
 /** Expand a template: every line containing `$t` is written once per row of x, with $t replaced by 0 .. t-1. */
 export function unrollRowsOfX(template: string, t: number): string {
@@ -42,7 +41,8 @@ export function unrollRowsOfX(template: string, t: number): string {
 
 /**
  * y[t, n] (+)= sum_k x[t, k] W[n, k] for a fixed number `t` (1..8) of rows of x, W packed as `type`.
- * All t rows share one pass over W. Bindings: W (read, GPU layout of quant/), x (read), y (write).
+ * All t rows share one pass over W. Bindings: W (read, GPU layout of quant/), x (read), y (write), and
+ * with `bias` the bias (read).
  */
 export class MatVecKernel {
   private readonly kernels: XAlignedPair;
@@ -54,10 +54,13 @@ export class MatVecKernel {
     readonly type: GgmlType,
     readonly t: number,
     readonly variant: MatVecVariant = matvecVariant(ctx.caps),
+    opts: ProductOptions = {},
   ) {
     if (!Number.isInteger(t) || t < 1 || t > MAX_MATVEC_T) throw new Error(`matvec: t=${t} is outside 1..${MAX_MATVEC_T}`);
-    const decode = gpuLayout(type).wgsl;
-    const label = `matvec-${variant}-${typeName(type)}-t${t}`;
+    const store = productStore(opts);
+    const BINDINGS = store.bindings;
+    const decode = wgsl(gpuLayout(type).wgsl, store.code);
+    const label = `matvec-${variant}-${typeName(type)}-t${t}${store.suffix}`;
     if (variant === 'subgroup') {
       if (!ctx.caps.subgroups) throw new Error('matvec: the subgroup variant needs the subgroups feature');
       // One row per subgroup at the smallest size the device may pick; larger subgroups loop over rows.
@@ -79,8 +82,8 @@ export class MatVecKernel {
   }
 
   /** The bind group serves this kernel's every variant; x's binding size must be a multiple of 16 bytes (ctx.storage sizes are). */
-  bind(w: GPUBuffer | GPUBufferBinding, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding): GPUBindGroup {
-    return this.kernel.bind([w, x, y]);
+  bind(w: GPUBuffer | GPUBufferBinding, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding, bias?: GPUBuffer | GPUBufferBinding): GPUBindGroup {
+    return this.kernel.bind(bias ? [w, x, y, bias] : [w, x, y]);
   }
 
   encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: MatmulParams): void {

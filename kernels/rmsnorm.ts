@@ -1,34 +1,73 @@
 import source from './rmsnorm.wgsl?raw';
 import serial from './rmsnorm-serial.wgsl?raw';
+import rows from './rmsnorm-rows.wgsl?raw';
+import io from './rmsnorm-io.wgsl?raw';
+import ioInPlace from './rmsnorm-io-inplace.wgsl?raw';
 import type { ParamArena } from './runtime/arena.ts';
-import type { CompiledKernel, KernelContext } from './runtime/context.ts';
+import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
 import { grid2d } from './runtime/grid.ts';
 
 const SERIAL_WG = 16;
 
-/** RMSNorm of `rows` rows of length `dim`: buffers x (read), weight (read), y (write). */
+export interface RmsNormParams {
+  rows: number;
+  dim: number;
+  eps: number;
+  xOffset?: number;
+  /** Ignored in place (y is x). */
+  yOffset?: number;
+  /**
+   * Rows per group (default 1): row r is row r % group of group r / group, and a group's rows are adjacent.
+   * Per-head norms use group = heads per token, with strides = the token stride.
+   */
+  group?: number;
+  /** Elements between groups in x (default group × dim). */
+  xStride?: number;
+  /** Elements between groups in y (default group × dim; in place, xStride). */
+  yStride?: number;
+  /** Rows from this index within a group on use the second of two stacked weight vectors (default: none do). */
+  wSplit?: number;
+}
+
+/**
+ * RMSNorm of `rows` rows of length `dim`. Bindings: x (read), weight (read), y (write); in place: x
+ * (read-write), weight (read). The weight holds `dim` values, or 2 × dim when wSplit is used.
+ */
 export class RmsNormKernel {
   readonly kernel: CompiledKernel;
   /** One invocation per row without barriers, for CPU adapters; else a workgroup per row. */
   readonly serial: boolean;
-  constructor(ctx: KernelContext, variant: 'serial' | 'workgroup' = ctx.caps.software ? 'serial' : 'workgroup') {
+  constructor(
+    ctx: KernelContext,
+    variant: 'serial' | 'workgroup' = ctx.caps.software ? 'serial' : 'workgroup',
+    readonly inPlace = false,
+  ) {
     this.serial = variant === 'serial';
-    this.kernel = this.serial
-      ? ctx.kernel({ label: 'rmsnorm-serial', code: serial, bindings: ['read', 'read', 'write'], constants: { WG: SERIAL_WG } })
-      : ctx.kernel({ label: 'rmsnorm', code: source, bindings: ['read', 'read', 'write'], constants: { WG: 64 } });
+    const label = `rmsnorm${this.serial ? '-serial' : ''}${inPlace ? '-inplace' : ''}`;
+    const code = wgsl(this.serial ? serial : source, rows, inPlace ? ioInPlace : io);
+    const bindings = inPlace ? (['write', 'read'] as const) : (['read', 'read', 'write'] as const);
+    this.kernel = ctx.kernel({ label, code, bindings, constants: { WG: this.serial ? SERIAL_WG : 64 } });
   }
 
-  bind(x: GPUBuffer, weight: GPUBuffer, y: GPUBuffer): GPUBindGroup {
-    return this.kernel.bind([x, weight, y]);
+  /** Out of place: bind(x, weight, y). In place: bind(x, weight). */
+  bind(x: GPUBuffer, weight: GPUBuffer, y?: GPUBuffer): GPUBindGroup {
+    if ((y === undefined) !== this.inPlace) throw new Error(`${this.kernel.label}: ${this.inPlace ? 'in place, so no y buffer' : 'needs a y buffer'}`);
+    return this.kernel.bind(y ? [x, weight, y] : [x, weight]);
   }
 
-  encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: { rows: number; dim: number; eps: number; xOffset?: number; yOffset?: number }): void {
+  encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: RmsNormParams): void {
+    const g = p.group ?? 1;
+    const xStride = p.xStride ?? g * p.dim;
     const s = arena.slot();
     arena.u32[s] = p.rows;
     arena.u32[s + 1] = p.dim;
     arena.f32[s + 2] = p.eps;
     arena.u32[s + 3] = p.xOffset ?? 0;
-    arena.u32[s + 4] = p.yOffset ?? 0;
+    arena.u32[s + 4] = this.inPlace ? (p.xOffset ?? 0) : (p.yOffset ?? 0);
+    arena.u32[s + 5] = g;
+    arena.u32[s + 6] = xStride;
+    arena.u32[s + 7] = this.inPlace ? xStride : (p.yStride ?? g * p.dim);
+    arena.u32[s + 8] = p.wSplit ?? g;
     const [gx, gy] = grid2d(this.serial ? Math.ceil(p.rows / SERIAL_WG) : p.rows);
     arena.dispatch(pass, this.kernel, group, s, gx, gy);
   }

@@ -16,11 +16,18 @@ export interface SwiGluParams {
   outStride?: number;
 }
 
-/** silu(gate) * up. Bindings: gate, up (read; may be the same fused buffer), out (write). */
+/**
+ * act(gate) * up with act = silu (SwiGLU) or the tanh approximation of GELU (GeGLU).
+ * Bindings: gate, up (read; may be the same fused buffer), out (write).
+ */
 export class SwiGluKernel {
   readonly kernel: CompiledKernel;
-  constructor(ctx: KernelContext) {
-    this.kernel = ctx.kernel({ label: 'swiglu', code: source, bindings: ['read', 'read', 'write'], constants: { WG } });
+  constructor(
+    ctx: KernelContext,
+    readonly activation: 'silu' | 'gelu' = 'silu',
+  ) {
+    const gelu = activation === 'gelu';
+    this.kernel = ctx.kernel({ label: gelu ? 'geglu' : 'swiglu', code: source, bindings: ['read', 'read', 'write'], constants: { WG, GELU: gelu ? 1 : 0 } });
   }
 
   bind(gate: GPUBuffer, up: GPUBuffer, out: GPUBuffer): GPUBindGroup {

@@ -1,11 +1,12 @@
 /**
- * The GGUF of a synthetic model: a real model's tensor table and metadata (llama architecture, gpt2 tokenizer)
- * with seeded random weights, produced tensor by tensor and chunk by chunk so a 1B model never sits in memory.
+ * The GGUF of a synthetic model: a real model's tensor table and metadata (llama, qwen2, qwen3, phi3 or gemma
+ * architecture, gpt2 tokenizer) with seeded random weights, produced tensor by tensor and chunk by chunk so a
+ * 1B model never sits in memory.
  */
 import { quantize } from '../../engine/gguf/quant/index.ts';
 import { GgmlType } from '../../engine/gguf/types.ts';
 import { gv, type GgufTensorSpec, type GgufWriteSpec, type GgufWriteValue } from '../../engine/gguf/write.ts';
-import type { ModelPreset, RopeLlama3Scaling } from './presets.ts';
+import type { ModelPreset, RopeLlama3Scaling, SynthArchitecture } from './presets.ts';
 import { Rng } from './random.ts';
 import { synthesizeVocab } from './vocab.ts';
 
@@ -20,10 +21,32 @@ export const WEIGHT_STD = 0.02;
 /** Values per generated chunk: bounds memory at ~16 MB of f32 whatever the tensor size. */
 const CHUNK_ELEMENTS = 1 << 22;
 
-type Init = 'normal' | 'ones' | 'rope_freqs';
+type Init = { kind: 'normal'; std: number } | { kind: 'norm'; jitter: number } | { kind: 'rope_freqs' };
 interface SynthTensor extends GgufTensorSpec {
   init: Init;
 }
+
+/** What each architecture's converter writes beyond the shared keys, and how its blocks differ in tensors. */
+interface ArchLayout {
+  /** attention.key_length / value_length (llama always; others when the checkpoint has head_dim). */
+  headSize: boolean;
+  /** rope.dimension_count. */
+  ropeDims: boolean;
+  vocabSize: boolean;
+  qkvBias: boolean;
+  qkNorm: boolean;
+  fusedQkv: boolean;
+  fusedGateUp: boolean;
+}
+
+const PLAIN = { headSize: false, ropeDims: false, vocabSize: false, qkvBias: false, qkNorm: false, fusedQkv: false, fusedGateUp: false };
+const ARCH_LAYOUT: Record<SynthArchitecture, ArchLayout> = {
+  llama: { ...PLAIN, headSize: true, ropeDims: true, vocabSize: true },
+  qwen2: { ...PLAIN, qkvBias: true },
+  qwen3: { ...PLAIN, headSize: true, qkNorm: true },
+  phi3: { ...PLAIN, ropeDims: true, fusedQkv: true, fusedGateUp: true },
+  gemma: { ...PLAIN, headSize: true },
+};
 
 export interface SynthModel {
   spec: GgufWriteSpec;
@@ -42,30 +65,34 @@ export function synthModel(preset: ModelPreset, type: SynthType, seed: number, p
   };
 }
 
-/** llama.cpp's tensor names and GGML shapes ([in, out] for matrices); norms and rope factors stay F32 as in real files. */
+/** llama.cpp's tensor names and GGML shapes ([in, out] for matrices); norms, biases and rope factors stay F32 as in real files. */
 function tensorTable(p: ModelPreset, w: GgmlType): SynthTensor[] {
+  const arch = p.architecture ?? 'llama';
+  const a = ARCH_LAYOUT[arch];
+  if (arch === 'gemma' && !p.tiedEmbeddings) throw new Error('gemma: the output is always the token embedding (tiedEmbeddings: true)');
   const qDim = p.heads * p.headDim;
   const kvDim = p.kvHeads * p.headDim;
-  const matrix = (name: string, dims: number[]): SynthTensor => ({ name, dims, type: w, init: 'normal' });
-  const norm = (name: string, dims: number[]): SynthTensor => ({ name, dims, type: GgmlType.F32, init: 'ones' });
-  const t: SynthTensor[] = [matrix('token_embd.weight', [p.dim, p.vocab])];
-  if (p.ropeScaling) t.push({ name: 'rope_freqs.weight', dims: [p.headDim / 2], type: GgmlType.F32, init: 'rope_freqs' });
+  const std = p.init?.matrixStd ?? WEIGHT_STD;
+  const jitter = p.init?.normJitter ?? 0;
+  const matrix = (name: string, dims: number[], s = std): SynthTensor => ({ name, dims, type: w, init: { kind: 'normal', std: s } });
+  const norm = (name: string, dims: number[]): SynthTensor => ({ name, dims, type: GgmlType.F32, init: { kind: 'norm', jitter } });
+  const bias = (name: string, dims: number[]): SynthTensor => ({ name, dims, type: GgmlType.F32, init: { kind: 'normal', std: p.init?.biasStd ?? std } });
+  const t: SynthTensor[] = [matrix('token_embd.weight', [p.dim, p.vocab], p.init?.embeddingStd ?? std)];
+  if (p.ropeScaling) t.push({ name: 'rope_freqs.weight', dims: [p.headDim / 2], type: GgmlType.F32, init: { kind: 'rope_freqs' } });
   for (let l = 0; l < p.layers; l++) {
     const b = `blk.${l}`;
-    t.push(
-      norm(`${b}.attn_norm.weight`, [p.dim]),
-      matrix(`${b}.attn_q.weight`, [p.dim, qDim]),
-      matrix(`${b}.attn_k.weight`, [p.dim, kvDim]),
-      matrix(`${b}.attn_v.weight`, [p.dim, kvDim]),
-      matrix(`${b}.attn_output.weight`, [qDim, p.dim]),
-      norm(`${b}.ffn_norm.weight`, [p.dim]),
-      matrix(`${b}.ffn_gate.weight`, [p.dim, p.ffn]),
-      matrix(`${b}.ffn_up.weight`, [p.dim, p.ffn]),
-      matrix(`${b}.ffn_down.weight`, [p.ffn, p.dim]),
-    );
+    t.push(norm(`${b}.attn_norm.weight`, [p.dim]));
+    const qkv: [string, number][] = a.fusedQkv ? [['attn_qkv', qDim + 2 * kvDim]] : [['attn_q', qDim], ['attn_k', kvDim], ['attn_v', kvDim]];
+    for (const [n, rows] of qkv) t.push(matrix(`${b}.${n}.weight`, [p.dim, rows]));
+    if (a.qkvBias) for (const [n, rows] of qkv) t.push(bias(`${b}.${n}.bias`, [rows]));
+    if (a.qkNorm) t.push(norm(`${b}.attn_q_norm.weight`, [p.headDim]), norm(`${b}.attn_k_norm.weight`, [p.headDim]));
+    t.push(matrix(`${b}.attn_output.weight`, [qDim, p.dim]), norm(`${b}.ffn_norm.weight`, [p.dim]));
+    if (a.fusedGateUp) t.push(matrix(`${b}.ffn_up.weight`, [p.dim, 2 * p.ffn]));
+    else t.push(matrix(`${b}.ffn_gate.weight`, [p.dim, p.ffn]), matrix(`${b}.ffn_up.weight`, [p.dim, p.ffn]));
+    t.push(matrix(`${b}.ffn_down.weight`, [p.ffn, p.dim]));
   }
   t.push(norm('output_norm.weight', [p.dim]));
-  if (!p.tiedEmbeddings) t.push(matrix('output.weight', [p.dim, p.vocab]));
+  if (!p.tiedEmbeddings) t.push(matrix('output.weight', [p.dim, p.vocab], p.init?.outputStd ?? std));
   return t;
 }
 
@@ -77,26 +104,32 @@ function modelMetadata(p: ModelPreset, type: SynthType, seed: number, presetName
     if (i < 0) throw new Error(`special token ${text} is not in the vocabulary`);
     return gv.u32(i);
   };
+  const arch = p.architecture ?? 'llama';
+  const a = ARCH_LAYOUT[arch];
+  const k = (key: string) => `${arch}.${key}`;
   const m: [string, GgufWriteValue][] = [
-    ['general.architecture', 'llama'],
+    ['general.architecture', arch],
     ['general.type', 'model'],
     ['general.name', `${p.displayName} (synthetic random weights)`],
     ['general.file_type', gv.u32(FILE_TYPE[type])],
     ['general.quantization_version', gv.u32(2)],
     ['svc.synth.preset', presetName],
     ['svc.synth.seed', gv.u32(seed)],
-    ['llama.block_count', gv.u32(p.layers)],
-    ['llama.context_length', gv.u32(p.contextLength)],
-    ['llama.embedding_length', gv.u32(p.dim)],
-    ['llama.feed_forward_length', gv.u32(p.ffn)],
-    ['llama.attention.head_count', gv.u32(p.heads)],
-    ['llama.attention.head_count_kv', gv.u32(p.kvHeads)],
-    ['llama.attention.key_length', gv.u32(p.headDim)],
-    ['llama.attention.value_length', gv.u32(p.headDim)],
-    ['llama.rope.freq_base', gv.f32(p.ropeBase)],
-    ['llama.rope.dimension_count', gv.u32(p.headDim)],
-    ['llama.attention.layer_norm_rms_epsilon', gv.f32(p.rmsEps)],
-    ['llama.vocab_size', gv.u32(p.vocab)],
+    [k('block_count'), gv.u32(p.layers)],
+    [k('context_length'), gv.u32(p.contextLength)],
+    [k('embedding_length'), gv.u32(p.dim)],
+    [k('feed_forward_length'), gv.u32(p.ffn)],
+    [k('attention.head_count'), gv.u32(p.heads)],
+    [k('attention.head_count_kv'), gv.u32(p.kvHeads)],
+  ];
+  if (a.headSize) m.push([k('attention.key_length'), gv.u32(p.headDim)], [k('attention.value_length'), gv.u32(p.headDim)]);
+  m.push([k('rope.freq_base'), gv.f32(p.ropeBase)]);
+  if (a.ropeDims) m.push([k('rope.dimension_count'), gv.u32(p.ropeDims ?? p.headDim)]);
+  m.push([k('attention.layer_norm_rms_epsilon'), gv.f32(p.rmsEps)]);
+  if (a.vocabSize) m.push([k('vocab_size'), gv.u32(p.vocab)]);
+  // Phi-3's converter also records the pre-extension context and the sliding window (0: none, as Phi-4-mini).
+  if (arch === 'phi3') m.push([k('rope.scaling.original_context_length'), gv.u32(p.contextLength)], [k('attention.sliding_window'), gv.u32(0)]);
+  m.push(
     ['tokenizer.ggml.model', 'gpt2'],
     ['tokenizer.ggml.pre', tok.pre],
     ['tokenizer.ggml.tokens', vocab.tokens],
@@ -105,7 +138,7 @@ function modelMetadata(p: ModelPreset, type: SynthType, seed: number, presetName
     ['tokenizer.ggml.bos_token_id', id(tok.bos)],
     ['tokenizer.ggml.eos_token_id', id(tok.eos)],
     ['tokenizer.ggml.add_bos_token', tok.addBos],
-  ];
+  );
   if (tok.pad) m.push(['tokenizer.ggml.padding_token_id', id(tok.pad)]);
   if (tok.chatTemplate) m.push(['tokenizer.chat_template', tok.chatTemplate]);
   return m;
@@ -131,8 +164,17 @@ export function llama3RopeFactors(headDim: number, base: number, s: RopeLlama3Sc
 
 function* tensorChunks(t: SynthTensor, p: ModelPreset, seed: number): Iterable<Uint8Array> {
   const elements = t.dims.reduce((a, b) => a * b, 1);
-  if (t.init === 'ones') return yield quantize(t.type, new Float32Array(elements).fill(1));
-  if (t.init === 'rope_freqs') return yield quantize(t.type, llama3RopeFactors(p.headDim, p.ropeBase, p.ropeScaling!));
+  const init = t.init;
+  if (init.kind === 'rope_freqs') return yield quantize(t.type, llama3RopeFactors(p.headDim, p.ropeBase, p.ropeScaling!));
+  if (init.kind === 'norm') {
+    const v = new Float32Array(elements).fill(1);
+    if (init.jitter > 0) {
+      const noise = new Float32Array(elements);
+      new Rng(seed, t.name).fillNormal(noise, init.jitter);
+      for (let i = 0; i < elements; i++) v[i] += noise[i];
+    }
+    return yield quantize(t.type, v);
+  }
   // Whole rows per chunk, so quantization blocks (which never span rows) stay whole.
   const row = t.dims[0];
   const rowsPerChunk = Math.max(1, Math.floor(CHUNK_ELEMENTS / row));
@@ -140,7 +182,7 @@ function* tensorChunks(t: SynthTensor, p: ModelPreset, seed: number): Iterable<U
   const buf = new Float32Array(Math.min(elements, rowsPerChunk * row));
   for (let done = 0; done < elements; done += buf.length) {
     const chunk = buf.length <= elements - done ? buf : buf.subarray(0, elements - done);
-    rng.fillNormal(chunk, WEIGHT_STD);
+    rng.fillNormal(chunk, init.std);
     yield quantize(t.type, chunk);
   }
 }

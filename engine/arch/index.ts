@@ -1,9 +1,13 @@
 import type { GgufMetadata } from '../gguf/parse.ts';
+import { gemma } from './gemma.ts';
 import { llama } from './llama.ts';
+import { phi3 } from './phi3.ts';
+import { qwen2 } from './qwen2.ts';
+import { qwen3 } from './qwen3.ts';
 import type { Architecture, ModelConfig } from './types.ts';
 
 /** Architectures the engine runs; each entry is a file of differences from llama. */
-const ARCHITECTURES: Record<string, Architecture> = { llama };
+const ARCHITECTURES: Record<string, Architecture> = { llama, qwen2, qwen3, phi3, gemma };
 
 export const SUPPORTED_ARCHITECTURES = Object.keys(ARCHITECTURES);
 

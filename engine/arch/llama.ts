@@ -11,10 +11,15 @@ export function readLlamaLikeConfig(meta: GgufMetadata, tensorNames: ReadonlySet
   const dim = meta.number(k('embedding_length'));
   const nHeads = meta.number(k('attention.head_count'));
   const nKvHeads = meta.number(k('attention.head_count_kv'), nHeads);
+  // Heads may be wider than dim / heads (Qwen3-0.6B: 16 heads of 128 on dim 1024): key_length says so.
   const headDim = meta.number(k('attention.key_length'), dim / nHeads);
+  const valueDim = meta.number(k('attention.value_length'), headDim);
+  const nRot = meta.number(k('rope.dimension_count'), headDim);
   const tokens = meta.optionalArray('tokenizer.ggml.tokens');
   const vocabSize = meta.number(k('vocab_size'), tokens ? tokens.length : 0);
-  if (!Number.isInteger(headDim) || headDim <= 0) throw new Error(`${arch}: embedding_length ${dim} is not divisible by head_count ${nHeads}`);
+  if (!Number.isInteger(headDim) || headDim <= 0) throw new Error(`${arch}: embedding_length ${dim} is not divisible by head_count ${nHeads} (and no ${k('attention.key_length')})`);
+  if (valueDim !== headDim) throw new Error(`${arch}: ${k('attention.value_length')} ${valueDim} differs from key_length ${headDim}, which this engine does not support`);
+  if (!(nRot > 0 && nRot <= headDim && nRot % 2 === 0)) throw new Error(`${arch}: ${k('rope.dimension_count')} ${nRot} must be even and at most the head size ${headDim}`);
   if (nHeads % nKvHeads !== 0) throw new Error(`${arch}: head_count ${nHeads} is not a multiple of head_count_kv ${nKvHeads}`);
   if (vocabSize <= 0) throw new Error(`${arch}: vocabulary size unknown (no ${k('vocab_size')} and no tokenizer.ggml.tokens)`);
   const scalingType = meta.optionalString(k('rope.scaling.type'));
@@ -33,7 +38,7 @@ export function readLlamaLikeConfig(meta: GgufMetadata, tensorNames: ReadonlySet
     rope: {
       base: meta.number(k('rope.freq_base'), 10000),
       freqScale: scalingType === 'linear' && scalingFactor > 0 ? 1 / scalingFactor : 1,
-      nRot: meta.number(k('rope.dimension_count'), headDim),
+      nRot,
       neox,
     },
     tiedEmbeddings: !tensorNames.has('output.weight'),

@@ -1,7 +1,9 @@
 /**
  * An architecture is a set of differences from the llama baseline: how to read its hyperparameters from
- * GGUF metadata and which optional pieces its transformer block has. Adding `qwen2`, `qwen3`, `phi3`
- * or `gemma` means adding one file here that fills in these fields, not a new forward pass.
+ * GGUF metadata and which optional pieces its transformer block has. `qwen2.ts`, `qwen3.ts`, `phi3.ts`
+ * and `gemma.ts` are such files: each fills in these fields, and the one forward pass (engine/model/)
+ * runs them all. A new variant is a flag here, the tensors it needs in load-weights.ts, and its kernel
+ * option in transformer.ts.
  */
 import type { GgufMetadata } from '../gguf/parse.ts';
 
@@ -30,22 +32,24 @@ export interface ModelConfig {
   tiedEmbeddings: boolean;
   /** Differences from the llama block, each off for llama itself. */
   block: BlockVariant;
-  /** Multiply embeddings by this (gemma: sqrt(dim)); 1 for llama. */
+  /** Multiply embeddings by this (gemma: sqrt(dim)); 1 for llama. Applied in the embedding lookup. */
   embedScale: number;
 }
 
 export interface BlockVariant {
-  /** Q/K/V projections have biases (qwen2). */
+  /** Q/K/V projections have biases (qwen2), added inside the projection's product. */
   qkvBias: boolean;
-  /** Per-head RMSNorm on Q and K before RoPE (qwen3). */
+  /** Per-head RMSNorm on Q and K before RoPE, weights `attn_q_norm` / `attn_k_norm` of head_dim (qwen3). */
   qkNorm: boolean;
   /** Q, K and V come from one fused `attn_qkv` matrix (phi3). */
   fusedQkv: boolean;
-  /** Gate and up come from one fused `ffn_up` matrix of twice the width (phi3). */
+  /** Gate and up come from one fused `ffn_up` matrix of twice the width, gate rows first (phi3). */
   fusedGateUp: boolean;
-  /** Norm weights are stored as w - 1 (gemma). */
-  normWeightPlusOne: boolean;
-  /** Feed-forward activation. */
+  /**
+   * Feed-forward activation applied to the gate: silu (SwiGLU) or GELU's tanh approximation (GeGLU).
+   * (Gemma's norms need no flag: its checkpoints store norm weights as w - 1, but llama.cpp's converter
+   * adds the 1 back when writing GGUF, so GGUF norm weights are used as they are, as llama.cpp does.)
+   */
   activation: 'silu' | 'gelu';
 }
 
@@ -54,7 +58,6 @@ export const LLAMA_BLOCK: BlockVariant = {
   qkNorm: false,
   fusedQkv: false,
   fusedGateUp: false,
-  normWeightPlusOne: false,
   activation: 'silu',
 };
 

@@ -38,16 +38,31 @@ export async function loadWeights(
   need('token_embd.weight', 'matrix', cfg.vocabSize, cfg.dim);
   need('output_norm.weight', 'vector', 1, cfg.dim);
   if (!cfg.tiedEmbeddings) need('output.weight', 'matrix', cfg.vocabSize, cfg.dim);
+  // Each layer's tensors by role, as the block variant names them. Q/K/V and gate/up: one fused tensor
+  // or several, each with its rows; biases and per-head norms are vectors.
+  const bv = cfg.block;
+  const qkvParts: [string, number][] = bv.fusedQkv ? [['attn_qkv', qDim + 2 * kvDim]] : [['attn_q', qDim], ['attn_k', kvDim], ['attn_v', kvDim]];
+  const gateUpParts: [string, number][] = bv.fusedGateUp ? [['ffn_up', 2 * cfg.ffnDim]] : [['ffn_gate', cfg.ffnDim], ['ffn_up', cfg.ffnDim]];
+  const layerTensors = (b: string) => ({
+    qkv: qkvParts.map(([n]) => `${b}${n}.weight`),
+    qkvBias: bv.qkvBias ? qkvParts.map(([n]) => `${b}${n}.bias`) : undefined,
+    qkNorm: bv.qkNorm ? [`${b}attn_q_norm.weight`, `${b}attn_k_norm.weight`] : undefined,
+    gateUp: gateUpParts.map(([n]) => `${b}${n}.weight`),
+  });
   for (let l = 0; l < cfg.nLayers; l++) {
     const b = `blk.${l}.`;
     need(b + 'attn_norm.weight', 'vector', 1, cfg.dim);
-    need(b + 'attn_q.weight', 'matrix', qDim, cfg.dim);
-    need(b + 'attn_k.weight', 'matrix', kvDim, cfg.dim);
-    need(b + 'attn_v.weight', 'matrix', kvDim, cfg.dim);
+    for (const [n, rows] of qkvParts) {
+      need(`${b}${n}.weight`, 'matrix', rows, cfg.dim);
+      if (bv.qkvBias) need(`${b}${n}.bias`, 'vector', 1, rows);
+    }
+    if (bv.qkNorm) {
+      need(b + 'attn_q_norm.weight', 'vector', 1, cfg.headDim);
+      need(b + 'attn_k_norm.weight', 'vector', 1, cfg.headDim);
+    }
     need(b + 'attn_output.weight', 'matrix', cfg.dim, qDim);
     need(b + 'ffn_norm.weight', 'vector', 1, cfg.dim);
-    need(b + 'ffn_gate.weight', 'matrix', cfg.ffnDim, cfg.dim);
-    need(b + 'ffn_up.weight', 'matrix', cfg.ffnDim, cfg.dim);
+    for (const [n, rows] of gateUpParts) need(`${b}${n}.weight`, 'matrix', rows, cfg.dim);
     need(b + 'ffn_down.weight', 'matrix', cfg.dim, cfg.ffnDim);
   }
   const hasRopeFactors = byName.has('rope_freqs.weight');
@@ -74,13 +89,19 @@ export async function loadWeights(
     onProgress?.(loaded, total);
   };
 
-  const vector = async (name: string): Promise<GPUBuffer> => {
-    const t = tensor(name);
-    const raw = await source.read(t.offset, t.byteSize);
-    const f32 = t.type === GgmlType.F32 ? new Float32Array(raw.slice().buffer) : dequantize(t.type, raw, t.elements);
-    const b = ctx.storage(name, f32.byteLength, f32);
+  /** One f32 buffer holding the named vectors one after another (stacked biases, [q_norm | k_norm]). */
+  const vector = async (...names: string[]): Promise<GPUBuffer> => {
+    const parts = names.map(tensor);
+    const f32 = new Float32Array(parts.reduce((n, t) => n + t.elements, 0));
+    let at = 0;
+    for (const t of parts) {
+      const raw = await source.read(t.offset, t.byteSize);
+      f32.set(t.type === GgmlType.F32 ? new Float32Array(new Uint8Array(raw).buffer) : dequantize(t.type, raw, t.elements), at);
+      at += t.elements;
+      progress(t.byteSize);
+    }
+    const b = ctx.storage(names.join('+'), f32.byteLength, f32);
     buffers.push(b);
-    progress(t.byteSize);
     return b;
   };
 
@@ -125,10 +146,22 @@ export async function loadWeights(
     return { name: label, type, rows, cols, shards, bytes: rows * gpuRowBytes };
   };
 
-  /** Stack the matrices into one when their types agree; otherwise keep them apart (same output layout). */
-  const stacked = async (...names: string[]): Promise<WeightMatrix[]> => {
+  /**
+   * Stack the matrices into one when their types agree; otherwise keep them apart (same output layout).
+   * Biases (one per matrix, in the same order) are stacked the same way, so each product adds its own rows'.
+   */
+  const stacked = async (names: string[], biases?: string[]): Promise<WeightMatrix[]> => {
     const types = new Set(names.map((n) => tensor(n).type));
-    return types.size === 1 ? [await matrix(...names)] : Promise.all(names.map((n) => matrix(n)));
+    if (types.size === 1) {
+      const m = await matrix(...names);
+      return [biases ? { ...m, bias: await vector(...biases) } : m];
+    }
+    const out: WeightMatrix[] = [];
+    for (let i = 0; i < names.length; i++) {
+      const m = await matrix(names[i]);
+      out.push(biases ? { ...m, bias: await vector(biases[i]) } : m);
+    }
+    return out;
   };
 
   const embedding = await matrix('token_embd.weight');
@@ -137,12 +170,14 @@ export async function loadWeights(
   const layers: LayerWeights[] = [];
   for (let l = 0; l < cfg.nLayers; l++) {
     const b = `blk.${l}.`;
+    const lt = layerTensors(b);
     layers.push({
       attnNorm: await vector(b + 'attn_norm.weight'),
-      qkv: await stacked(b + 'attn_q.weight', b + 'attn_k.weight', b + 'attn_v.weight'),
+      qkv: await stacked(lt.qkv, lt.qkvBias),
+      qkNorm: lt.qkNorm ? await vector(...lt.qkNorm) : undefined,
       o: await matrix(b + 'attn_output.weight'),
       ffnNorm: await vector(b + 'ffn_norm.weight'),
-      gateUp: await stacked(b + 'ffn_gate.weight', b + 'ffn_up.weight'),
+      gateUp: await stacked(lt.gateUp),
       down: await matrix(b + 'ffn_down.weight'),
     });
   }

@@ -12,12 +12,13 @@ import type { GgmlType } from '../gguf/types.ts';
 import type { BoundProduct, MatrixKernels } from './matrix.ts';
 
 export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
-  const products = new Map<GgmlType, WeightMatmul>();
+  const products = new Map<string, WeightMatmul>();
   const lookups = new Map<GgmlType, EmbeddingKernel>();
-  const productFor = (t: GgmlType) => {
-    let p = products.get(t);
+  const productFor = (t: GgmlType, bias: boolean) => {
+    const key = `${t}${bias ? '+bias' : ''}`;
+    let p = products.get(key);
     if (!p) {
-      products.set(t, (p = new WeightMatmul(ctx, t)));
+      products.set(key, (p = new WeightMatmul(ctx, t, { bias })));
       // Compile every variant (one matvec per row count, plus the tiled product) now, at load, so no
       // request pays for a pipeline the first time a batch of that size occurs.
       for (let rows = 1; rows <= MAX_MATVEC_T + 1; rows++) p.kernelFor(rows);
@@ -38,8 +39,8 @@ export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
     },
     repack: (type, raw, rows, cols) => gpuLayout(type).repack(raw, rows, cols),
     product(w, x, y, io): BoundProduct {
-      const mm = productFor(w.type);
-      const bound = w.shards.map((s) => ({ group: mm.bind(s.buffer, x, y), rowOffset: s.rowStart, n: s.rows }));
+      const mm = productFor(w.type, w.bias !== undefined);
+      const bound = w.shards.map((s) => ({ group: mm.bind(s.buffer, x, y, w.bias), rowOffset: s.rowStart, n: s.rows }));
       return {
         encode(pass, arena, tokens) {
           for (const b of bound) {
@@ -58,12 +59,12 @@ export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
         },
       };
     },
-    embedding(w, ids, y): BoundProduct {
+    embedding(w, ids, y, scale = 1): BoundProduct {
       const k = lookupFor(w.type);
       const bound = w.shards.map((s) => ({ group: k.bind(s.buffer, ids, y), rowBegin: s.rowStart, rows: s.rows }));
       return {
         encode(pass, arena, tokens) {
-          for (const b of bound) k.encode(pass, arena, b.group, { count: tokens, dim: w.cols, rowBegin: b.rowBegin, rows: b.rows });
+          for (const b of bound) k.encode(pass, arena, b.group, { count: tokens, dim: w.cols, rowBegin: b.rowBegin, rows: b.rows, scale });
         },
       };
     },

@@ -13,6 +13,8 @@ export interface WeightMatrix {
   cols: number;
   shards: { buffer: GPUBuffer; rowStart: number; rows: number }[];
   bytes: number;
+  /** One f32 per row, added to every product's output (qwen2's Q/K/V biases); stacked like the rows. */
+  bias?: GPUBuffer;
 }
 
 /** Where a product reads x and writes y: row t of x starts at xOffset + t * xStride (elements), likewise y. */
@@ -35,8 +37,8 @@ export interface MatrixKernels {
   layout(type: GgmlType, rows: number, cols: number): { gpuRowBytes: number; shardRows: number };
   /** Raw GGUF bytes of whole rows → the bytes the kernels read (still packed). */
   repack(type: GgmlType, raw: Uint8Array, rows: number, cols: number): Uint8Array;
-  /** y[t, :] (+)= W · x[t, :] for t < tokens. */
+  /** y[t, :] (+)= W · x[t, :] (+ w.bias) for t < tokens. */
   product(w: WeightMatrix, x: GPUBuffer, y: GPUBuffer, io: MatrixIo): BoundProduct;
-  /** y[t, :] = row ids[t] of W (embedding lookup), for t < tokens. */
-  embedding(w: WeightMatrix, ids: GPUBuffer, y: GPUBuffer): BoundProduct;
+  /** y[t, :] = scale × row ids[t] of W (embedding lookup), for t < tokens. */
+  embedding(w: WeightMatrix, ids: GPUBuffer, y: GPUBuffer, scale?: number): BoundProduct;
 }

@@ -24,6 +24,8 @@ import { MAX_PENALTY_ENTRIES, Workspace } from './workspace.ts';
 interface LayerPlan {
   attnNorm: GPUBindGroup;
   qkv: BoundProduct[];
+  /** Per-head Q/K norm, in place in the qkv rows (qwen3). */
+  qkNorm: GPUBindGroup | undefined;
   rope: GPUBindGroup;
   kvStore: GPUBindGroup;
   attention: GPUBindGroup;
@@ -39,6 +41,7 @@ export class Transformer implements StepRunner {
   private readonly arena: ParamArena;
   private readonly k: {
     rmsnorm: RmsNormKernel;
+    qkNorm: RmsNormKernel | undefined;
     rope: RopeKernel;
     kvStore: KvStoreKernel;
     attention: AttentionKernel;
@@ -96,10 +99,11 @@ export class Transformer implements StepRunner {
     const ws = (this.ws = new Workspace(ctx, cfg, limits.maxTokensPerStep, limits.maxRowsPerStep));
     this.k = {
       rmsnorm: new RmsNormKernel(ctx),
+      qkNorm: cfg.block.qkNorm ? new RmsNormKernel(ctx, undefined, true) : undefined,
       rope: new RopeKernel(ctx),
       kvStore: new KvStoreKernel(ctx),
       attention: new AttentionKernel(ctx),
-      swiglu: new SwiGluKernel(ctx),
+      swiglu: new SwiGluKernel(ctx, cfg.block.activation),
       gather: new GatherKernel(ctx),
       sample: new SampleKernel(ctx),
       topk: new TopKKernel(ctx),
@@ -125,10 +129,11 @@ export class Transformer implements StepRunner {
         return p;
       });
     };
-    this.embed = matrices.embedding(weights.embedding, ws.tokens, ws.x);
+    this.embed = matrices.embedding(weights.embedding, ws.tokens, ws.x, cfg.embedScale);
     this.layers = weights.layers.map((w, l) => ({
       attnNorm: this.k.rmsnorm.bind(ws.x, w.attnNorm, ws.xNorm),
       qkv: side(w.qkv, ws.xNorm, ws.qkv, D, S),
+      qkNorm: w.qkNorm && this.k.qkNorm?.bind(ws.qkv, w.qkNorm),
       rope: this.k.rope.bind(ws.qkv, ws.positions, ropeFactors),
       kvStore: this.k.kvStore.bind(ws.qkv, ws.qkv, ws.positions, ws.slots, cache.pageTable, cache.k[l], cache.v[l]),
       attention: this.k.attention.bind(ws.qkv, cache.k[l], cache.v[l], cache.pageTable, ws.positions, ws.slots, ws.attn),
@@ -302,6 +307,8 @@ export class Transformer implements StepRunner {
     for (const L of this.layers) {
       k.rmsnorm.encode(pass, a, L.attnNorm, { rows: T, dim: cfg.dim, eps: cfg.rmsEps });
       for (const p of L.qkv) p.encode(pass, a, T);
+      // Q heads then K heads of each token, normed where they lie: one dispatch, two weight vectors.
+      if (L.qkNorm) k.qkNorm!.encode(pass, a, L.qkNorm, { rows: T * (cfg.nHeads + cfg.nKvHeads), dim: hd, eps: cfg.rmsEps, group: cfg.nHeads + cfg.nKvHeads, xStride: S, wSplit: cfg.nHeads });
       // Q and K heads are adjacent in each qkv row, so one RoPE dispatch covers both.
       k.rope.encode(pass, a, L.rope, {
         tokens: T,

@@ -3,11 +3,16 @@ import type { WeightMatrix } from './matrix.ts';
 
 export interface LayerWeights {
   attnNorm: GPUBuffer;
-  /** Q, K and V rows stacked in one matrix when their types agree, else three; outputs are [q | k | v]. */
+  /**
+   * Q, K and V rows stacked in one matrix when their types agree (or fused in the file), else three;
+   * outputs are [q | k | v]. Biases, if any, ride on the matrices.
+   */
   qkv: WeightMatrix[];
+  /** Per-head norm weights [q_norm | k_norm], 2 × head_dim (qwen3), else undefined. */
+  qkNorm: GPUBuffer | undefined;
   o: WeightMatrix;
   ffnNorm: GPUBuffer;
-  /** Gate and up rows, stacked likewise; outputs are [gate | up]. */
+  /** Gate and up rows, stacked likewise (or fused in the file); outputs are [gate | up]. */
   gateUp: WeightMatrix[];
   down: WeightMatrix;
 }

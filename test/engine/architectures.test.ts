@@ -1,0 +1,321 @@
+/**
+ * Parity with llama.cpp for the architectures beside llama (qwen2, qwen3, phi3, gemma): each is synthesized
+ * at test size with the real model's metadata and tensor names (bench/synth presets), run by llama.cpp
+ * (node-llama-cpp, CPU) and by our engine from the same file and the same token ids, and must give
+ * identical greedy tokens and near-identical next-token distributions. A control runs the same weights
+ * with the architecture's differences switched off and must disagree, so the comparison is shown to
+ * notice them. Dispatches per decode step are pinned, llama's included.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { getLlama, LlamaLogLevel, type Llama } from 'node-llama-cpp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { synthModel, type SynthModel } from '../../bench/synth/model.ts';
+import { PRESETS, type ModelPreset, type SynthInit } from '../../bench/synth/presets.ts';
+import { WebGpuEngine } from '../../engine/engine.ts';
+import { quantize } from '../../engine/gguf/quant/index.ts';
+import { GgmlType } from '../../engine/gguf/types.ts';
+import { gv, writeGguf, type GgufTensorSpec, type GgufWriteValue } from '../../engine/gguf/write.ts';
+import { writeFileAtomically } from '../../engine/loader/file-sink-node.ts';
+import { BytesSource } from '../../engine/loader/source.ts';
+import { loadEngine } from '../../engine/node.ts';
+import { openNodeDevice } from '../../engine/platform/node.ts';
+import { sharedModel } from '../helpers/models.ts';
+
+/** Greedy tokens compared per prompt (the issue asks for at least 16). */
+const STEPS = 24;
+/**
+ * Largest difference allowed between our next-token probabilities and llama.cpp's. Observed: at most
+ * ~2e-3, mostly from the software adapter's sin/cos in RoPE (Vulkan allows 2^-11 absolute error) and, for
+ * gemma, llama.cpp's f16 GELU table; a missing bias, norm or scale moves probabilities by 0.1 or more.
+ */
+const PROB_TOLERANCE = 5e-3;
+/**
+ * Smallest log-probability gap between llama.cpp's first and second choice along each greedy path. The
+ * prompts were chosen for gaps well above our numerical differences, so a greedy decision never hinges on
+ * rounding; if the weights or presets change, this check says the prompts must be chosen again.
+ */
+const MIN_GAP = 0.01;
+
+/**
+ * Larger weights than the synthesizer's default (std 0.02 gives near-uniform logits and near-ties):
+ * block matrices of std 0.25 make the blocks, not the token's own embedding, decide the next token, and
+ * norm weights around 1 (not exactly 1) make a misapplied norm weight visible.
+ */
+const INIT: SynthInit = { matrixStd: 0.25, embeddingStd: 0.5, outputStd: 0.25, biasStd: 0.5, normJitter: 0.2 };
+
+interface Case {
+  preset: keyof typeof PRESETS;
+  init: SynthInit;
+  prompts: number[][];
+  /** Dispatches of one decode step: embedding + per layer + head (gather, norm, output, sample). */
+  dispatches: number;
+  /** The same weights with the architecture's differences off, for the control. */
+  control: { what: string; edit: (metadata: Metadata) => Metadata };
+}
+
+/** Declare the model plain llama: its keys renamed, so biases, Q/K norms, NeoX order, GeGLU and scaling are all off. */
+function asLlama(arch: string) {
+  return (m: Metadata): Metadata =>
+    m.map(([k, v]) => (k === 'general.architecture' ? [k, 'llama'] : [k.startsWith(`${arch}.`) ? `llama.${k.slice(arch.length + 1)}` : k, v]));
+}
+
+const CASES: Case[] = [
+  {
+    preset: 'qwen2-tiny',
+    init: INIT,
+    prompts: [[496, 57, 118], [93, 154, 215, 276], [190, 251, 312, 373, 434]],
+    // 2 layers × 10, as llama: the Q/K/V biases are added inside the stacked QKV product.
+    dispatches: 1 + 2 * 10 + 4,
+    control: { what: 'run as llama (no biases, adjacent-pair RoPE)', edit: asLlama('qwen2') },
+  },
+  {
+    preset: 'qwen3-tiny',
+    init: INIT,
+    prompts: [[496, 57, 118], [93, 154, 215, 276], [190, 251, 312, 373, 434]],
+    // One more per layer: the per-head Q/K norm, in place, one dispatch for both.
+    dispatches: 1 + 2 * 11 + 4,
+    control: { what: 'run as llama (no Q/K norms, adjacent-pair RoPE)', edit: asLlama('qwen3') },
+  },
+  {
+    preset: 'phi3-tiny',
+    init: INIT,
+    prompts: [[496, 57, 118], [93, 154, 215, 276], [190, 251, 312, 373, 434]],
+    dispatches: 1 + 2 * 10 + 4,
+    control: {
+      what: 'full instead of partial rotary',
+      edit: (m) => m.map(([k, v]) => [k, k === 'phi3.rope.dimension_count' ? gv.u32(PRESETS['phi3-tiny'].headDim) : v]),
+    },
+  },
+  {
+    preset: 'gemma-tiny',
+    // Gemma multiplies embeddings by sqrt(dim) = 8 on the way in; a smaller table keeps the current
+    // token's own embedding from dominating the tied output (which makes greedy repeat it).
+    init: { ...INIT, embeddingStd: 0.2 },
+    prompts: [[93, 154, 215, 276], [399, 460, 21, 82, 143, 204, 265], [78, 139, 200, 261]],
+    dispatches: 1 + 2 * 10 + 4,
+    control: { what: 'run as llama (no embedding scale, SiLU, adjacent-pair RoPE)', edit: asLlama('gemma') },
+  },
+];
+
+interface Reference {
+  prompt: number[];
+  greedy: number[];
+  /** llama.cpp's next-token probabilities before each greedy token. */
+  probs: Float64Array[];
+}
+
+let llama: Llama;
+let dir: string;
+beforeAll(async () => {
+  llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
+  dir = mkdtempSync(join(tmpdir(), 'svc-arch-'));
+});
+afterAll(async () => {
+  await llama?.dispose();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+type Metadata = [string, GgufWriteValue][];
+
+/** The synthesized (F32) model with its metadata edited, some tensors left out, and some stored as another type. */
+function edited(m: SynthModel, edit: (x: Metadata) => Metadata = (x) => x, drop: (t: GgufTensorSpec) => boolean = () => false, retype: (t: GgufTensorSpec) => GgmlType | undefined = () => undefined) {
+  const index = new Map(m.spec.tensors.map((t, i) => [t.name, i]));
+  const tensors = m.spec.tensors.filter((t) => !drop(t)).map((t) => ({ ...t, type: retype(t) ?? t.type }));
+  const spec = { ...m.spec, tensors, metadata: edit([...(m.spec.metadata as Iterable<[string, GgufWriteValue]>)]) };
+  const data = (t: GgufTensorSpec): Iterable<Uint8Array> => {
+    const original = m.spec.tensors[index.get(t.name)!];
+    const chunks = m.tensorData(original, index.get(t.name)!);
+    if (t.type === original.type) return chunks;
+    const bytes = Buffer.concat([...chunks]);
+    return [quantize(t.type, new Float32Array(new Uint8Array(bytes).buffer))];
+  };
+  return { spec, data };
+}
+
+async function modelBytes(m: ReturnType<typeof edited>): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  await writeGguf({ write: (c: Uint8Array) => chunks.push(c.slice()) }, m.spec, m.data);
+  return Buffer.concat(chunks);
+}
+
+async function loadBytes(bytes: Uint8Array, name: string): Promise<WebGpuEngine> {
+  const selected = await openNodeDevice();
+  try {
+    return await WebGpuEngine.load(selected, new BytesSource(bytes, name), { contextLength: 256, maxSequences: 2 });
+  } catch (e) {
+    selected.device.destroy();
+    throw e;
+  }
+}
+
+/** llama.cpp's greedy continuation and distributions, with an f32 KV cache and no flash attention (its f16 paths round at ~1e-3). */
+async function llamaCppReference(path: string, prompts: number[][], vocab: number): Promise<Reference[]> {
+  const model = await llama.loadModel({ modelPath: path });
+  try {
+    const context = await model.createContext({ threads: 1, contextSize: 256, flashAttention: false, experimentalKvCacheKeyType: 'F32', experimentalKvCacheValueType: 'F32' });
+    try {
+      const out: Reference[] = [];
+      for (const prompt of prompts) {
+        const seq = context.getSequence();
+        const greedy: number[] = [];
+        const probs: Float64Array[] = [];
+        for await (const o of seq.evaluateWithMetadata(prompt as never, { probabilities: true }, { temperature: 0 })) {
+          greedy.push(Number(o.token));
+          const p = new Float64Array(vocab);
+          for (const [t, v] of o.probabilities) p[Number(t)] = v;
+          probs.push(p);
+          if (greedy.length >= STEPS) break;
+        }
+        seq.dispose();
+        out.push({ prompt, greedy, probs });
+      }
+      return out;
+    } finally {
+      await context.dispose();
+    }
+  } finally {
+    await model.dispose();
+  }
+}
+
+function softmax(logits: Float32Array): Float64Array {
+  let max = -Infinity;
+  for (const v of logits) max = Math.max(max, v);
+  const p = Float64Array.from(logits, (v) => Math.exp(v - max));
+  const sum = p.reduce((a, b) => a + b, 0);
+  return p.map((v) => v / sum);
+}
+
+/** Our next-token distributions along llama.cpp's greedy path (teacher forcing), and the largest difference from its own. */
+async function largestProbDifference(engine: WebGpuEngine, ref: Reference): Promise<number> {
+  const logits = await engine.logits([...ref.prompt, ...ref.greedy.slice(0, -1)]);
+  let worst = 0;
+  ref.probs.forEach((want, i) => {
+    const got = softmax(logits[ref.prompt.length - 1 + i]);
+    for (let t = 0; t < want.length; t++) worst = Math.max(worst, Math.abs(got[t] - want[t]));
+  });
+  return worst;
+}
+
+function smallestGap(ref: Reference): number {
+  return Math.min(
+    ...ref.probs.map((p) => {
+      const [a, b] = [...p].sort((x, y) => y - x);
+      return Math.log(a / b);
+    }),
+  );
+}
+
+for (const c of CASES) {
+  const preset: ModelPreset = { ...PRESETS[c.preset], init: c.init };
+  describe(`${c.preset} (${preset.architecture}) agrees with llama.cpp`, () => {
+    const synth = synthModel(preset, 'f32', 1, c.preset);
+    let path: string;
+    let refs: Reference[];
+    let engine: WebGpuEngine;
+    beforeAll(async () => {
+      path = join(dir, `${c.preset}.gguf`);
+      await writeFileAtomically(path, (sink) => writeGguf(sink, synth.spec, synth.tensorData));
+      refs = await llamaCppReference(path, c.prompts, preset.vocab);
+      engine = await loadEngine({ model: path, contextLength: 256, maxSequences: 2 });
+    });
+    afterAll(() => engine?.dispose());
+
+    it(`greedy tokens are llama.cpp's for ${STEPS} tokens on ${c.prompts.length} prompts, next-token probabilities within ${PROB_TOLERANCE}`, async () => {
+      expect(engine.config.architecture).toBe(preset.architecture);
+      // Heads of key_length wide, not dim / heads (qwen3: 32 on dim 64; gemma likewise).
+      expect(engine.config.headDim).toBe(preset.headDim);
+      for (const ref of refs) {
+        expect(ref.greedy, `llama.cpp stopped early on ${JSON.stringify(ref.prompt)}`).toHaveLength(STEPS);
+        expect(smallestGap(ref), `prompt ${JSON.stringify(ref.prompt)} has a near-tie in llama.cpp; choose another`).toBeGreaterThan(MIN_GAP);
+        const ours = await engine.generate({ tokens: ref.prompt, maxTokens: STEPS, temperature: 0, stopAtEndOfGeneration: false }).result;
+        expect(ours.tokens, `prompt ${JSON.stringify(ref.prompt)}`).toEqual(ref.greedy);
+        expect(await largestProbDifference(engine, ref)).toBeLessThan(PROB_TOLERANCE);
+      }
+    });
+
+    it(`a decode step is ${c.dispatches} dispatches`, async () => {
+      await engine.generate({ tokens: c.prompts[0], maxTokens: 3, temperature: 0, stopAtEndOfGeneration: false }).result;
+      expect(engine.stats().lastStepDispatches).toBe(c.dispatches);
+    });
+
+    it(`control: ${c.control.what} disagrees with llama.cpp`, async () => {
+      const wrong = await loadBytes(await modelBytes(edited(synth, c.control.edit)), `${c.preset}-control.gguf`);
+      try {
+        let worst = 0;
+        for (const ref of refs) worst = Math.max(worst, await largestProbDifference(wrong, ref));
+        expect(worst).toBeGreaterThan(20 * PROB_TOLERANCE);
+      } finally {
+        await wrong.dispose();
+      }
+    });
+  });
+}
+
+describe('qwen2 with Q/K/V of different types (attn_v in F16, as Q4_K_M files keep attn_v at higher precision)', () => {
+  it('runs three products, each adding its own bias, and still agrees with llama.cpp', async () => {
+    const preset: ModelPreset = { ...PRESETS['qwen2-tiny'], init: INIT };
+    const mixed = edited(synthModel(preset, 'f32', 1, 'qwen2-tiny'), undefined, undefined, (t) => (t.name.endsWith('attn_v.weight') ? GgmlType.F16 : undefined));
+    const path = join(dir, 'qwen2-mixed.gguf');
+    await writeFileAtomically(path, (sink) => writeGguf(sink, mixed.spec, mixed.data));
+    const prompts = [[496, 57, 118], [93, 154, 215, 276]];
+    const refs = await llamaCppReference(path, prompts, preset.vocab);
+    const engine = await loadEngine({ model: path, contextLength: 256, maxSequences: 2 });
+    try {
+      // Unstacked: 2 layers × (q, k, v separately) adds 2 dispatches per layer to llama's 10.
+      await engine.generate({ tokens: prompts[0], maxTokens: 2, temperature: 0, stopAtEndOfGeneration: false }).result;
+      expect(engine.stats().lastStepDispatches).toBe(1 + 2 * 12 + 4);
+      for (const ref of refs) {
+        expect(smallestGap(ref)).toBeGreaterThan(MIN_GAP);
+        const ours = await engine.generate({ tokens: ref.prompt, maxTokens: STEPS, temperature: 0, stopAtEndOfGeneration: false }).result;
+        expect(ours.tokens).toEqual(ref.greedy);
+        expect(await largestProbDifference(engine, ref)).toBeLessThan(PROB_TOLERANCE);
+      }
+    } finally {
+      await engine.dispose();
+    }
+  });
+});
+
+describe('llama keeps its dispatch count', () => {
+  it('stories260K: a decode step is 55 dispatches (1 + 5 layers × 10 + 4)', async () => {
+    const engine = await loadEngine({ model: sharedModel('stories260K.gguf'), contextLength: 256, maxSequences: 2 });
+    try {
+      await engine.generate({ prompt: 'Once upon a time', maxTokens: 3, temperature: 0 }).result;
+      expect(engine.stats().lastStepDispatches).toBe(55);
+    } finally {
+      await engine.dispose();
+    }
+  });
+});
+
+describe('architecture errors name what is wrong', () => {
+  const model = (name: keyof typeof PRESETS) => synthModel(PRESETS[name], 'f32', 1, name);
+  const without = (name: keyof typeof PRESETS, tensor: string) => modelBytes(edited(model(name), undefined, (t) => t.name === tensor));
+
+  it('qwen2 without a Q/K/V bias names the missing tensor', async () => {
+    await expect(loadBytes(await without('qwen2-tiny', 'blk.1.attn_k.bias'), 'qwen2.gguf')).rejects.toThrow(/tensor "blk\.1\.attn_k\.bias" is missing \(architecture qwen2\)/);
+  });
+
+  it('qwen3 without a per-head norm names the missing tensor', async () => {
+    await expect(loadBytes(await without('qwen3-tiny', 'blk.0.attn_q_norm.weight'), 'qwen3.gguf')).rejects.toThrow(/tensor "blk\.0\.attn_q_norm\.weight" is missing \(architecture qwen3\)/);
+  });
+
+  it('phi3 with separate Q/K/V names the fused tensor it needs', async () => {
+    // A llama-layout file declared phi3: its tensors are attn_q/k/v and ffn_gate/up, not the fused pair.
+    const llamaLayout = edited(synthModel({ ...PRESETS['qwen3-tiny'], architecture: 'llama', headDim: 16 }, 'f32', 1), (m) => [
+      ...m.map(([k, v]): [string, GgufWriteValue] => (k === 'general.architecture' ? [k, 'phi3'] : [k.replace(/^llama\./, 'phi3.'), v])),
+    ]);
+    await expect(loadBytes(await modelBytes(llamaLayout), 'phi3.gguf')).rejects.toThrow(/tensor "blk\.0\.attn_qkv\.weight" is missing \(architecture phi3\)/);
+  });
+
+  it('phi3 LongRoPE files are refused, naming the tensor', async () => {
+    const m = model('phi3-tiny');
+    const spec = { ...m.spec, tensors: [...m.spec.tensors, { name: 'rope_factors_long.weight', dims: [6], type: m.spec.tensors.find((t) => t.name === 'output_norm.weight')!.type }] };
+    const chunks: Uint8Array[] = [];
+    await writeGguf({ write: (c: Uint8Array) => chunks.push(c.slice()) }, spec, (t, i) => (i < m.spec.tensors.length ? m.tensorData(t, i) : new Uint8Array(24)));
+    await expect(loadBytes(Buffer.concat(chunks), 'phi3-long.gguf')).rejects.toThrow(/phi3: tensor "rope_factors_long\.weight" \(LongRoPE/);
+  });
+});
