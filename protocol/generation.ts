@@ -1,19 +1,27 @@
 /**
- * From a validated request to the engine and back: prompt rendering, the context-window check,
- * sampling defaults, and a metered run that counts the request exactly once when the model has done
- * its work (finished, or cut short because the caller went away).
+ * From a validated request to the engine and back: the prompt through the model's chat template (or the
+ * documented fallback), the context-window check, sampling defaults, the output grammar compiled before
+ * anything is sent, and a metered run that counts the request exactly once when the model has done its
+ * work (finished, or cut short because the caller went away).
  */
+import { renderChat, type ChatMessage, type RenderedChat } from '../engine/chat/index.ts';
+import { compileGrammar, type CompiledGrammar, type GrammarConstraint } from '../engine/grammar/index.ts';
 import { EngineInputError, type GenerateOptions, type Generation, type GenerationChunk, type GenerationResult, type TextEngine } from '../engine/types.ts';
 import type { Reservation } from './access.ts';
-import { ApiError, invalidRequest } from './errors.ts';
-import { renderPrompt, type ChatMessage } from './prompt.ts';
+import { turnsToDrop, type ConversationTurn } from './conversations.ts';
+import { ApiError, invalidRequest, toApiError } from './errors.ts';
+import type { OutputPlan } from './output/plan.ts';
 import type { SamplingRequest } from './requests/sampling.ts';
 import type { Specialist } from './specialists/schema.ts';
 
 export interface PreparedRun {
   engine: TextEngine;
   promptTokens: number[];
-  options: Omit<GenerateOptions, 'prompt' | 'tokens' | 'signal'>;
+  options: Omit<GenerateOptions, 'prompt' | 'tokens' | 'signal' | 'constraint'>;
+  output: OutputPlan;
+  grammar?: CompiledGrammar;
+  /** History turns that made it into the prompt (the oldest others were left out to fit). */
+  historyUsed: number;
 }
 
 /** Engine option names → the API parameter a caller should fix. */
@@ -22,6 +30,7 @@ export type ParamNames = Readonly<Record<string, string>>;
 export const CHAT_PARAMS: ParamNames = {
   prompt: 'messages',
   tokens: 'messages',
+  messages: 'messages',
   maxTokens: 'max_tokens',
   temperature: 'temperature',
   topP: 'top_p',
@@ -31,18 +40,39 @@ export const CHAT_PARAMS: ParamNames = {
   frequencyPenalty: 'frequency_penalty',
 };
 
-export const INFER_PARAMS: ParamNames = { ...CHAT_PARAMS, prompt: 'prompt', tokens: 'prompt' };
+export const INFER_PARAMS: ParamNames = { ...CHAT_PARAMS, prompt: 'prompt', tokens: 'prompt', messages: 'prompt' };
+
+export interface RunInput {
+  specialist: Specialist;
+  /** The caller's messages. */
+  messages: readonly ChatMessage[];
+  /** Earlier turns of a conversation, put before `messages`; the oldest are left out to fit. */
+  history?: readonly ConversationTurn[];
+  output: OutputPlan;
+  sampling: SamplingRequest;
+  params: ParamNames;
+}
 
 /**
- * The specialist's system prompt goes first, then the caller's messages. max_tokens is clamped to what
- * the context window leaves after the prompt (finish_reason `length` tells the caller); a prompt that
- * leaves no room at all is a 400.
+ * The specialist's system prompt (with the output plan's instructions) goes first, then history, then
+ * the caller's messages. max_tokens is lowered to the specialist's limit and to what the context window
+ * leaves after the prompt (finish_reason `length` tells the caller); a prompt that leaves no room at
+ * all is a 400. The grammar is compiled here, so its errors are 400s before a stream starts.
  */
-export function prepareRun(engine: TextEngine, specialist: Specialist, messages: readonly ChatMessage[], sampling: SamplingRequest, params: ParamNames): PreparedRun {
-  const all: ChatMessage[] = specialist.systemPrompt ? [{ role: 'system', content: specialist.systemPrompt }, ...messages] : [...messages];
-  const rendered = renderPrompt(all, engine.info);
-  const promptTokens = engine.tokenizer.encode(rendered.text);
+export async function prepareRun(engine: TextEngine, input: RunInput): Promise<PreparedRun> {
+  const { specialist, output, sampling, params } = input;
+  const system = [specialist.systemPrompt, ...output.instructions].filter((s) => s.length > 0).join('\n\n');
+  const head: ChatMessage[] = system ? [{ role: 'system', content: system }] : [];
+  const history = input.history ?? [];
+  const render = (dropped: number): RenderedChat =>
+    mapInputError(() => renderChat({ tokenizer: engine.tokenizer, chatTemplate: engine.info.chatTemplate }, [...head, ...history.slice(dropped), ...input.messages], { tools: output.toolCalls?.render }), params);
+
   const context = engine.info.contextLength;
+  const requested = Math.min(sampling.maxTokens ?? specialist.sampling.maxTokens, specialist.maxTokensLimit ?? Infinity);
+  // History gives way to the answer: it keeps what fits beside the requested tokens (at most half the window).
+  const dropped = history.length === 0 ? 0 : turnsToDrop(history, (d) => render(d).tokens.length, Math.min(requested, Math.floor(context / 2)), context);
+  const rendered = render(dropped);
+  const promptTokens = rendered.tokens;
   if (promptTokens.length >= context) {
     throw invalidRequest(
       `This model's maximum context length is ${context} tokens, but the ${params.prompt === 'messages' ? 'messages take' : 'prompt takes'} ${promptTokens.length} tokens, leaving no room for a completion. Shorten the input.`,
@@ -50,28 +80,62 @@ export function prepareRun(engine: TextEngine, specialist: Specialist, messages:
       'context_length_exceeded',
     );
   }
-  const requested = sampling.maxTokens ?? specialist.sampling.maxTokens;
-  const stop = [...new Set([...sampling.stop, ...rendered.stop])];
+  const room = Math.min(requested, context - promptTokens.length);
+  // Tokens for text the protocol may have to append (closing a fenced block) come out of the budget.
+  const reserve = output.closing ? engine.tokenizer.encode(output.closing.longest, { addBos: false }).length : 0;
+  const maxTokens = Math.max(1, room - reserve);
+  const grammar = await compileOutput(engine, output);
   return {
     engine,
     promptTokens,
+    grammar,
+    output,
+    historyUsed: history.length - dropped,
     options: {
-      maxTokens: Math.min(requested, context - promptTokens.length),
+      maxTokens,
       temperature: sampling.temperature ?? specialist.sampling.temperature,
       topP: sampling.topP ?? specialist.sampling.topP,
       seed: sampling.seed,
-      stop,
+      // With a grammar that decides where the answer ends, the format's stop strings could only cut it short.
+      stop: [...new Set([...sampling.stop, ...(output.formatStop ? rendered.stop : [])])],
       presencePenalty: sampling.presencePenalty,
       frequencyPenalty: sampling.frequencyPenalty,
     },
   };
 }
 
+function mapInputError<T>(fn: () => T, params: ParamNames): T {
+  try {
+    return fn();
+  } catch (e) {
+    throw e instanceof EngineInputError ? toApiError(e, params) : e;
+  }
+}
+
+/**
+ * The output plan's grammar for this model. A grammar the caller's input made impossible is a 400
+ * under the API parameter that set it (the compiler names its own spec's parts, e.g. `schema at /x`).
+ */
+async function compileOutput(engine: TextEngine, output: OutputPlan): Promise<CompiledGrammar | undefined> {
+  const spec = output.grammar?.(engine.tokenizer);
+  if (!spec) return undefined;
+  try {
+    return await compileGrammar(engine.tokenizer, spec);
+  } catch (e) {
+    if (!(e instanceof EngineInputError)) throw e;
+    const own = e.param ?? '';
+    const param = output.blame(own);
+    const message = param && e.message.startsWith(own) ? param + e.message.slice(own.length) : e.message;
+    throw new ApiError(400, 'invalid_request_error', message, { param });
+  }
+}
+
 /**
  * One generation, counted on `reservation` exactly once: with the engine's numbers when it finishes, or
  * with the tokens so far when the caller aborts or stops reading (the model did that work); a failure of
- * ours counts nothing. The engine starts in the constructor, so its synchronous input errors surface
- * before anything is sent. The owner calls close() when done and releases the reservation itself.
+ * ours counts nothing, nor does output the grammar could not finish (a dead end, reported as a 400).
+ * start() begins the engine's work, so its input errors surface before anything is sent. The owner
+ * calls close() when done and releases the reservation itself.
  */
 export class MeteredRun {
   private readonly own = new AbortController();
@@ -81,8 +145,24 @@ export class MeteredRun {
   private finished = false;
   private failed = false;
 
-  constructor(
+  static async start(prep: PreparedRun, reservation: Reservation, signal: AbortSignal, params: ParamNames): Promise<MeteredRun> {
+    // The constraint gets the generation's own budget, so it closes the output within it.
+    const constraint = prep.grammar ? await prep.grammar.createConstraint({ maxTokens: prep.options.maxTokens }) : undefined;
+    let run: MeteredRun;
+    try {
+      run = new MeteredRun(prep, constraint, reservation, signal, params);
+    } catch (e) {
+      constraint?.dispose();
+      throw e;
+    }
+    // Freed once the engine is done with it (an aborted sequence may still be mid-step when close() runs).
+    if (constraint) void run.generation.result.then(() => constraint.dispose(), () => constraint.dispose());
+    return run;
+  }
+
+  private constructor(
     private readonly prep: PreparedRun,
+    private readonly constraint: GrammarConstraint | undefined,
     private readonly reservation: Reservation,
     private readonly signal: AbortSignal,
     private readonly params: ParamNames,
@@ -91,7 +171,7 @@ export class MeteredRun {
     if (signal.aborted) this.own.abort(signal.reason);
     else signal.addEventListener('abort', this.onAbort, { once: true });
     try {
-      this.generation = prep.engine.generate({ ...prep.options, tokens: prep.promptTokens, signal: this.own.signal });
+      this.generation = prep.engine.generate({ ...prep.options, tokens: prep.promptTokens, constraint, signal: this.own.signal });
     } catch (e) {
       this.failed = true;
       signal.removeEventListener('abort', this.onAbort);
@@ -109,6 +189,8 @@ export class MeteredRun {
         yield chunk;
       }
       const result = await this.generation.result;
+      const deadEnd = this.constraint?.deadEnd;
+      if (deadEnd !== undefined) throw this.deadEndError(deadEnd);
       this.reservation.record(result.promptTokens, result.completionTokens);
       this.finished = true;
       return result;
@@ -126,13 +208,28 @@ export class MeteredRun {
     if (!this.failed || this.signal.aborted) this.reservation.record(this.prep.promptTokens.length, this.completionTokens);
   }
 
-  private mapError(e: unknown): unknown {
-    if (e instanceof EngineInputError && !this.signal.aborted) {
-      const param = e.param === undefined ? null : (this.params[e.param] ?? e.param);
-      return new ApiError(400, 'invalid_request_error', e.message, { param });
-    }
-    return e;
+  /**
+   * The grammar needed text no token of this model's vocabulary can write (beyond what compiling could
+   * foresee). Not a fault to retry: the same request fails the same way on this model.
+   */
+  private deadEndError(detail: string): ApiError {
+    const param = this.prep.output.source;
+    return new ApiError(400, 'invalid_request_error', `This model's vocabulary cannot produce the required output form: ${detail}. Nothing was counted; change the schema, labels or tools, or use a model whose vocabulary has these characters.`, {
+      param,
+      code: 'output_form_unreachable',
+    });
   }
+
+  private mapError(e: unknown): unknown {
+    return e instanceof EngineInputError && !this.signal.aborted ? toApiError(e, this.params) : e;
+  }
+}
+
+/** exp of the summed log-probabilities: the probability the model gave this exact answer (under the grammar). */
+export function answerProbability(logprobs: readonly number[]): number {
+  let sum = 0;
+  for (const l of logprobs) sum += l;
+  return Math.exp(sum);
 }
 
 export interface TokenLogprob {

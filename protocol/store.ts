@@ -2,6 +2,7 @@
  * What the service needs from storage. Synchronous on purpose: the SQLite implementation is, and a
  * synchronous check-then-write cannot interleave with another request's.
  */
+import type { ConversationStore } from './conversations.ts';
 import type { KeyMode } from './keys.ts';
 
 export interface AccountRecord {
@@ -43,7 +44,7 @@ export interface UsageEntry {
   completionTokens: number;
 }
 
-export interface Store {
+export interface Store extends ConversationStore {
   /** The key with this public prefix and its account. */
   findKey(prefix: string): { key: KeyRecord; account: AccountRecord } | undefined;
   /** Requests this key made in the period (sum over specialists). */

@@ -38,4 +38,16 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (key_id, period_start, specialist)
   ) STRICT, WITHOUT ROWID;
   `,
+  // 2: conversation memory for /v1/infer (protocol/conversations.ts): turns per key and conversation id.
+  `
+  CREATE TABLE conversation_turns (
+    key_id           INTEGER NOT NULL REFERENCES api_keys (id),
+    conversation_id  TEXT    NOT NULL,
+    seq              INTEGER NOT NULL,
+    role             TEXT    NOT NULL CHECK (role IN ('user', 'assistant')),
+    content          TEXT    NOT NULL,
+    created_at       INTEGER NOT NULL,
+    PRIMARY KEY (key_id, conversation_id, seq)
+  ) STRICT, WITHOUT ROWID;
+  `,
 ];

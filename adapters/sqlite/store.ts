@@ -1,5 +1,7 @@
-/** The service's Store on SQLite: key lookup, per-period usage, and counting one request atomically. */
+/** The service's Store on SQLite: key lookup, per-period usage, counting one request atomically, conversations. */
+import type { ConversationTurn } from '../../protocol/conversations.ts';
 import type { Store, UsageEntry, UsageRow } from '../../protocol/store.ts';
+import { SqliteConversations } from './conversations.ts';
 import type { Db } from './db.ts';
 import { ACCOUNT_COLUMNS, KEY_COLUMNS, toAccount, toKey, type KeyAccountRow } from './rows.ts';
 
@@ -8,8 +10,10 @@ export class SqliteStore implements Store {
   private readonly requests;
   private readonly usage;
   private readonly record;
+  private readonly conversations: SqliteConversations;
 
   constructor(readonly db: Db) {
+    this.conversations = new SqliteConversations(db);
     this.byPrefix = db.prepare<[string], KeyAccountRow>(`SELECT ${KEY_COLUMNS}, ${ACCOUNT_COLUMNS} FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.prefix = ?`);
     this.requests = db.prepare<[number, number], { n: number }>('SELECT COALESCE(SUM(requests), 0) AS n FROM usage WHERE key_id = ? AND period_start = ?');
     this.usage = db.prepare<[number, number], { specialist: string; requests: number; prompt_tokens: number; completion_tokens: number }>(
@@ -41,5 +45,13 @@ export class SqliteStore implements Store {
 
   recordUsage(e: UsageEntry): void {
     this.record.run(e.keyId, e.periodStart, e.specialist, e.promptTokens, e.completionTokens);
+  }
+
+  conversationTurns(keyId: number, conversationId: string, limit: number): ConversationTurn[] {
+    return this.conversations.conversationTurns(keyId, conversationId, limit);
+  }
+
+  appendTurns(keyId: number, conversationId: string, turns: readonly ConversationTurn[], now: number, keep: number): void {
+    this.conversations.appendTurns(keyId, conversationId, turns, now, keep);
   }
 }

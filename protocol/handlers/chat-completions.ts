@@ -2,10 +2,12 @@
 import type { GenerationResult } from '../../engine/types.ts';
 import type { Caller } from '../access.ts';
 import type { Outcome, RequestContext, ServiceParts } from '../context.ts';
-import { invalidRequest, modelNotFound } from '../errors.ts';
-import { CHAT_PARAMS, MeteredRun, prepareRun, tokenLogprobs, type PreparedRun, type TokenLogprob } from '../generation.ts';
+import { modelNotFound } from '../errors.ts';
+import { answerProbability, CHAT_PARAMS, MeteredRun, prepareRun, tokenLogprobs, type PreparedRun, type TokenLogprob } from '../generation.ts';
 import { completionId } from '../ids.ts';
 import { specialistForModel } from '../model-names.ts';
+import { chatOutputPlan } from '../output/chat-output.ts';
+import { assembleMessage, outputReader, type Delta } from '../output/reader.ts';
 import { parseChatRequest, type ChatRequest } from '../requests/chat.ts';
 
 export async function chatCompletions(svc: ServiceParts, caller: Caller, ctx: RequestContext): Promise<Outcome> {
@@ -19,25 +21,36 @@ export async function chatCompletions(svc: ServiceParts, caller: Caller, ctx: Re
   if (!name) throw modelNotFound(req.model);
   ctx.record.specialist = name;
   svc.access.requireSpecialist(caller, name, 'model');
+  // A plan without the feature hears that before anything about how the parameter was used.
   for (const f of req.features) svc.access.requireFeature(caller, f.feature, f.param);
-  const [unsupported] = req.unsupported;
-  if (unsupported) throw invalidRequest(unsupported.message, unsupported.param, 'unsupported_parameter');
+  const specialist = svc.specialists.get(name)!;
+  const output = chatOutputPlan(specialist, req);
+  for (const f of output.features) svc.access.requireFeature(caller, f.feature, f.param);
   svc.access.requireQuota(caller);
 
   const engine = await svc.engine();
-  const prep = prepareRun(engine, svc.specialists.get(name)!, req.messages, req, CHAT_PARAMS);
+  const prep = await prepareRun(engine, { specialist, messages: req.messages, output, sampling: req, params: CHAT_PARAMS });
   const head = { id: completionId(), created: Math.floor(svc.clock.now() / 1000), model: req.model };
   if (req.stream) return { kind: 'stream', events: streamChunks(svc, caller, ctx, req, name, prep, head) };
 
   const reservation = svc.access.reserve(caller, name);
   let run: MeteredRun | undefined;
   try {
-    run = new MeteredRun(prep, reservation, ctx.signal, CHAT_PARAMS);
-    const chunks = run.chunks();
+    run = await MeteredRun.start(prep, reservation, ctx.signal, CHAT_PARAMS);
+    const reader = outputReader(output);
+    const deltas: Delta[] = [];
     const logprobs: TokenLogprob[] = [];
+    const answerLogprobs: number[] = [];
+    const chunks = run.chunks();
     let step = await chunks.next();
-    for (; !step.done; step = await chunks.next()) if (req.logprobs) logprobs.push(...tokenLogprobs(engine, step.value));
+    for (; !step.done; step = await chunks.next()) {
+      deltas.push(...reader.push(step.value.text));
+      answerLogprobs.push(...step.value.logprobs);
+      if (req.logprobs) logprobs.push(...tokenLogprobs(engine, step.value));
+    }
     const result = step.value;
+    const end = reader.end(result);
+    deltas.push(...end.deltas);
     note(ctx, result);
     return {
       kind: 'json',
@@ -46,7 +59,13 @@ export async function chatCompletions(svc: ServiceParts, caller: Caller, ctx: Re
         ...head,
         object: 'chat.completion',
         choices: [
-          { index: 0, message: { role: 'assistant', content: result.text }, logprobs: req.logprobs ? { content: logprobs } : null, finish_reason: result.finishReason },
+          {
+            index: 0,
+            message: assembleMessage(deltas),
+            logprobs: req.logprobs ? { content: logprobs } : null,
+            finish_reason: end.finishReason,
+            ...confidence(prep, answerLogprobs),
+          },
         ],
         usage: usageOf(result),
       },
@@ -70,7 +89,7 @@ async function* streamChunks(
   const reservation = svc.access.reserve(caller, specialist);
   let run: MeteredRun;
   try {
-    run = new MeteredRun(prep, reservation, ctx.signal, CHAT_PARAMS);
+    run = await MeteredRun.start(prep, reservation, ctx.signal, CHAT_PARAMS);
   } catch (e) {
     reservation.release();
     throw e;
@@ -78,32 +97,46 @@ async function* streamChunks(
   const base = { ...head, object: 'chat.completion.chunk' };
   // With include_usage the provider sends `usage: null` on every chunk but the last.
   const extra = req.includeUsage ? { usage: null } : {};
-  const chunk = (delta: object, logprobs: TokenLogprob[] | null, finishReason: string | null) => ({
+  const chunk = (delta: object, logprobs: TokenLogprob[] | null, finishReason: string | null, more: object = {}) => ({
     ...base,
-    choices: [{ index: 0, delta, logprobs: req.logprobs ? { content: logprobs ?? [] } : null, finish_reason: finishReason }],
+    choices: [{ index: 0, delta, logprobs: req.logprobs ? { content: logprobs ?? [] } : null, finish_reason: finishReason, ...more }],
     ...extra,
   });
   try {
     yield chunk({ role: 'assistant', content: '' }, null, null);
+    const reader = outputReader(prep.output);
+    const answerLogprobs: number[] = [];
     const chunks = run.chunks();
+    // Logprobs of tokens that produced no delta yet (half a UTF-8 character, a held-back `<tool_call>`) go with the next one.
     let pending: TokenLogprob[] = [];
     let step = await chunks.next();
     for (; !step.done; step = await chunks.next()) {
+      answerLogprobs.push(...step.value.logprobs);
       if (req.logprobs) pending.push(...tokenLogprobs(prep.engine, step.value));
-      // A token that ends inside a UTF-8 character has no text yet; it goes out with the next one.
-      if (!step.value.text) continue;
-      yield chunk({ content: step.value.text }, pending, null);
-      pending = [];
+      for (const delta of reader.push(step.value.text)) {
+        yield chunk(delta, pending, null);
+        pending = [];
+      }
     }
     const result = step.value;
+    const end = reader.end(result);
+    for (const delta of end.deltas) {
+      yield chunk(delta, pending, null);
+      pending = [];
+    }
     note(ctx, result);
-    yield chunk({}, pending, result.finishReason);
+    yield chunk({}, pending, end.finishReason, confidence(prep, answerLogprobs));
     if (req.includeUsage) yield { ...base, choices: [], usage: usageOf(result) };
   } finally {
     // Stops and counts a generation the consumer left mid-way (a no-op once it has finished).
     run.close();
     reservation.release();
   }
+}
+
+/** Our extension on the choice, for outputs that report one (classify's label). */
+function confidence(prep: PreparedRun, logprobs: readonly number[]): { confidence?: number } {
+  return prep.output.confidence ? { confidence: answerProbability(logprobs) } : {};
 }
 
 function usageOf(r: GenerationResult) {

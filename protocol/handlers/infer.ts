@@ -1,8 +1,11 @@
-/** `POST /v1/infer`: one prompt to one specialist, answered whole. */
+/** `POST /v1/infer`: one prompt to one specialist, answered whole; with memory, one turn of a conversation. */
+import type { ChatMessage } from '../../engine/chat/index.ts';
 import type { Caller } from '../access.ts';
 import type { Outcome, RequestContext, ServiceParts } from '../context.ts';
-import { modelNotFound } from '../errors.ts';
-import { INFER_PARAMS, MeteredRun, prepareRun } from '../generation.ts';
+import { MAX_STORED_TURNS } from '../conversations.ts';
+import { invalidRequest, modelNotFound } from '../errors.ts';
+import { answerProbability, INFER_PARAMS, MeteredRun, prepareRun } from '../generation.ts';
+import { guardrailPlan } from '../guardrails/plan.ts';
 import { inferenceId } from '../ids.ts';
 import { MODEL_PREFIX } from '../model-names.ts';
 import { parseInferRequest } from '../requests/infer.ts';
@@ -17,31 +20,46 @@ export async function infer(svc: ServiceParts, caller: Caller, ctx: RequestConte
   if (!specialist) throw modelNotFound(req.specialist, 'specialist');
   ctx.record.specialist = name;
   svc.access.requireSpecialist(caller, name, 'specialist');
+  if (req.conversationId !== undefined && !specialist.memory) {
+    throw invalidRequest(`'conversation_id' applies only to specialists with memory (such as 'chat'); '${name}' answers each prompt on its own.`, 'conversation_id');
+  }
+  const messages: ChatMessage[] = [{ role: 'user', content: req.prompt }];
+  const output = guardrailPlan(specialist, req.output, messages);
+  for (const f of output.features) svc.access.requireFeature(caller, f.feature, f.param);
   svc.access.requireQuota(caller);
 
+  const conversation = req.conversationId;
+  const history = conversation === undefined ? undefined : svc.store.conversationTurns(caller.key.id, conversation, MAX_STORED_TURNS);
   const engine = await svc.engine();
-  const prep = prepareRun(engine, specialist, [{ role: 'user', content: req.prompt }], req, INFER_PARAMS);
+  const prep = await prepareRun(engine, { specialist, messages, history, output, sampling: req, params: INFER_PARAMS });
   const reservation = svc.access.reserve(caller, name);
   let run: MeteredRun | undefined;
   try {
-    run = new MeteredRun(prep, reservation, ctx.signal, INFER_PARAMS);
+    run = await MeteredRun.start(prep, reservation, ctx.signal, INFER_PARAMS);
+    const logprobs: number[] = [];
     const chunks = run.chunks();
     let step = await chunks.next();
-    while (!step.done) step = await chunks.next();
+    for (; !step.done; step = await chunks.next()) logprobs.push(...step.value.logprobs);
     const result = step.value;
+    const text = result.text + (output.closing?.complete(result.text) ?? '');
     ctx.record.promptTokens = result.promptTokens;
     ctx.record.completionTokens = result.completionTokens;
     ctx.record.finishReason = result.finishReason;
+    if (conversation !== undefined) {
+      svc.store.appendTurns(caller.key.id, conversation, [{ role: 'user', content: req.prompt }, { role: 'assistant', content: text }], svc.clock.now(), MAX_STORED_TURNS);
+    }
     return {
       kind: 'json',
       status: 200,
       body: {
         id: inferenceId(),
         specialist: name,
-        result: result.text,
+        result: text,
         tokens_used: result.promptTokens + result.completionTokens,
         latency_ms: Math.max(0, Math.round(svc.clock.now() - started)),
         finish_reason: result.finishReason,
+        ...(output.confidence ? { confidence: answerProbability(logprobs) } : {}),
+        ...(conversation !== undefined ? { conversation_id: conversation, history_turns: prep.historyUsed } : {}),
       },
     };
   } finally {

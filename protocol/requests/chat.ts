@@ -1,11 +1,15 @@
 /**
  * `POST /v1/chat/completions` request: the provider's shape, validated, normalised to what the service
- * runs. Unknown fields are ignored (zod strips them), as the provider's clients expect.
+ * runs. Unknown fields are ignored (zod strips them), as the provider's clients expect; our extension
+ * fields (extensions.ts) are known, so a wrong type is a 400 naming them.
  */
 import { z } from 'zod';
+import type { ChatMessage, ChatToolCall } from '../../engine/chat/index.ts';
 import { invalidRequest } from '../errors.ts';
+import type { ResponseFormat } from '../output/response-format.ts';
+import type { FunctionDef, ToolsRequest } from '../output/tools.ts';
 import type { Feature } from '../plans.ts';
-import type { ChatMessage } from '../prompt.ts';
+import { extensionFields, outputOptionsFrom, type OutputOptions } from './extensions.ts';
 import { issuesToError } from './issues.ts';
 import { maxTokens, penalty, samplingFrom, seed, stop, temperature, topP, type SamplingRequest } from './sampling.ts';
 
@@ -19,13 +23,39 @@ const contentPart = z
     }
   });
 
+const functionCall = z.object({ name: z.string().min(1), arguments: z.string() });
+
 const message = z.object({
   role: z.enum(['system', 'developer', 'user', 'assistant', 'tool', 'function']),
   content: z.union([z.string(), z.array(contentPart)]).nullish(),
   name: z.string().nullish(),
-  tool_calls: z.array(z.unknown()).nullish(),
-  function_call: z.unknown().optional(),
+  tool_calls: z.array(z.object({ id: z.string().nullish(), type: z.literal('function').nullish(), function: functionCall })).nullish(),
+  function_call: functionCall.nullish(),
+  tool_call_id: z.string().nullish(),
 });
+
+/** The provider's rule for function names. */
+const functionDef = z.object({
+  name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, "_" or "-"'),
+  description: z.string().nullish(),
+  parameters: z.record(z.string(), z.unknown()).nullish(),
+  strict: z.boolean().nullish(),
+});
+
+const responseFormat = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('text') }),
+  // llama.cpp and WebLLM send a schema here, WebLLM as JSON text.
+  z.object({ type: z.literal('json_object'), schema: z.union([z.record(z.string(), z.unknown()), z.string()]).nullish() }),
+  z.object({
+    type: z.literal('json_schema'),
+    json_schema: z.object({
+      name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, "_" or "-"'),
+      description: z.string().nullish(),
+      schema: z.record(z.string(), z.unknown()).nullish(),
+      strict: z.boolean().nullish(),
+    }),
+  }),
+]);
 
 const schema = z.object({
   model: z.string().min(1),
@@ -45,12 +75,16 @@ const schema = z.object({
   logprobs: z.boolean().nullish(),
   top_logprobs: z.number().int().min(0).max(20).nullish(),
   logit_bias: z.record(z.string(), z.number()).nullish(),
-  tools: z.array(z.unknown()).nullish(),
-  tool_choice: z.unknown().optional(),
-  functions: z.array(z.unknown()).nullish(),
-  function_call: z.unknown().optional(),
-  response_format: z.looseObject({ type: z.enum(['text', 'json_object', 'json_schema']) }).nullish(),
+  tools: z.array(z.object({ type: z.literal('function'), function: functionDef })).min(1).nullish(),
+  tool_choice: z.union([z.enum(['none', 'auto', 'required']), z.object({ type: z.literal('function'), function: z.object({ name: z.string() }) })]).nullish(),
+  parallel_tool_calls: z.boolean().nullish(),
+  functions: z.array(functionDef).min(1).nullish(),
+  function_call: z.union([z.enum(['none', 'auto']), z.object({ name: z.string() })]).nullish(),
+  response_format: responseFormat.nullish(),
+  ...extensionFields,
 });
+
+type WireMessage = z.infer<typeof message>;
 
 export interface ChatRequest extends SamplingRequest {
   model: string;
@@ -58,10 +92,12 @@ export interface ChatRequest extends SamplingRequest {
   stream: boolean;
   includeUsage: boolean;
   logprobs: boolean;
-  /** Features of the plan this request needs (checked before the "not supported yet" answer). */
+  /** Features of the plan this request needs. */
   features: { feature: Feature; param: string }[];
-  /** Parameters accepted in shape that this build cannot honour yet; a clear 400 once the plan allows them. */
-  unsupported: { param: string; message: string }[];
+  responseFormat: ResponseFormat;
+  tools?: ToolsRequest;
+  /** Extension fields shaping the specialist's output. */
+  output: OutputOptions;
 }
 
 export function parseChatRequest(body: unknown): ChatRequest {
@@ -87,46 +123,74 @@ export function parseChatRequest(body: unknown): ChatRequest {
   }
   if (r.tool_choice != null && r.tools == null) throw invalidRequest("'tool_choice' is only allowed when 'tools' are specified.", 'tool_choice');
   if (r.function_call != null && r.functions == null) throw invalidRequest("'function_call' is only allowed when 'functions' are specified.", 'function_call');
+  if (r.tools != null && r.functions != null) throw invalidRequest("Send 'tools' or the legacy 'functions', not both.", 'functions');
 
   const features: ChatRequest['features'] = [];
-  const unsupported: ChatRequest['unsupported'] = [];
-  const later = (what: string) => `${what} is not supported yet by this service; the request was not run.`;
-  if (r.tools != null) {
-    features.push({ feature: 'functionCalling', param: 'tools' });
-    unsupported.push({ param: 'tools', message: later("Function calling ('tools')") });
-  }
-  if (r.functions != null) {
-    features.push({ feature: 'functionCalling', param: 'functions' });
-    unsupported.push({ param: 'functions', message: later("Function calling ('functions')") });
-  }
-  if (r.response_format != null && r.response_format.type !== 'text') {
-    features.push({ feature: 'jsonSchema', param: 'response_format' });
-    unsupported.push({ param: 'response_format', message: later(`'response_format' of type '${r.response_format.type}'`) });
-  }
-
-  const messages = r.messages.map((m, i): ChatMessage => {
-    const at = `messages[${i}]`;
-    if (m.role === 'tool' || m.role === 'function') {
-      throw invalidRequest(`Invalid '${at}.role': '${m.role}' messages belong to function calling, which is not supported yet.`, `${at}.role`);
-    }
-    if (m.tool_calls != null || m.function_call != null) {
-      throw invalidRequest(`Invalid '${at}': tool and function calls in messages are not supported yet.`, m.tool_calls != null ? `${at}.tool_calls` : `${at}.function_call`);
-    }
-    if (m.content == null) throw invalidRequest(`Missing required parameter: '${at}.content'.`, `${at}.content`);
-    const content = typeof m.content === 'string' ? m.content : m.content.map((p) => p.text as string).join('\n');
-    // `developer` is the provider's newer name for system instructions.
-    const role = m.role === 'developer' ? 'system' : m.role;
-    return m.name ? { role, content, name: m.name } : { role, content };
-  });
+  if (r.tools != null) features.push({ feature: 'functionCalling', param: 'tools' });
+  if (r.functions != null) features.push({ feature: 'functionCalling', param: 'functions' });
+  if (r.response_format != null && r.response_format.type !== 'text') features.push({ feature: 'jsonSchema', param: 'response_format' });
 
   return {
     model: r.model,
-    messages,
+    messages: r.messages.map(toChatMessage),
     ...samplingFrom(r, r.max_completion_tokens ?? r.max_tokens),
     stream: r.stream === true,
     includeUsage: r.stream_options?.include_usage === true,
     logprobs: r.logprobs === true,
     features,
-    unsupported,
+    responseFormat: r.response_format ?? { type: 'text' },
+    tools: toolsRequest(r),
+    output: outputOptionsFrom(r),
   };
+}
+
+function toolsRequest(r: z.infer<typeof schema>): ToolsRequest | undefined {
+  const def = (f: z.infer<typeof functionDef>): FunctionDef => ({
+    name: f.name,
+    ...(f.description != null ? { description: f.description } : {}),
+    ...(f.parameters != null ? { parameters: f.parameters } : {}),
+  });
+  if (r.tools != null) {
+    const c = r.tool_choice ?? 'auto';
+    return { functions: r.tools.map((t) => def(t.function)), choice: typeof c === 'string' ? c : { name: c.function.name }, parallel: r.parallel_tool_calls !== false, legacy: false };
+  }
+  if (r.functions != null) {
+    const c = r.function_call ?? 'auto';
+    return { functions: r.functions.map(def), choice: typeof c === 'string' ? c : { name: c.name }, parallel: false, legacy: true };
+  }
+  return undefined;
+}
+
+/** A wire message as the chat renderer takes it; tool and function results become `tool` messages. */
+function toChatMessage(m: WireMessage, i: number): ChatMessage {
+  const at = `messages[${i}]`;
+  const content = m.content == null ? null : typeof m.content === 'string' ? m.content : m.content.map((p) => p.text as string).join('\n');
+  const name = m.name ? { name: m.name } : {};
+  if ((m.tool_calls != null || m.function_call != null) && m.role !== 'assistant') {
+    throw invalidRequest(`Invalid '${at}': only assistant messages carry tool or function calls.`, m.tool_calls != null ? `${at}.tool_calls` : `${at}.function_call`);
+  }
+  const required = (what: string) => invalidRequest(`Missing required parameter: '${at}.${what}'.`, `${at}.${what}`);
+  switch (m.role) {
+    case 'assistant': {
+      const calls: ChatToolCall[] = [
+        ...(m.tool_calls ?? []).map((c) => ({ ...(c.id != null ? { id: c.id } : {}), type: 'function' as const, function: c.function })),
+        ...(m.function_call != null ? [{ type: 'function' as const, function: m.function_call }] : []),
+      ];
+      if (content == null && calls.length === 0) throw required('content');
+      return { role: 'assistant', content, ...(calls.length > 0 ? { tool_calls: calls } : {}), ...name };
+    }
+    case 'tool':
+      if (content == null) throw required('content');
+      if (m.tool_call_id == null) throw required('tool_call_id');
+      return { role: 'tool', content, tool_call_id: m.tool_call_id, ...name };
+    case 'function':
+      // The legacy form of a tool result: named by the function, not by a call id.
+      if (content == null) throw required('content');
+      if (!m.name) throw required('name');
+      return { role: 'tool', content, name: m.name };
+    default:
+      if (content == null) throw required('content');
+      // `developer` is the provider's newer name for system instructions.
+      return { role: m.role === 'developer' ? 'system' : m.role, content, ...name };
+  }
 }

@@ -1,10 +1,18 @@
-/** `POST /v1/infer` request: a specialist name and a prompt, plus the sampling fields chat completions takes. */
+/**
+ * `POST /v1/infer` request: a specialist name and a prompt, the sampling fields chat completions takes,
+ * and our extension fields. The endpoint is ours, so an unknown field is a 400 naming it (a typo such
+ * as `label` for `labels` must not silently change nothing).
+ */
 import { z } from 'zod';
 import { invalidRequest } from '../errors.ts';
+import { extensionFields, outputOptionsFrom, type OutputOptions } from './extensions.ts';
 import { issuesToError } from './issues.ts';
 import { maxTokens, penalty, samplingFrom, seed, stop, temperature, topP, type SamplingRequest } from './sampling.ts';
 
-const schema = z.object({
+/** What a conversation is called: chosen by the caller, scoped to the API key. */
+export const CONVERSATION_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+const fields = {
   specialist: z.string().min(1),
   prompt: z.string().min(1),
   max_tokens: maxTokens,
@@ -15,14 +23,29 @@ const schema = z.object({
   presence_penalty: penalty,
   frequency_penalty: penalty,
   stream: z.boolean().nullish(),
-});
+  conversation_id: z.string().regex(CONVERSATION_ID, 'must be 1-128 characters of letters, digits, ".", "_", ":" or "-"').nullish(),
+  ...extensionFields,
+};
+
+const schema = z.object(fields);
 
 export interface InferRequest extends SamplingRequest {
   specialist: string;
   prompt: string;
+  conversationId?: string;
+  output: OutputOptions;
 }
 
 export function parseInferRequest(body: unknown): InferRequest {
+  if (body !== null && typeof body === 'object' && !Array.isArray(body)) {
+    const unknown = Object.keys(body).filter((k) => !Object.hasOwn(fields, k));
+    if (unknown.length > 0) {
+      throw invalidRequest(
+        `Unknown parameter${unknown.length > 1 ? 's' : ''}: ${unknown.map((k) => `'${k}'`).join(', ')}. /v1/infer accepts ${Object.keys(fields).map((k) => `'${k}'`).join(', ')}.`,
+        unknown[0],
+      );
+    }
+  }
   const parsed = schema.safeParse(body);
   if (!parsed.success) throw issuesToError(parsed.error.issues, body);
   const r = parsed.data;
@@ -31,5 +54,7 @@ export function parseInferRequest(body: unknown): InferRequest {
     specialist: r.specialist,
     prompt: r.prompt,
     ...samplingFrom(r, r.max_tokens),
+    ...(r.conversation_id != null ? { conversationId: r.conversation_id } : {}),
+    output: outputOptionsFrom(r),
   };
 }

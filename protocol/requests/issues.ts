@@ -20,6 +20,9 @@ export function issuesToError(issues: readonly Issue[], input: unknown): ApiErro
 function pick(issue: Issue, base: Path): { issue: Issue; path: Path } {
   const path = [...base, ...issue.path];
   if (issue.code !== 'invalid_union') return { issue, path };
+  // A discriminated union whose tag matched no branch: say which tags exist.
+  const tags = (issue as { options?: unknown[] }).options;
+  if (issue.errors.length === 0 && Array.isArray(tags)) return { issue: { code: 'invalid_value', values: tags, path: [], message: '', input: undefined } as unknown as Issue, path };
   const branches = issue.errors.filter((b) => b.length > 0);
   const matched = branches.find((b) => !(b[0].code === 'invalid_type' && b[0].path.length === 0));
   if (matched) return pick(matched[0], path);
@@ -75,6 +78,8 @@ function article(expected: string): string {
     case 'array':
     case 'object':
       return `an ${expected}`;
+    case 'record':
+      return 'an object';
     default:
       return `a ${expected}`;
   }

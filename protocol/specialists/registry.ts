@@ -3,6 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { prepareJsonSchema } from '../../engine/grammar/index.ts';
 import { SPECIALIST_NAMES, specialistFileSchema, type Specialist } from './schema.ts';
 
 export const DEFAULT_SPECIALISTS_DIR = fileURLToPath(new URL('../../specialists/', import.meta.url));
@@ -55,7 +56,18 @@ export function loadSpecialists(dir: string = DEFAULT_SPECIALISTS_DIR): Speciali
     const parsed = specialistFileSchema.safeParse(raw);
     if (!parsed.success) throw new Error(`${path}:\n${z.prettifyError(parsed.error)}`);
     if (`${parsed.data.name}.json` !== f) throw new Error(`${path}: name "${parsed.data.name}" does not match the file name`);
+    checkGuardrail(parsed.data, path);
     return parsed.data;
   });
   return new SpecialistRegistry(specialists);
+}
+
+/** A schema the grammar cannot enforce is a mistake in the file: refused at start, not on the first request. */
+function checkGuardrail(s: Specialist, path: string): void {
+  if (s.guardrail.kind !== 'json' || s.guardrail.schema === undefined) return;
+  try {
+    prepareJsonSchema(s.guardrail.schema, { strict: true, param: 'guardrail.schema' });
+  } catch (e) {
+    throw new Error(`${path}: ${(e as Error).message}`);
+  }
 }

@@ -1,30 +1,16 @@
 /** What happens around generation: context limits, exact counting, disconnects, engine failures. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EngineInputError, type GenerateOptions, type TextEngine } from '../../engine/types.ts';
-import { renderPrompt } from '../../protocol/prompt.ts';
+import { EngineInputError, type TextEngine } from '../../engine/types.ts';
+import { renderChat } from '../../engine/chat/index.ts';
 import { loadSpecialists } from '../../protocol/specialists/registry.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { bearer, chatBody, postJson, startServer, type Harness } from './helpers/harness.ts';
+import { watched } from './helpers/watched.ts';
 
 let engine: TextEngine;
 beforeAll(async () => {
   engine = await testEngine();
 });
-
-/** The real engine, watched: every generate() call's options are kept. */
-function watched(inner: TextEngine): TextEngine & { calls: GenerateOptions[] } {
-  const calls: GenerateOptions[] = [];
-  return {
-    calls,
-    info: inner.info,
-    tokenizer: inner.tokenizer,
-    dispose: () => Promise.resolve(),
-    generate(o) {
-      calls.push(o);
-      return inner.generate(o);
-    },
-  };
-}
 
 async function withServer(e: TextEngine, fn: (h: Harness) => Promise<void>): Promise<void> {
   const h = await startServer({ engine: e });
@@ -42,7 +28,7 @@ const usageOf = async (h: Harness, key: string) => (await fetch(`${h.baseURL}/us
 function contentFor(target: number): string {
   const chat = loadSpecialists().get('chat')!;
   const tokens = (n: number) =>
-    engine.tokenizer.encode(renderPrompt([{ role: 'system', content: chat.systemPrompt }, { role: 'user', content: 'the cat sat. '.repeat(n) }], engine.info).text).length;
+    renderChat({ tokenizer: engine.tokenizer, chatTemplate: engine.info.chatTemplate }, [{ role: 'system', content: chat.systemPrompt }, { role: 'user', content: 'the cat sat. '.repeat(n) }]).tokens.length;
   let lo = 0;
   let hi = 1;
   while (tokens(hi) < target) hi *= 2;

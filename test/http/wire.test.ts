@@ -113,15 +113,31 @@ describe('request bodies', () => {
     await expectError(await fetch(`${h.baseURL}/models/svc-poetry`, { headers: bearer(key) }), 404, 'invalid_request_error', 'model_not_found', 'model');
   });
 
-  it('refuses tools, functions and JSON formats clearly instead of ignoring them', async () => {
-    const pro = h.key('professional');
+  it('gates tools, functions and JSON formats by plan, before anything else about them', async () => {
+    const k = h.key('solo');
+    const starter = h.key('starter');
     const tools = [{ type: 'function', function: { name: 'f', parameters: {} } }];
-    let msg = await expectError(await postJson(url(), chatBody({ tools }), bearer(pro)), 400, 'invalid_request_error', 'unsupported_parameter', 'tools');
-    expect(msg).toContain('not supported yet');
-    msg = await expectError(await postJson(url(), chatBody({ response_format: { type: 'json_object' } }), bearer(pro)), 400, 'invalid_request_error', 'unsupported_parameter', 'response_format');
-    // A plan without the feature hears that first: it stays true once the feature ships.
-    await expectError(await postJson(url(), chatBody({ tools }), bearer(key)), 403, 'permission_error', 'feature_not_in_plan', 'tools');
-    await expectError(await postJson(url(), chatBody({ functions: [{ name: 'f' }] }), bearer(key)), 403, 'permission_error', 'feature_not_in_plan', 'functions');
+    await expectError(await postJson(url(), chatBody({ tools }), bearer(k)), 403, 'permission_error', 'feature_not_in_plan', 'tools');
+    await expectError(await postJson(url(), chatBody({ functions: [{ name: 'f' }] }), bearer(k)), 403, 'permission_error', 'feature_not_in_plan', 'functions');
+    await expectError(await postJson(url(), chatBody({ response_format: { type: 'json_object' } }), bearer(k)), 403, 'permission_error', 'feature_not_in_plan', 'response_format');
+    // Starter has JSON schema but not function calling; even a tool list that is wrong otherwise hears the plan first.
+    await expectError(await postJson(url(), chatBody({ tools, response_format: { type: 'json_object' } }), bearer(starter)), 403, 'permission_error', 'feature_not_in_plan', 'tools');
+    // extract's own JSON is the specialist itself; a caller's schema is the jsonSchema feature.
+    await expectError(await postJson(`${h.baseURL}/infer`, { specialist: 'classify', prompt: 'x', schema: { type: 'object' } }, bearer(k)), 400, 'invalid_request_error', null, 'schema');
+  });
+
+  it('names extension fields that do not apply, and unknown fields on /v1/infer', async () => {
+    const k = h.key('solo');
+    let msg = await expectError(await postJson(url(), chatBody({ labels: ['a', 'b'] }), bearer(k)), 400, 'invalid_request_error', null, 'labels');
+    expect(msg).toContain("'labels' does not apply to the 'chat' specialist");
+    msg = await expectError(await postJson(`${h.baseURL}/infer`, { specialist: 'summarise', prompt: 'x', max_bullets: 2, format: 'prose' }, bearer(k)), 400, 'invalid_request_error', null, 'max_bullets');
+    expect(msg).toContain("only to format 'bullets'");
+    msg = await expectError(await postJson(`${h.baseURL}/infer`, { specialist: 'classify', prompt: 'x', lables: ['a', 'b'] }, bearer(k)), 400, 'invalid_request_error', null, 'lables');
+    expect(msg).toContain("Unknown parameter: 'lables'");
+    msg = await expectError(await postJson(`${h.baseURL}/infer`, { specialist: 'classify', prompt: 'x', conversation_id: 'c1' }, bearer(k)), 400, 'invalid_request_error', null, 'conversation_id');
+    expect(msg).toContain('only to specialists with memory');
+    // Unknown fields on chat completions are ignored, as the provider does.
+    expect((await postJson(url(), chatBody({ conversation_id: 'c1', max_tokens: 1 }), bearer(k))).status).toBe(200);
   });
 });
 

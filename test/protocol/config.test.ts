@@ -41,14 +41,26 @@ describe('config/plans.json', () => {
 });
 
 describe('specialists/*.json', () => {
-  it('loads all six with a system prompt and the spec sampling defaults', () => {
+  it('loads all six with a system prompt, the spec max_tokens default and their guardrails', () => {
     const reg = loadSpecialists();
     expect(reg.names()).toEqual([...SPECIALIST_NAMES]);
     for (const n of SPECIALIST_NAMES) {
       const s = reg.get(n)!;
       expect(s.systemPrompt.length).toBeGreaterThan(0);
-      expect(s.sampling).toEqual({ temperature: 0.7, topP: 1, maxTokens: 512 });
+      expect(s.sampling).toMatchObject({ topP: 1, maxTokens: 512 });
     }
+    // chat keeps the spec's temperature; the specialists whose answer has one right form sample low.
+    expect(reg.get('chat')!.sampling.temperature).toBe(0.7);
+    expect(reg.get('code')!.sampling.temperature).toBeLessThanOrEqual(0.3);
+    expect(Object.fromEntries(SPECIALIST_NAMES.map((n) => [n, reg.get(n)!.guardrail.kind]))).toEqual({
+      classify: 'labels',
+      summarise: 'summary',
+      extract: 'json',
+      qa: 'grounded',
+      chat: 'none',
+      code: 'fenced-code',
+    });
+    expect(SPECIALIST_NAMES.filter((n) => reg.get(n)!.memory)).toEqual(['chat']);
   });
 
   it('refuses a folder missing a specialist, a misnamed file or an unknown field', () => {
@@ -62,8 +74,15 @@ describe('specialists/*.json', () => {
     expect(() => loadSpecialists(dir)).toThrow('guardrail');
     write('classify.json', { name: 'classify', description: 'd', systemPrompt: '', sampling: { temperature: 3 } });
     expect(() => loadSpecialists(dir)).toThrow('temperature');
+    write('classify.json', { name: 'classify', description: 'd', systemPrompt: '', guardrail: { kind: 'labels', labels: ['only'] } });
+    expect(() => loadSpecialists(dir)).toThrow('labels');
+    write('classify.json', { name: 'classify', description: 'd', systemPrompt: '', guardrail: { kind: 'json', schema: { type: 'object', properties: { a: { type: 'string', uniqueItems: true } } } } });
+    expect(() => loadSpecialists(dir)).toThrow('guardrail.schema at /properties/a/uniqueItems');
     write('classify.json', { name: 'classify', description: 'd', systemPrompt: '' });
-    expect(loadSpecialists(dir).get('classify')!.sampling).toEqual({ temperature: 0.7, topP: 1, maxTokens: 512 });
+    const bare = loadSpecialists(dir).get('classify')!;
+    expect(bare.sampling).toEqual({ temperature: 0.7, topP: 1, maxTokens: 512 });
+    expect(bare.guardrail).toEqual({ kind: 'none' });
+    expect(bare.memory).toBe(false);
   });
 });
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { billingPeriodAt } from '../../protocol/billing-period.ts';
 import { generateKey, hashesEqual, hashKey, parseKey } from '../../protocol/keys.ts';
-import { renderPrompt } from '../../protocol/prompt.ts';
+import { FALLBACK_STOP, renderFallback } from '../../engine/chat/index.ts';
 
 describe('API keys', () => {
   it('are svc_live_/svc_test_ + 32 base62 characters (190 bits), hashed with SHA-256', () => {
@@ -45,19 +45,19 @@ describe('billing periods', () => {
   });
 });
 
-describe('fallback prompt rendering', () => {
+describe('fallback prompt rendering (the format docs/api.md documents)', () => {
   it('writes one block per message and leaves the assistant block open', () => {
-    const info = { name: 'm', architecture: 'llama', contextLength: 512, vocabSize: 1, parameterCount: 1, source: 'x' };
-    const r = renderPrompt(
+    const text = renderFallback(
       [
         { role: 'system', content: 'Be brief.' },
         { role: 'user', content: 'Hi', name: 'ann' },
         { role: 'assistant', content: 'Hello.' },
         { role: 'user', content: 'Tell a story' },
       ],
-      info,
+      undefined,
+      true,
     );
-    expect(r.text).toBe('### System:\nBe brief.\n\n### User (ann):\nHi\n\n### Assistant:\nHello.\n\n### User:\nTell a story\n\n### Assistant:\n');
-    expect(r.stop).toEqual(['\n### ']);
+    expect(text).toBe('### System:\nBe brief.\n\n### User (ann):\nHi\n\n### Assistant:\nHello.\n\n### User:\nTell a story\n\n### Assistant:\n');
+    expect(FALLBACK_STOP).toEqual(['\n### ']);
   });
 });

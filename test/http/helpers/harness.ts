@@ -36,7 +36,17 @@ export function realTestEngine(): Promise<TextEngine> {
   return import('../../helpers/engine.ts').then((m) => m.testEngine());
 }
 
-export async function startServer(opts: { engine?: TextEngine | (() => Promise<TextEngine>); clock?: ManualClock; maxBodyBytes?: number; dataDir?: string } = {}): Promise<Harness> {
+export interface ServerOptions {
+  engine?: TextEngine | (() => Promise<TextEngine>);
+  clock?: ManualClock;
+  maxBodyBytes?: number;
+  /** A data folder that outlives the server (a restart); by default a fresh one, removed on close. */
+  dataDir?: string;
+  plansPath?: string;
+  specialistsDir?: string;
+}
+
+export async function startServer(opts: ServerOptions = {}): Promise<Harness> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'svc-http-'));
   const clock = opts.clock ?? new ManualClock();
   const logs: string[] = [];
@@ -47,9 +57,9 @@ export async function startServer(opts: { engine?: TextEngine | (() => Promise<T
     },
   });
   const logger = pino({ level: 'debug' }, sink);
-  const app = createApp({ dataDir, engine: opts.engine ?? realTestEngine, logger, clock, maxBodyBytes: opts.maxBodyBytes });
+  const app = createApp({ dataDir, engine: opts.engine ?? realTestEngine, logger, clock, maxBodyBytes: opts.maxBodyBytes, plansPath: opts.plansPath, specialistsDir: opts.specialistsDir });
   const { url } = await app.http.listen(0, '127.0.0.1');
-  const admin = new AccountAdmin(app.db, loadPlans());
+  const admin = new AccountAdmin(app.db, loadPlans(opts.plansPath));
   return {
     url,
     baseURL: `${url}/v1`,
