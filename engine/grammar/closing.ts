@@ -60,8 +60,47 @@ export function closingTokens(v: GrammarVocabulary, matcher: Matcher, utf8State:
   }
 }
 
-/** A short text that completes the grammar from here (greedy, see CLOSE_ORDER), or undefined. */
+/** A short text that completes the grammar from here: greedy (CLOSE_ORDER), else a bounded search. */
 function closingText(v: GrammarVocabulary, m: Matcher): string | undefined {
+  return greedyClosingText(v, m) ?? searchClosingText(v, m);
+}
+
+/** Characters the bounded search tries: line ends and fences close free text, the rest close JSON. */
+const SEARCH_ALPHABET = ['\n', '`', '"', '}', ']', ' ', 'a', '0'];
+const SEARCH_DEPTH = 6;
+const SEARCH_NODES = 4000;
+
+/**
+ * Breadth-first over short strings of SEARCH_ALPHABET for the shortest one after which the grammar can
+ * end. Needed where the greedy walk never closes: inside free text ("\n```" ends a fenced code line,
+ * but the greedy walk keeps writing '"', which free text always takes).
+ */
+function searchClosingText(v: GrammarVocabulary, m: Matcher): string | undefined {
+  const stop = v.stopTokens[0];
+  const onAbort = (msg: string) => new GrammarEngineError(`xgrammar failed while searching for a completion: ${msg}`);
+  return v.runtime.runSync(() => {
+    let frontier = [''];
+    let nodes = 0;
+    for (let depth = 1; depth <= SEARCH_DEPTH; depth++) {
+      const next: string[] = [];
+      for (const prefix of frontier) {
+        for (const ch of SEARCH_ALPHABET) {
+          if (++nodes > SEARCH_NODES) return undefined;
+          const text = prefix + ch;
+          if (!m._acceptString(text)) continue;
+          const ends = m.acceptToken(stop);
+          m.rollBack(ends ? 2 : 1);
+          if (ends) return text;
+          next.push(text);
+        }
+      }
+      frontier = next;
+    }
+    return undefined;
+  }, onAbort);
+}
+
+function greedyClosingText(v: GrammarVocabulary, m: Matcher): string | undefined {
   const stop = v.stopTokens[0];
   let steps = 0;
   let text = '';

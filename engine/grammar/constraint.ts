@@ -153,8 +153,11 @@ export class GrammarConstraint implements TokenConstraint {
     if (remaining > CLOSING_WINDOW || remaining <= 0) return;
     const tokens = closingTokens(this.vocabulary, this.matcher, this.utf8);
     if (tokens === undefined) return;
-    this.largestPlan = Math.max(this.largestPlan, tokens.length);
-    if (tokens.length + Math.max(CLOSING_MARGIN, this.largestPlan) < remaining) return;
+    // The reserve is the longest completion seen after earlier tokens (one token can lengthen the plan
+    // that much); before the first token there is no such history, so only the fixed margin applies.
+    const reserve = Math.max(CLOSING_MARGIN, this.largestPlan);
+    if (this.accepted > 0) this.largestPlan = Math.max(this.largestPlan, tokens.length);
+    if (tokens.length + reserve < remaining) return;
     this.closing = tokens;
     this.closingAt = 0;
     this.fresh = false;

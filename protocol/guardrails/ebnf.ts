@@ -70,8 +70,8 @@ export const FENCE = '```';
 
 /**
  * What closes output of FENCED_CODE_GRAMMAR cut off inside a block ('' when it is not). The engine's
- * budget closing cannot find this for free text (engine request in scratch/engine-requests.md), so the
- * protocol appends it; the result is still a sentence of the grammar.
+ * budget closing ends blocks within max_tokens; this is the safety net for output cut some other way
+ * (a caller's own stop string), so the answer is still a sentence of the grammar.
  */
 export function closeFence(text: string): string {
   const lines = text.split('\n');

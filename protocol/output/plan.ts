@@ -32,8 +32,9 @@ export interface OutputPlan {
   /** Report `confidence`: the probability the model gave the tokens of its answer. */
   confidence: boolean;
   /**
-   * For grammars whose end the engine's budget closing cannot find (free text inside a fenced block):
-   * what completes cut-off output, and the longest such text, whose tokens are kept out of the budget.
+   * For free-text grammars (fenced code): what completes output cut off by something other than the
+   * budget (the engine closes blocks within max_tokens itself), and the longest such text, whose tokens
+   * are kept out of the budget so the completed answer still fits.
    */
   closing?: { complete(text: string): string; longest: string };
   /** Calls to read out of the output (tools with a grammar, i.e. tool_choice other than none). */
