@@ -11,7 +11,7 @@ import { RopeKernel } from '../../kernels/rope.ts';
 import { ParamArena } from '../../kernels/runtime/arena.ts';
 import type { KernelContext } from '../../kernels/runtime/context.ts';
 import { PenaltiesKernel, writePenaltyEntry, writePenaltyRow, PENALTY_ENTRY_BYTES, PENALTY_ROW_BYTES } from '../../kernels/sampling/penalties.ts';
-import { SampleKernel, writeSampleRow, SAMPLE_ROW_BYTES, SAMPLE_OUT_WORDS } from '../../kernels/sampling/sample.ts';
+import { SampleKernel, writeSampleRow, SAMPLE_ROW_BYTES, SAMPLE_OUT_WORDS, type SampleGroups } from '../../kernels/sampling/sample.ts';
 import { readTopKRow, TopKKernel, TOPK_ROW_WORDS, type TopKRow } from '../../kernels/sampling/topk.ts';
 import { SwiGluKernel } from '../../kernels/swiglu.ts';
 import type { ModelConfig } from '../arch/types.ts';
@@ -53,7 +53,7 @@ export class Transformer implements StepRunner {
   };
   private readonly layers: LayerPlan[];
   private readonly embed: BoundProduct;
-  private readonly head: { gather: GPUBindGroup; norm: GPUBindGroup; product: BoundProduct; sample: GPUBindGroup; topk: GPUBindGroup; penalties: GPUBindGroup };
+  private readonly head: { gather: GPUBindGroup; norm: GPUBindGroup; product: BoundProduct; sample: SampleGroups; topk: GPUBindGroup; penalties: GPUBindGroup };
   // CPU mirrors of the step inputs, allocated once.
   private readonly tokens: Uint32Array;
   private readonly positions: Uint32Array;
@@ -147,7 +147,7 @@ export class Transformer implements StepRunner {
       gather: this.k.gather.bind(ws.x, ws.lastIndex, ws.xLast),
       norm: this.k.rmsnorm.bind(ws.xLast, weights.outputNorm, ws.xLastNorm),
       product: matrices.product(weights.output, ws.xLastNorm, ws.logits, io(D, 0, cfg.vocabSize)),
-      sample: this.k.sample.bind(ws.logits, ws.mask, ws.sampleSettings, ws.sampleOut),
+      sample: this.k.sample.bind(ws.logits, ws.mask, ws.sampleSettings, ws.samplePartials, ws.sampleOut),
       topk: this.k.topk.bind(ws.logits, ws.mask, ws.sampleSettings, ws.topkOut),
       penalties: this.k.penalties.bind(ws.logits, ws.penaltyEntries, ws.penaltyRows),
     };

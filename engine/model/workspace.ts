@@ -1,6 +1,6 @@
 /** Activation buffers for one step of up to `maxTokens` tokens and `maxRows` sampled rows, made once. */
 import type { KernelContext } from '../../kernels/runtime/context.ts';
-import { SAMPLE_OUT_WORDS, SAMPLE_ROW_BYTES } from '../../kernels/sampling/sample.ts';
+import { SAMPLE_OUT_WORDS, SAMPLE_ROW_BYTES, samplePartialsBytes } from '../../kernels/sampling/sample.ts';
 import { PENALTY_ROW_BYTES, PENALTY_ENTRY_BYTES } from '../../kernels/sampling/penalties.ts';
 import { TOPK_ROW_WORDS } from '../../kernels/sampling/topk.ts';
 import type { ModelConfig } from '../arch/types.ts';
@@ -31,6 +31,7 @@ export class Workspace {
   readonly xLastNorm: GPUBuffer;
   readonly logits: GPUBuffer;
   // Outputs and their readback copies.
+  readonly samplePartials: GPUBuffer;
   readonly sampleOut: GPUBuffer;
   readonly topkOut: GPUBuffer;
   readonly sampleRead: GPUBuffer;
@@ -64,6 +65,7 @@ export class Workspace {
     this.xLast = f('act.x-last', maxRows * cfg.dim);
     this.xLastNorm = f('act.x-last-norm', maxRows * cfg.dim);
     this.logits = f('act.logits', maxRows * cfg.vocabSize);
+    this.samplePartials = this.track(ctx.storage('act.sample-partials', samplePartialsBytes(maxRows, cfg.vocabSize)));
     this.sampleOut = f('out.sample', maxRows * SAMPLE_OUT_WORDS);
     this.topkOut = f('out.topk', maxRows * TOPK_ROW_WORDS);
     const read = (name: string, bytes: number) =>

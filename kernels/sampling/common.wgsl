@@ -1,14 +1,26 @@
-// Shared by the per-row sampling kernels (sample.wgsl, topk.wgsl): one workgroup per row of logits,
-// the same bindings and parameters, per-row sampling settings and the grammar mask test.
+// Shared by the sampling kernels: their parameters, per-row sampling settings, the per-chunk partial
+// results of the split sampler, and noise and temperature helpers. (The mask test is in mask.wgsl: it
+// needs the kernel's `mask` binding.)
 
 struct Params {
   rows: u32,
   vocab: u32,
   logits_stride: u32,
   mask_words: u32,
+  // Vocabulary chunks per row (split sampler).
+  chunks: u32,
 }
 
-const WG: u32 = 128u;
+// One chunk's reduction of a row: running softmax (max m, sum s of exp(z - m)) and the best score.
+struct Partial {
+  m: f32,
+  s: f32,
+  best: f32,
+  // 0xffffffff when the chunk had no allowed token.
+  idx: u32,
+  // z (scaled logit) of the best token, for its log-probability.
+  z: f32,
+}
 
 
 struct SampleRow {
@@ -19,11 +31,6 @@ struct SampleRow {
   counter: u32,
   // 1 when this row's bits in `mask` restrict the vocabulary (grammar-constrained decoding).
   use_mask: u32,
-}
-
-fn allowed(mask_row: u32, mask_words: u32, use_mask: u32, i: u32) -> bool {
-  if (use_mask == 0u) { return true; }
-  return ((mask[mask_row * mask_words + (i >> 5u)] >> (i & 31u)) & 1u) != 0u;
 }
 
 fn scaled(l: f32, temperature: f32) -> f32 {
@@ -50,10 +57,3 @@ fn gumbel(seed: u32, counter: u32, i: u32) -> f32 {
 }
 
 const NEG_INF: f32 = -3.4e38;
-
-@group(0) @binding(0) var<storage, read> logits: array<f32>;
-@group(0) @binding(1) var<storage, read> mask: array<u32>;
-@group(0) @binding(2) var<storage, read> rows_cfg: array<SampleRow>;
-@group(0) @binding(3) var<storage, read_write> out: array<u32>;
-@group(1) @binding(0) var<uniform> params: Params;
-

@@ -1,5 +1,6 @@
-/** The per-row sampling kernels share bindings and parameters (sampling/common.wgsl): this wrapper. */
+/** A sampling kernel with one workgroup per row of logits (top-K): bindings logits, mask, settings, out. */
 import common from './common.wgsl?raw';
+import maskTest from './mask.wgsl?raw';
 import type { ParamArena } from '../runtime/arena.ts';
 import { wgsl, type CompiledKernel, type KernelContext } from '../runtime/context.ts';
 
@@ -14,7 +15,7 @@ export interface RowSamplingParams {
 export class RowSamplingKernel {
   readonly kernel: CompiledKernel;
   constructor(ctx: KernelContext, label: string, source: string, constants?: Record<string, number>) {
-    this.kernel = ctx.kernel({ label, code: wgsl(common, source), bindings: ['read', 'read', 'read', 'write'], constants });
+    this.kernel = ctx.kernel({ label, code: wgsl(common, maskTest, source), bindings: ['read', 'read', 'read', 'write'], constants });
   }
 
   bind(logits: GPUBuffer, mask: GPUBuffer, settings: GPUBuffer, out: GPUBuffer): GPUBindGroup {
@@ -27,6 +28,7 @@ export class RowSamplingKernel {
     arena.u32[s + 1] = p.vocab;
     arena.u32[s + 2] = p.logitsStride;
     arena.u32[s + 3] = p.maskWords;
+    arena.u32[s + 4] = 0;
     arena.dispatch(pass, this.kernel, group, s, p.rows);
   }
 }

@@ -1,6 +1,9 @@
-import source from './sample.wgsl?raw';
-import type { KernelContext } from '../runtime/context.ts';
-import { RowSamplingKernel } from './row-kernel.ts';
+import common from './common.wgsl?raw';
+import maskTest from './mask.wgsl?raw';
+import partialSource from './sample-partial.wgsl?raw';
+import mergeSource from './sample-merge.wgsl?raw';
+import type { ParamArena } from '../runtime/arena.ts';
+import { wgsl, type CompiledKernel, type KernelContext } from '../runtime/context.ts';
 
 /** Bytes per row of the per-row sampling settings buffer (struct SampleRow in common.wgsl). */
 export const SAMPLE_ROW_BYTES = 16;
@@ -8,6 +11,16 @@ export const SAMPLE_ROW_BYTES = 16;
 export const SAMPLE_OUT_WORDS = 2;
 /** Token written when the mask allowed nothing. */
 export const NO_TOKEN = 0xffffffff;
+/** Vocabulary entries per partial (CHUNK in sample-partial.wgsl). */
+const CHUNK = 256;
+const PARTIAL_BYTES = 20;
+const PARTIAL_WG = 64;
+const MERGE_WG = 16;
+
+/** Bytes of the scratch buffer the split sampler needs for `rows` rows of a `vocab`-sized vocabulary. */
+export function samplePartialsBytes(rows: number, vocab: number): number {
+  return rows * Math.ceil(vocab / CHUNK) * PARTIAL_BYTES;
+}
 
 /** Write one row of sampling settings into a CPU mirror of the settings buffer. */
 export function writeSampleRow(u32: Uint32Array, f32: Float32Array, row: number, s: { temperature: number; seed: number; counter: number; useMask: boolean }): void {
@@ -18,12 +31,41 @@ export function writeSampleRow(u32: Uint32Array, f32: Float32Array, row: number,
   u32[b + 3] = s.useMask ? 1 : 0;
 }
 
+export interface SampleGroups {
+  partial: GPUBindGroup;
+  merge: GPUBindGroup;
+}
+
 /**
- * One token per row, chosen on the GPU: argmax at temperature 0, Gumbel-max sampling otherwise.
- * Bindings: logits, mask, settings (read), out (write: [token, logprob] per row).
+ * One token per row, chosen on the GPU: argmax at temperature 0, Gumbel-max sampling otherwise, with
+ * the chosen token's log-probability. Two barrier-free passes: chunks of the vocabulary, then a merge
+ * per row. Buffers: logits, mask, settings (read), partials (scratch), out ([token, logprob] per row).
  */
-export class SampleKernel extends RowSamplingKernel {
+export class SampleKernel {
+  readonly partial: CompiledKernel;
+  readonly merge: CompiledKernel;
   constructor(ctx: KernelContext) {
-    super(ctx, 'sample', source);
+    this.partial = ctx.kernel({ label: 'sample-partial', code: wgsl(common, maskTest, partialSource), bindings: ['read', 'read', 'read', 'write'], constants: { WG: PARTIAL_WG } });
+    this.merge = ctx.kernel({ label: 'sample-merge', code: wgsl(common, mergeSource), bindings: ['read', 'write'], constants: { WG: MERGE_WG } });
+  }
+
+  bind(logits: GPUBuffer, mask: GPUBuffer, settings: GPUBuffer, partials: GPUBuffer, out: GPUBuffer): SampleGroups {
+    return { partial: this.partial.bind([logits, mask, settings, partials]), merge: this.merge.bind([partials, out]) };
+  }
+
+  encode(pass: GPUComputePassEncoder, arena: ParamArena, groups: SampleGroups, p: { rows: number; vocab: number; logitsStride: number; maskWords: number }): void {
+    const chunks = Math.ceil(p.vocab / CHUNK);
+    for (const [kernel, group, x, y] of [
+      [this.partial, groups.partial, Math.ceil(chunks / PARTIAL_WG), p.rows],
+      [this.merge, groups.merge, Math.ceil(p.rows / MERGE_WG), 1],
+    ] as const) {
+      const s = arena.slot();
+      arena.u32[s] = p.rows;
+      arena.u32[s + 1] = p.vocab;
+      arena.u32[s + 2] = p.logitsStride;
+      arena.u32[s + 3] = p.maskWords;
+      arena.u32[s + 4] = chunks;
+      arena.dispatch(pass, kernel, group, s, x, y);
+    }
   }
 }

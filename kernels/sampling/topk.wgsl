@@ -3,8 +3,15 @@
 // at or above it. Output per row: [count, max bits, logsumexp bits, 0] then K pairs [token, value bits];
 // values are logits / T (T = 1 when temperature is 0), over tokens the mask allows; pairs are unordered.
 
+const WG: u32 = 128u;
 override K: u32 = 64u;
 const BISECT_STEPS: u32 = 28u;
+
+@group(0) @binding(0) var<storage, read> logits: array<f32>;
+@group(0) @binding(1) var<storage, read> mask: array<u32>;
+@group(0) @binding(2) var<storage, read> rows_cfg: array<SampleRow>;
+@group(0) @binding(3) var<storage, read_write> out: array<u32>;
+@group(1) @binding(0) var<uniform> params: Params;
 
 var<workgroup> red_m: array<f32, WG>;
 var<workgroup> red_s: array<f32, WG>;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { PenaltiesKernel, writePenaltyEntry, writePenaltyRow, PENALTY_ENTRY_BYTES, PENALTY_ROW_BYTES } from '../../kernels/sampling/penalties.ts';
-import { NO_TOKEN, SampleKernel, SAMPLE_ROW_BYTES, writeSampleRow } from '../../kernels/sampling/sample.ts';
+import { NO_TOKEN, SampleKernel, SAMPLE_ROW_BYTES, samplePartialsBytes, writeSampleRow } from '../../kernels/sampling/sample.ts';
 import { SoftmaxKernel } from '../../kernels/sampling/softmax.ts';
 import { readTopKRow, TopKKernel, TOPK_MAX, TOPK_ROW_WORDS } from '../../kernels/sampling/topk.ts';
 import type { KernelContext } from '../../kernels/runtime/context.ts';
@@ -35,7 +35,8 @@ async function sample(ctx: KernelContext, logits: Float32Array, vocab: number, r
   const bl = ctx.storage('logits', logits.byteLength, logits);
   const bm = ctx.storage('mask', mask.data.byteLength, mask.data);
   const out = ctx.storage('out', rows.length * 8);
-  await runPass(ctx, (pass, arena) => k.encode(pass, arena, k.bind(bl, bm, settingsBuffer(ctx, rows), out), { rows: rows.length, vocab, logitsStride: vocab, maskWords: mask.words }));
+  const partials = ctx.storage('partials', samplePartialsBytes(rows.length, vocab));
+  await runPass(ctx, (pass, arena) => k.encode(pass, arena, k.bind(bl, bm, settingsBuffer(ctx, rows), partials, out), { rows: rows.length, vocab, logitsStride: vocab, maskWords: mask.words }));
   const raw = await readBuffer(ctx, out, rows.length * 8);
   const u = new Uint32Array(raw);
   const f = new Float32Array(raw);
@@ -60,6 +61,17 @@ describe('sample kernel', () => {
       expect(got[r].logprob).toBeCloseTo(row[best] - logSumExp(allowedIdx.map((i) => row[i])), 4);
     }
     expect(got[1].token).toBe(10);
+  });
+
+  it('greedy over a large vocabulary split into many chunks finds the last-chunk maximum and the first of tied ids', async () => {
+    const ctx = await testContext();
+    const vocab = 40001; // 157 chunks of 256, over three workgroups; the last chunk holds one token
+    const logits = randomF32(2 * vocab, 77, 5);
+    logits[40000] = 50; // row 0: the very last token wins
+    logits[vocab + 300] = 40; // row 1: a tie across chunks goes to the lower id
+    logits[vocab + 39000] = 40;
+    const got = await sample(ctx, logits, vocab, [0, 1].map(() => ({ temperature: 0, seed: 0, counter: 0, useMask: false })), maskOf(vocab, [() => true, () => true]));
+    expect(got.map((g) => g.token)).toEqual([40000, 300]);
   });
 
   it('returns NO_TOKEN when the mask allows nothing', async () => {
