@@ -169,9 +169,15 @@ describe('code', () => {
     }
   });
 
-  it('closes the block itself when max_tokens cuts the code off, within max_tokens', async () => {
-    const r = await ask({ specialist: 'code', prompt: 'Write a long program.', temperature: 0, max_tokens: 12 });
-    expect(r.finish_reason).toBe('length');
+  // Too few tokens for the grammar's own closing (8): cut off, then closed by the service, `length`.
+  // Enough (12, 20): the grammar steers into the closing fence within the budget, `stop`.
+  it.each([
+    [8, 'length'],
+    [12, 'stop'],
+    [20, 'stop'],
+  ])('closes the block when max_tokens %d cuts the code off (finish_reason %s)', async (max_tokens, reason) => {
+    const r = await ask({ specialist: 'code', prompt: 'Write a long program.', temperature: 0, max_tokens });
+    expect(r.finish_reason).toBe(reason);
     expect(r.result.startsWith('```')).toBe(true);
     expect(r.result.endsWith('\n```')).toBe(true);
     expect(fenceLines(r.result)).toHaveLength(2);
