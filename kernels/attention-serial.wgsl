@@ -1,35 +1,9 @@
 // Attention for CPU adapters (SwiftShader, llvmpipe): one invocation per (token, query head) runs the
 // whole online softmax alone. No workgroup memory and no barriers, which cost tens of microseconds each
-// on CPU rasterisers; invocations run side by side in SIMD lanes instead. Same bindings and Params as
-// attention.wgsl.
-
-struct Params {
-  tokens: u32,
-  heads: u32,
-  kv_heads: u32,
-  head_dim: u32,
-  page_size: u32,
-  max_pages: u32,
-  scale: f32,
-  window: u32,
-  q_offset: u32,
-  q_stride: u32,
-  out_offset: u32,
-  out_stride: u32,
-  softcap: f32,
-}
+// on CPU rasterisers; invocations run side by side in SIMD lanes instead. Bindings and Params in
+// attention-io.wgsl, as for attention.wgsl.
 
 override WG: u32 = 16u;
-const MAX_HEAD_DIM: u32 = 256u;
-
-@group(0) @binding(0) var<storage, read> q: array<f32>;
-@group(0) @binding(1) var<storage, read> k_cache: array<f32>;
-@group(0) @binding(2) var<storage, read> v_cache: array<f32>;
-@group(0) @binding(3) var<storage, read> page_table: array<u32>;
-@group(0) @binding(4) var<storage, read> positions: array<u32>;
-@group(0) @binding(5) var<storage, read> token_seq: array<u32>;
-@group(0) @binding(6) var<storage, read_write> out: array<f32>;
-@group(1) @binding(0) var<uniform> params: Params;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {

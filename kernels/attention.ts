@@ -1,7 +1,8 @@
 import source from './attention.wgsl?raw';
+import io from './attention-io.wgsl?raw';
 import serial from './attention-serial.wgsl?raw';
 import type { ParamArena } from './runtime/arena.ts';
-import type { CompiledKernel, KernelContext } from './runtime/context.ts';
+import { type CompiledKernel, type KernelContext, wgsl } from './runtime/context.ts';
 import { grid2d } from './runtime/grid.ts';
 
 export const ATTENTION_MAX_HEAD_DIM = 256;
@@ -37,8 +38,8 @@ export class AttentionKernel {
     this.serial = variant === 'serial';
     const bindings = ['read', 'read', 'read', 'read', 'read', 'read', 'write'] as const;
     this.kernel = this.serial
-      ? ctx.kernel({ label: 'attention-serial', code: serial, bindings, constants: { WG: SERIAL_WG } })
-      : ctx.kernel({ label: 'attention', code: source, bindings });
+      ? ctx.kernel({ label: 'attention-serial', code: wgsl(io, serial), bindings, constants: { WG: SERIAL_WG } })
+      : ctx.kernel({ label: 'attention', code: wgsl(io, source), bindings });
   }
 
   bind(q: GPUBuffer, kCache: GPUBuffer, vCache: GPUBuffer, pageTable: GPUBuffer, positions: GPUBuffer, tokenSeq: GPUBuffer, out: GPUBuffer): GPUBindGroup {

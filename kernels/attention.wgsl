@@ -3,37 +3,9 @@
 // read page by page through the page table, with an online softmax over blocks of WG positions so any
 // context length fits in constant workgroup memory.
 
-struct Params {
-  tokens: u32,
-  heads: u32,
-  kv_heads: u32,
-  head_dim: u32,
-  page_size: u32,
-  max_pages: u32,
-  scale: f32,
-  // Sliding window in positions (0 = attend to the whole prefix).
-  window: u32,
-  q_offset: u32,
-  q_stride: u32,
-  out_offset: u32,
-  out_stride: u32,
-  // Gemma 2 style logit soft-capping (0 = off): s = cap * tanh(s / cap).
-  softcap: f32,
-}
-
 const WG: u32 = 64u;
-// Head dimensions up to MAX_HEAD_DIM; each thread owns MAX_HEAD_DIM / WG output dimensions.
-const MAX_HEAD_DIM: u32 = 256u;
+// Each thread owns MAX_HEAD_DIM / WG output dimensions.
 const PER_THREAD: u32 = MAX_HEAD_DIM / WG;
-
-@group(0) @binding(0) var<storage, read> q: array<f32>;
-@group(0) @binding(1) var<storage, read> k_cache: array<f32>;
-@group(0) @binding(2) var<storage, read> v_cache: array<f32>;
-@group(0) @binding(3) var<storage, read> page_table: array<u32>;
-@group(0) @binding(4) var<storage, read> positions: array<u32>;
-@group(0) @binding(5) var<storage, read> token_seq: array<u32>;
-@group(0) @binding(6) var<storage, read_write> out: array<f32>;
-@group(1) @binding(0) var<uniform> params: Params;
 
 var<workgroup> q_shared: array<f32, MAX_HEAD_DIM>;
 var<workgroup> scores: array<f32, WG>;

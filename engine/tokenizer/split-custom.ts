@@ -30,6 +30,17 @@ function reader(cps: ArrayLike<number>, start: number, end: number) {
   };
 }
 
+/**
+ * Where the last alternatives of all three patterns end a piece starting at pos, given the run of
+ * `spaces` whitespace there: \s+(?!\S) leaves the last space to prefix the next word, \s+ takes the
+ * run, anything else is one code point.
+ */
+function endOfTail(cpt: (p: number) => number, pos: number, spaces: number): number {
+  if (spaces > 1 && cpt(pos + spaces) !== OUT) return pos + spaces - 1;
+  if (spaces > 0) return pos + spaces;
+  return pos + 1;
+}
+
 /** Length of the contraction at pos ('s 't 'm 'd 're 've 'll), or 0. */
 function contraction(cpt: (p: number) => number, pos: number, end: number, caseless: boolean): number {
   if (cpt(pos) !== APOSTROPHE || pos + 1 >= end) return 0;
@@ -79,18 +90,8 @@ export const splitGpt2: CodePointSplitter = (cps, start, end, cut) => {
 
     let spaces = 0;
     while (flags(pos + spaces) & WHITESPACE) spaces++;
-    if (spaces > 1 && cpt(pos + spaces) !== OUT) {
-      // \s+(?!\S): leave the last space to prefix the next word.
-      pos += spaces - 1;
-      cut(pos);
-      continue;
-    }
-    if (spaces > 0) {
-      pos += spaces;
-      cut(pos);
-      continue;
-    }
-    cut(++pos);
+    pos = endOfTail(cpt, pos, spaces);
+    cut(pos);
   }
 };
 
@@ -159,19 +160,8 @@ function llama3Like(maxDigits: number): CodePointSplitter {
         cut(pos);
         continue;
       }
-      // \s+(?!\S)
-      if (spaces > 1 && cpt(pos + spaces) !== OUT) {
-        pos += spaces - 1;
-        cut(pos);
-        continue;
-      }
-      // \s+
-      if (spaces > 0) {
-        pos += spaces;
-        cut(pos);
-        continue;
-      }
-      cut(++pos);
+      pos = endOfTail(cpt, pos, spaces);
+      cut(pos);
     }
   };
 }

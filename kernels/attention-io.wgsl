@@ -1,0 +1,31 @@
+// Params and bindings shared by attention.wgsl and attention-serial.wgsl (see AttentionKernel.bind).
+
+struct Params {
+  tokens: u32,
+  heads: u32,
+  kv_heads: u32,
+  head_dim: u32,
+  page_size: u32,
+  max_pages: u32,
+  scale: f32,
+  // Sliding window in positions (0 = attend to the whole prefix).
+  window: u32,
+  q_offset: u32,
+  q_stride: u32,
+  out_offset: u32,
+  out_stride: u32,
+  // Gemma 2 style logit soft-capping (0 = off): s = cap * tanh(s / cap).
+  softcap: f32,
+}
+
+// Head dimensions up to MAX_HEAD_DIM (ATTENTION_MAX_HEAD_DIM in attention.ts).
+const MAX_HEAD_DIM: u32 = 256u;
+
+@group(0) @binding(0) var<storage, read> q: array<f32>;
+@group(0) @binding(1) var<storage, read> k_cache: array<f32>;
+@group(0) @binding(2) var<storage, read> v_cache: array<f32>;
+@group(0) @binding(3) var<storage, read> page_table: array<u32>;
+@group(0) @binding(4) var<storage, read> positions: array<u32>;
+@group(0) @binding(5) var<storage, read> token_seq: array<u32>;
+@group(0) @binding(6) var<storage, read_write> out: array<f32>;
+@group(1) @binding(0) var<uniform> params: Params;
