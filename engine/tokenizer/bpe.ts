@@ -5,20 +5,11 @@
  */
 import type { GgufMetadata } from '../gguf/parse.ts';
 import { toByteLevel } from './byte-level.ts';
-import { Heap } from './heap.ts';
+import { mergeSymbols } from './merge.ts';
 import { preTokenize } from './pre-tokenize.ts';
 import type { PreTokenizer } from './pre-tokenizers.ts';
 import { utf8Encoder } from './utf8.ts';
 import type { Vocab } from './vocab.ts';
-
-interface Bigram {
-  left: number;
-  right: number;
-  rank: number;
-  size: number;
-}
-
-const better = (a: Bigram, b: Bigram) => a.rank < b.rank || (a.rank === b.rank && a.left < b.left);
 
 /** Keeps memory bounded on long-running servers that see unbounded distinct words. */
 const MAX_CACHED_WORDS = 50_000;
@@ -78,28 +69,7 @@ export class BpeEncoder {
     const count = word.length;
     const start = Array.from({ length: count }, (_, i) => i);
     const len = new Array<number>(count).fill(1);
-    const prev = Array.from({ length: count }, (_, i) => i - 1);
-    const next = Array.from({ length: count }, (_, i) => (i + 1 < count ? i + 1 : -1));
-
-    const queue = new Heap<Bigram>(better);
-    const tryPair = (left: number, right: number) => {
-      if (left === -1 || right === -1) return;
-      const rank = this.rank(word.substr(start[left], len[left]), word.substr(start[right], len[right]));
-      if (rank === undefined) return;
-      queue.push({ left, right, rank, size: len[left] + len[right] });
-    };
-    for (let i = 1; i < count; i++) tryPair(i - 1, i);
-
-    for (let b = queue.pop(); b !== undefined; b = queue.pop()) {
-      // Symbols only grow, so an unchanged total length means the queued pair is still current.
-      if (len[b.left] === 0 || len[b.right] === 0 || len[b.left] + len[b.right] !== b.size) continue;
-      len[b.left] += len[b.right];
-      len[b.right] = 0;
-      next[b.left] = next[b.right];
-      if (next[b.right] >= 0) prev[next[b.right]] = b.left;
-      tryPair(prev[b.left], b.left);
-      tryPair(b.left, next[b.left]);
-    }
+    mergeSymbols(len, (left, right) => this.rank(word.substr(start[left], len[left]), word.substr(start[right], len[right])));
 
     const ids: number[] = [];
     for (let i = 0; i < count; i++) {

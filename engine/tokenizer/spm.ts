@@ -3,19 +3,9 @@
  * characters, repeatedly merge the adjacent pair whose concatenation is the best-scoring vocabulary
  * entry (leftmost on ties), then spell whatever is not a token with byte tokens.
  */
-import { Heap } from './heap.ts';
+import { mergeSymbols } from './merge.ts';
 import { utf8Encoder } from './utf8.ts';
 import type { Vocab } from './vocab.ts';
-
-interface Bigram {
-  left: number;
-  right: number;
-  score: number;
-  /** Combined length when queued; a different length at pop time means a side has changed since. */
-  size: number;
-}
-
-const better = (a: Bigram, b: Bigram) => a.score > b.score || (a.score === b.score && a.left < b.left);
 
 export class SpmEncoder {
   /** Token per byte value, -1 where the vocabulary has none. */
@@ -43,28 +33,11 @@ export class SpmEncoder {
     }
     const count = start.length;
     if (count === 0) return;
-    const prev = Array.from({ length: count }, (_, i) => i - 1);
-    const next = Array.from({ length: count }, (_, i) => (i + 1 < count ? i + 1 : -1));
-
-    const queue = new Heap<Bigram>(better);
-    const tryPair = (left: number, right: number) => {
-      if (left === -1 || right === -1) return;
-      const size = len[left] + len[right];
-      const id = this.vocab.idOf(text.substr(start[left], size));
-      if (id === undefined) return;
-      queue.push({ left, right, score: this.vocab.scores[id], size });
-    };
-    for (let i = 1; i < count; i++) tryPair(i - 1, i);
-
-    for (let b = queue.pop(); b !== undefined; b = queue.pop()) {
-      if (len[b.left] === 0 || len[b.right] === 0 || len[b.left] + len[b.right] !== b.size) continue;
-      len[b.left] += len[b.right];
-      len[b.right] = 0;
-      next[b.left] = next[b.right];
-      if (next[b.right] >= 0) prev[next[b.right]] = b.left;
-      tryPair(prev[b.left], b.left);
-      tryPair(b.left, next[b.left]);
-    }
+    // Merging two symbols makes the concatenation's token; the best-scoring one merges first.
+    const next = mergeSymbols(len, (left, right) => {
+      const id = this.vocab.idOf(text.substr(start[left], len[left] + len[right]));
+      return id === undefined ? undefined : -this.vocab.scores[id];
+    });
 
     for (let i = 0; i !== -1; i = next[i]) {
       const piece = text.substr(start[i], len[i]);
