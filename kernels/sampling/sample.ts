@@ -31,6 +31,13 @@ export function writeSampleRow(u32: Uint32Array, f32: Float32Array, row: number,
   u32[b + 3] = s.useMask ? 1 : 0;
 }
 
+export interface SampleDispatch {
+  rows: number;
+  vocab: number;
+  logitsStride: number;
+  maskWords: number;
+}
+
 export interface SampleGroups {
   partial: GPUBindGroup;
   merge: GPUBindGroup;
@@ -53,19 +60,20 @@ export class SampleKernel {
     return { partial: this.partial.bind([logits, mask, settings, partials]), merge: this.merge.bind([partials, out]) };
   }
 
-  encode(pass: GPUComputePassEncoder, arena: ParamArena, groups: SampleGroups, p: { rows: number; vocab: number; logitsStride: number; maskWords: number }): void {
+  encode(pass: GPUComputePassEncoder, arena: ParamArena, groups: SampleGroups, p: SampleDispatch): void {
     const chunks = Math.ceil(p.vocab / CHUNK);
-    for (const [kernel, group, x, y] of [
-      [this.partial, groups.partial, Math.ceil(chunks / PARTIAL_WG), p.rows],
-      [this.merge, groups.merge, Math.ceil(p.rows / MERGE_WG), 1],
-    ] as const) {
-      const s = arena.slot();
-      arena.u32[s] = p.rows;
-      arena.u32[s + 1] = p.vocab;
-      arena.u32[s + 2] = p.logitsStride;
-      arena.u32[s + 3] = p.maskWords;
-      arena.u32[s + 4] = chunks;
-      arena.dispatch(pass, kernel, group, s, x, y);
-    }
+    this.dispatch(pass, arena, this.partial, groups.partial, p, chunks, Math.ceil(chunks / PARTIAL_WG), p.rows);
+    this.dispatch(pass, arena, this.merge, groups.merge, p, chunks, Math.ceil(p.rows / MERGE_WG), 1);
+  }
+
+  /** Both passes read the same parameters; written out twice rather than through a per-step array. */
+  private dispatch(pass: GPUComputePassEncoder, arena: ParamArena, kernel: CompiledKernel, group: GPUBindGroup, p: SampleDispatch, chunks: number, x: number, y: number): void {
+    const s = arena.slot();
+    arena.u32[s] = p.rows;
+    arena.u32[s + 1] = p.vocab;
+    arena.u32[s + 2] = p.logitsStride;
+    arena.u32[s + 3] = p.maskWords;
+    arena.u32[s + 4] = chunks;
+    arena.dispatch(pass, kernel, group, s, x, y);
   }
 }
