@@ -29,3 +29,34 @@ export function checkRaw(name: string, raw: Uint8Array, bytes: number): DataView
 export function roundAway(v: number): number {
   return v < 0 ? -Math.round(-v) : Math.round(v);
 }
+
+/**
+ * The float types, one element per "block": `read` and `write` move one value at a byte offset of a
+ * little-endian view (the file's byte order).
+ */
+export function scalarCodec(
+  name: string,
+  type: GgmlType,
+  bytes: number,
+  read: (view: DataView, offset: number) => number,
+  write: (view: DataView, offset: number, value: number) => void,
+): QuantCodec {
+  return {
+    type,
+    blockElements: 1,
+    blockBytes: bytes,
+    dequantize(raw, elements) {
+      checkBlocks(name, elements, 1);
+      const view = checkRaw(name, raw, elements * bytes);
+      const out = new Float32Array(elements);
+      for (let i = 0; i < elements; i++) out[i] = read(view, i * bytes);
+      return out;
+    },
+    quantize(src) {
+      const out = new Uint8Array(src.length * bytes);
+      const view = new DataView(out.buffer);
+      for (let i = 0; i < src.length; i++) write(view, i * bytes, src[i]);
+      return out;
+    },
+  };
+}
