@@ -8,7 +8,7 @@ import { ApiError, invalidApiKey, permissionDenied } from './errors.ts';
 import { hashesEqual, parseKey } from './keys.ts';
 import type { Logger } from './logger.ts';
 import { effectiveLimits, FEATURE_LABELS, type Feature, type Plan, type PlanCatalog, type RequestLimits } from './plans.ts';
-import type { RateLimiter, RateLimitState } from './rate-limiter.ts';
+import type { RateLimiter, RateLimitSlot, RateLimitState } from './rate-limiter.ts';
 import type { AccountRecord, KeyRecord, Store } from './store.ts';
 
 export interface Caller {
@@ -18,6 +18,8 @@ export interface Caller {
   limits: RequestLimits;
   /** The per-minute limit's state as of this request, for the rate-limit headers. */
   rateLimit: RateLimitState;
+  /** This request's place in the per-minute window, once takeRequest() accepted it. */
+  rateSlot?: RateLimitSlot;
 }
 
 /** One admitted request's hold on the monthly allowance until it is counted or dropped. */
@@ -98,13 +100,22 @@ export class AccessControl {
   takeRequest(caller: Caller): void {
     const r = this.limiter.take(rateKey(caller.key), caller.limits.perMinute);
     caller.rateLimit = { limit: r.limit, remaining: r.remaining, resetMs: r.resetMs };
-    if (!r.allowed) {
+    if (r.allowed) caller.rateSlot = r.slot;
+    else {
+      // Rounded up: a retry after this many seconds is accepted, a retry one second earlier is not.
       const seconds = Math.max(1, Math.ceil(r.retryAfterMs / 1000));
       throw new ApiError(429, 'rate_limit_error', `Rate limit reached: ${r.limit} requests per minute for this key. Retry in ${seconds}s.`, {
         code: 'rate_limit_exceeded',
         retryAfterSeconds: seconds,
       });
     }
+  }
+
+  /** Gives back the per-minute place of a request that never reached the model (left while queued). */
+  refundRequest(caller: Caller): void {
+    if (!caller.rateSlot) return;
+    this.limiter.refund(caller.rateSlot);
+    caller.rateSlot = undefined;
   }
 
   /** 429 insufficient_quota when the monthly allowance is used up; checked before the model is touched. */

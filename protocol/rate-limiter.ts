@@ -1,73 +1,111 @@
 /**
- * Requests-per-minute limiting per key, as a leaky bucket: each request adds one to the key's level,
- * which drains continuously at `limit` per minute, and a request is allowed while the level stays within
- * `limit`. A key can burst its whole minute's allowance, then gets one request every 60/limit seconds.
- * The level counts what was used, so a plan change applies at once in both directions. State lives in
- * memory: a restart forgets at most a minute of history.
+ * Requests-per-minute limiting per key, as a sliding-window log: the times of a key's accepted requests
+ * over the last 60 s are kept, and a request is accepted while fewer than `limit` of them fall inside
+ * the window (now − 60 s, now]. So no 60-second window ever holds more than `limit` accepted requests,
+ * which a bucket with refill (leaky bucket, GCRA with burst) cannot promise: those allow a full burst
+ * and then refill on top of it within the same minute. A refused request leaves no trace. The log is
+ * per key and in memory (at most `limit` entries a key); a restart forgets at most a minute.
  */
 import type { Clock } from './clock.ts';
 
 export interface RateLimitState {
   limit: number;
-  /** Whole requests that may be made right now. */
+  /** Requests that may be made right now. */
   remaining: number;
-  /** Milliseconds until the bucket is empty again, i.e. the whole limit is available (`x-ratelimit-reset-requests`). */
+  /** Milliseconds until the window holds no request, i.e. the whole limit is available (`x-ratelimit-reset-requests`). */
   resetMs: number;
 }
 
-export type TakeResult = (RateLimitState & { allowed: true }) | (RateLimitState & { allowed: false; retryAfterMs: number });
-
-interface Bucket {
-  level: number;
+/** An accepted request's place in the log, to give back with refund(). */
+export interface RateLimitSlot {
+  key: string;
   at: number;
 }
 
-const MINUTE_MS = 60_000;
-/** Float draining can leave 1.0000001 used; this keeps whole requests whole. */
-const EPSILON = 1e-9;
-/** Above this many tracked keys, buckets that have drained completely are dropped (they equal "absent"). */
+export type TakeResult =
+  | (RateLimitState & { allowed: true; slot: RateLimitSlot })
+  | (RateLimitState & { allowed: false; /** Exactly when a request would next be accepted, from now. */ retryAfterMs: number });
+
+export const WINDOW_MS = 60_000;
+/** Above this many tracked keys, logs whose entries have all left the window are dropped (they equal "absent"). */
 const PRUNE_ABOVE = 10_000;
 
+/** Accepted times in order; `head` skips the ones that have left the window without shifting the array. */
+class Log {
+  times: number[] = [];
+  head = 0;
+
+  expire(now: number): void {
+    while (this.head < this.times.length && this.times[this.head] <= now - WINDOW_MS) this.head++;
+    // Compacting once half the array is dead keeps expire() amortised O(1) per request.
+    if (this.head > 32 && this.head * 2 >= this.times.length) {
+      this.times = this.times.slice(this.head);
+      this.head = 0;
+    }
+  }
+
+  get count(): number {
+    return this.times.length - this.head;
+  }
+
+  at(i: number): number {
+    return this.times[this.head + i];
+  }
+}
+
 export class RateLimiter {
-  private readonly buckets = new Map<string, Bucket>();
+  private readonly logs = new Map<string, Log>();
 
   constructor(private readonly clock: Clock) {}
 
-  /** Uses one request if one is available. */
+  /** Uses one request if the window has room. */
   take(key: string, limit: number): TakeResult {
     const now = this.clock.now();
-    const b = this.drained(key, limit, now);
-    if (b.level + 1 <= limit + EPSILON) {
-      b.level += 1;
-      this.buckets.set(key, b);
+    const log = this.logs.get(key) ?? new Log();
+    log.expire(now);
+    if (log.count < limit) {
+      log.times.push(now);
+      this.logs.set(key, log);
       this.prune(now, key);
-      return { allowed: true, ...state(b.level, limit) };
+      return { allowed: true, slot: { key, at: now }, ...state(log, limit, now) };
     }
-    this.buckets.set(key, b);
-    return { allowed: false, retryAfterMs: ((b.level + 1 - limit) * MINUTE_MS) / limit, ...state(b.level, limit) };
+    // The request is accepted once enough entries leave that fewer than `limit` remain: the
+    // (count − limit + 1)th oldest leaves at its time + 60 s. A lowered plan limit waits for more of them.
+    const freeing = log.count > 0 && limit > 0 ? log.at(log.count - limit) : now - WINDOW_MS;
+    return { allowed: false, retryAfterMs: Math.max(0, freeing + WINDOW_MS - now), ...state(log, limit, now) };
   }
 
   /** The state without using anything (for responses that do not count against the limit). */
   peek(key: string, limit: number): RateLimitState {
-    return state(this.drained(key, limit, this.clock.now()).level, limit);
+    const now = this.clock.now();
+    const log = this.logs.get(key);
+    if (!log) return { limit, remaining: limit, resetMs: 0 };
+    log.expire(now);
+    return state(log, limit, now);
   }
 
-  private drained(key: string, limit: number, now: number): Bucket {
-    const b = this.buckets.get(key);
-    if (!b) return { level: 0, at: now };
-    const elapsed = Math.max(0, now - b.at);
-    return { level: Math.max(0, b.level - (elapsed * limit) / MINUTE_MS), at: now };
+  /**
+   * Gives an accepted request's place back, for a request that never reached the model (abandoned
+   * while queued): it was not used, so it must not hold a place in the window. No-op when it has left.
+   */
+  refund(slot: RateLimitSlot): void {
+    const log = this.logs.get(slot.key);
+    if (!log) return;
+    const i = log.times.lastIndexOf(slot.at);
+    if (i >= log.head) log.times.splice(i, 1);
   }
 
   private prune(now: number, keep: string): void {
-    if (this.buckets.size <= PRUNE_ABOVE) return;
-    for (const [k, b] of this.buckets) {
-      // Any bucket idle for a minute has drained, whatever its limit.
-      if (k !== keep && now - b.at >= MINUTE_MS) this.buckets.delete(k);
+    if (this.logs.size <= PRUNE_ABOVE) return;
+    for (const [k, log] of this.logs) {
+      if (k === keep) continue;
+      log.expire(now);
+      if (log.count === 0) this.logs.delete(k);
     }
   }
 }
 
-function state(level: number, limit: number): RateLimitState {
-  return { limit, remaining: Math.max(0, Math.floor(limit - level + EPSILON)), resetMs: Math.max(0, (level * MINUTE_MS) / limit) };
+function state(log: Log, limit: number, now: number): RateLimitState {
+  const n = log.count;
+  return { limit, remaining: Math.max(0, limit - n), resetMs: n === 0 ? 0 : log.at(n - 1) + WINDOW_MS - now };
 }

@@ -72,7 +72,10 @@ describe('openai client', () => {
   it('raises RateLimitError with Retry-After, after retrying as Retry-After says', async () => {
     const key = h.key('solo', { paid: true });
     const c = client(key);
-    for (let i = 0; i < 20; i++) await caught(ask(c, { max_tokens: 5000 }));
+    // One request, then 19 more 57 s later: the window frees its first place 3 s after the 21st attempt.
+    await caught(ask(c, { max_tokens: 5000 }));
+    h.clock.advance(57_000);
+    for (let i = 1; i < 20; i++) await caught(ask(c, { max_tokens: 5000 }));
     const e = await caught(ask(c, {}, { maxRetries: 0 }));
     expect(e).toBeInstanceOf(OpenAI.RateLimitError);
     expect(e).toMatchObject({ status: 429, type: 'rate_limit_error', code: 'rate_limit_exceeded' });
