@@ -10,6 +10,7 @@ import type { ResponseFormat } from '../output/response-format.ts';
 import type { FunctionDef, ToolsRequest } from '../output/tools.ts';
 import type { Feature } from '../plans.ts';
 import { extensionFields, outputOptionsFrom, type OutputOptions } from './extensions.ts';
+import { MAX_MESSAGES, MAX_TOOLS } from '../request-limits.ts';
 import { issuesToError } from './issues.ts';
 import { maxTokens, penalty, samplingFrom, seed, stop, temperature, topP, type SamplingRequest } from './sampling.ts';
 
@@ -59,7 +60,7 @@ const responseFormat = z.discriminatedUnion('type', [
 
 const schema = z.object({
   model: z.string().min(1),
-  messages: z.array(message).min(1),
+  messages: z.array(message).min(1).max(MAX_MESSAGES),
   max_tokens: maxTokens,
   max_completion_tokens: maxTokens,
   temperature,
@@ -75,10 +76,10 @@ const schema = z.object({
   logprobs: z.boolean().nullish(),
   top_logprobs: z.number().int().min(0).max(20).nullish(),
   logit_bias: z.record(z.string(), z.number()).nullish(),
-  tools: z.array(z.object({ type: z.literal('function'), function: functionDef })).min(1).nullish(),
+  tools: z.array(z.object({ type: z.literal('function'), function: functionDef })).min(1).max(MAX_TOOLS).nullish(),
   tool_choice: z.union([z.enum(['none', 'auto', 'required']), z.object({ type: z.literal('function'), function: z.object({ name: z.string() }) })]).nullish(),
   parallel_tool_calls: z.boolean().nullish(),
-  functions: z.array(functionDef).min(1).nullish(),
+  functions: z.array(functionDef).min(1).max(MAX_TOOLS).nullish(),
   function_call: z.union([z.enum(['none', 'auto']), z.object({ name: z.string() })]).nullish(),
   response_format: responseFormat.nullish(),
   ...extensionFields,

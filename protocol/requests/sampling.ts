@@ -1,5 +1,6 @@
 /** Request fields shared by chat completions and infer, with the spec's bounds. */
 import { z } from 'zod';
+import { MAX_STOP_CHARS } from '../request-limits.ts';
 
 /** Spec: max_tokens default 512 (the specialist's default), at most 4096. */
 export const MAX_TOKENS_LIMIT = 4096;
@@ -10,8 +11,9 @@ export const temperature = z.number().min(0).max(2).nullish();
 export const topP = z.number().gt(0).max(1).nullish();
 export const seed = z.number().int().nullish();
 export const penalty = z.number().min(-2).max(2).nullish();
+const stopString = z.string().min(1).max(MAX_STOP_CHARS);
 export const stop = z
-  .union([z.string().min(1), z.array(z.string().min(1)).max(4)])
+  .union([stopString, z.array(stopString).max(4)])
   .nullish()
   .transform((s) => (s == null ? [] : typeof s === 'string' ? [s] : s));
 
