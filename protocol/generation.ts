@@ -11,6 +11,7 @@ import type { Reservation } from './access.ts';
 import { turnsToDrop, type ConversationTurn } from './conversations.ts';
 import { ApiError, invalidRequest, toApiError } from './errors.ts';
 import type { OutputPlan } from './output/plan.ts';
+import { refuseOversizedPrompt } from './request-limits.ts';
 import type { SamplingRequest } from './requests/sampling.ts';
 import type { Specialist } from './specialists/schema.ts';
 
@@ -63,6 +64,8 @@ export async function prepareRun(engine: TextEngine, input: RunInput): Promise<P
   const { specialist, output, sampling, params } = input;
   const system = [specialist.systemPrompt, ...output.instructions].filter((s) => s.length > 0).join('\n\n');
   const head: ChatMessage[] = system ? [{ role: 'system', content: system }] : [];
+  // Request size limits (protocol/request-limits.ts): refused by counting characters, before any rendering or tokenizing.
+  refuseOversizedPrompt({ contextLength: engine.info.contextLength, tokenizer: engine.tokenizer, hasTemplate: !!engine.info.chatTemplate, messages: [...head, ...input.messages], param: params.prompt ?? 'messages' });
   const history = input.history ?? [];
   const render = (dropped: number): RenderedChat =>
     mapInputError(() => renderChat({ tokenizer: engine.tokenizer, chatTemplate: engine.info.chatTemplate }, [...head, ...history.slice(dropped), ...input.messages], { tools: output.toolCalls?.render }), params);
