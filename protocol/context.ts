@@ -1,6 +1,7 @@
 /** What handlers get: the service's parts, and one request's transport-free context; what they return. */
 import type { TextEngine } from '../engine/types.ts';
 import type { AccessControl } from './access.ts';
+import type { Admission } from './admission.ts';
 import type { Clock } from './clock.ts';
 import type { ApiError } from './errors.ts';
 import type { Logger } from './logger.ts';
@@ -15,6 +16,8 @@ export interface ServiceParts {
   plans: PlanCatalog;
   store: Store;
   clock: Clock;
+  /** Bounds the generations running and waiting, overall and per key. */
+  admission: Admission;
   /** Only called once a request is about to reach the model. */
   engine: () => Promise<TextEngine>;
   version: string;

@@ -83,6 +83,48 @@ export function shuttingDown(): ApiError {
   });
 }
 
+/** The request's headers or body came too slowly (or never); the transport closes the connection. */
+export function requestTimeout(): ApiError {
+  return new ApiError(408, 'invalid_request_error', 'The request did not arrive in time: its headers, or its body, came too slowly (or not at all), so the connection is closed.', {
+    code: 'request_timeout',
+  });
+}
+
+/** The engine's queue is full: a fault of capacity, not of the caller; retrying shortly may succeed. */
+export function overloaded(maxQueued: number): ApiError {
+  return new ApiError(503, 'server_error', `The server is overloaded: all generation places are busy and ${maxQueued} requests are already waiting. Retry after the Retry-After interval.`, {
+    code: 'overloaded',
+    retryAfterSeconds: 2,
+  });
+}
+
+/** The caller's own key already has its plan's number of requests running or waiting. */
+export function concurrencyLimitExceeded(limit: number, planName: string): ApiError {
+  return new ApiError(
+    429,
+    'rate_limit_error',
+    `Concurrency limit reached: this key already has ${limit} requests running or waiting (the ${planName} plan's limit). Wait for one to finish, then retry.`,
+    { code: 'concurrency_limit_exceeded', retryAfterSeconds: 1 },
+  );
+}
+
+/**
+ * A generation the server stopped before it finished (the drain deadline at shutdown, say). A transport
+ * aborts a request's signal with this as the reason; the protocol then answers with it instead of
+ * passing the partial text off as a complete answer.
+ */
+export function interrupted(why: string): ApiError {
+  return new ApiError(503, 'server_error', `The answer was cut off before it was complete (${why}); nothing was counted. Retry the request.`, {
+    code: 'generation_interrupted',
+    retryAfterSeconds: 1,
+  });
+}
+
+/** True when an abort came from the server (an interruption to report) rather than from a caller who left. */
+export function isInterruption(reason: unknown): reason is ApiError {
+  return reason instanceof ApiError && reason.code === 'generation_interrupted';
+}
+
 /**
  * Any thrown value as an ApiError: our own pass through, engine input errors become 400 naming the API
  * parameter, everything else is a generic 500 (the caller logs the original).

@@ -6,6 +6,9 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 
+/** For a plan file that does not say; config/plans.json sets it on every plan. */
+export const DEFAULT_MAX_CONCURRENT = 4;
+
 export const DEFAULT_PLANS_PATH = fileURLToPath(new URL('../config/plans.json', import.meta.url));
 
 const featuresSchema = z.strictObject({
@@ -23,6 +26,8 @@ const planSchema = z.strictObject({
   /** null: set per account (`svc plan set <key> <plan> --rpm N --monthly N`). */
   requestsPerMinute: z.number().int().positive().nullable(),
   requestsPerMonth: z.number().int().positive().nullable(),
+  /** Inference requests one key may have running or waiting at once (more: 429 concurrency_limit_exceeded). */
+  maxConcurrent: z.number().int().positive().max(1000).default(DEFAULT_MAX_CONCURRENT),
   specialists: z.array(z.string().min(1)).min(1),
   features: featuresSchema,
 });

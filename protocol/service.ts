@@ -4,6 +4,7 @@
  */
 import type { TextEngine } from '../engine/types.ts';
 import { AccessControl, type Caller } from './access.ts';
+import { Admission, type AdmissionLimits } from './admission.ts';
 import { systemClock, type Clock } from './clock.ts';
 import type { Outcome, RequestContext, ServiceParts } from './context.ts';
 import { ApiError, toApiError } from './errors.ts';
@@ -29,6 +30,8 @@ export interface ServiceOptions {
   specialists: SpecialistRegistry;
   clock?: Clock;
   logger?: Logger;
+  /** Generations running at once and waiting beyond them (default DEFAULT_ADMISSION). */
+  admission?: AdmissionLimits;
   /** Defaults to package.json's. */
   version?: string;
 }
@@ -56,6 +59,7 @@ export class Service {
       plans: opts.plans,
       store: opts.store,
       clock,
+      admission: new Admission(opts.admission),
       engine: engineProvider(opts.engine),
       version: opts.version ?? packageVersion(),
       startedAt: clock.now(),

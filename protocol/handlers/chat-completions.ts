@@ -1,6 +1,7 @@
 /** `POST /v1/chat/completions`: the provider's chat completion, whole or streamed as `chat.completion.chunk`s. */
 import type { GenerationResult } from '../../engine/types.ts';
-import type { Caller } from '../access.ts';
+import type { Caller, Reservation } from '../access.ts';
+import { applicantFor, type Ticket } from '../admission.ts';
 import type { Outcome, RequestContext, ServiceParts } from '../context.ts';
 import { modelNotFound } from '../errors.ts';
 import { answerProbability, CHAT_PARAMS, MeteredRun, prepareRun, tokenLogprobs, type PreparedRun, type TokenLogprob } from '../generation.ts';
@@ -28,14 +29,24 @@ export async function chatCompletions(svc: ServiceParts, caller: Caller, ctx: Re
   for (const f of output.features) svc.access.requireFeature(caller, f.feature, f.param);
   svc.access.requireQuota(caller);
 
-  const engine = await svc.engine();
-  const prep = await prepareRun(engine, { specialist, messages: req.messages, output, sampling: req, params: CHAT_PARAMS });
+  // A place among the running generations before any work on the prompt, so overload costs nothing more.
+  const ticket = await svc.admission.admit(applicantFor(caller), ctx.signal);
+  let prep: PreparedRun;
+  try {
+    const engine = await svc.engine();
+    prep = await prepareRun(engine, { specialist, messages: req.messages, output, sampling: req, params: CHAT_PARAMS });
+  } catch (e) {
+    ticket.release();
+    throw e;
+  }
   const head = { id: completionId(), created: Math.floor(svc.clock.now() / 1000), model: req.model };
-  if (req.stream) return { kind: 'stream', events: streamChunks(svc, caller, ctx, req, name, prep, head) };
+  if (req.stream) return { kind: 'stream', events: streamChunks(svc, caller, ctx, req, name, prep, head, ticket) };
 
-  const reservation = svc.access.reserve(caller, name);
+  const engine = prep.engine;
+  let reservation: Reservation | undefined;
   let run: MeteredRun | undefined;
   try {
+    reservation = svc.access.reserve(caller, name);
     run = await MeteredRun.start(prep, reservation, ctx.signal, CHAT_PARAMS);
     const reader = outputReader(output);
     const deltas: Delta[] = [];
@@ -72,7 +83,8 @@ export async function chatCompletions(svc: ServiceParts, caller: Caller, ctx: Re
     };
   } finally {
     run?.close();
-    reservation.release();
+    reservation?.release();
+    ticket.release();
   }
 }
 
@@ -84,14 +96,21 @@ async function* streamChunks(
   specialist: string,
   prep: PreparedRun,
   head: { id: string; created: number; model: string },
+  ticket: Ticket,
 ): AsyncGenerator<object> {
   // Before the first event, so an exhausted allowance or an input the engine refuses still gets its own status.
-  const reservation = svc.access.reserve(caller, specialist);
+  let reservation: Reservation;
   let run: MeteredRun;
   try {
-    run = await MeteredRun.start(prep, reservation, ctx.signal, CHAT_PARAMS);
+    reservation = svc.access.reserve(caller, specialist);
+    try {
+      run = await MeteredRun.start(prep, reservation, ctx.signal, CHAT_PARAMS);
+    } catch (e) {
+      reservation.release();
+      throw e;
+    }
   } catch (e) {
-    reservation.release();
+    ticket.release();
     throw e;
   }
   const base = { ...head, object: 'chat.completion.chunk' };
@@ -131,6 +150,7 @@ async function* streamChunks(
     // Stops and counts a generation the consumer left mid-way (a no-op once it has finished).
     run.close();
     reservation.release();
+    ticket.release();
   }
 }
 

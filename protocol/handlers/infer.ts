@@ -1,6 +1,7 @@
 /** `POST /v1/infer`: one prompt to one specialist, answered whole; with memory, one turn of a conversation. */
 import type { ChatMessage } from '../../engine/chat/index.ts';
-import type { Caller } from '../access.ts';
+import type { Caller, Reservation } from '../access.ts';
+import { applicantFor } from '../admission.ts';
 import type { Outcome, RequestContext, ServiceParts } from '../context.ts';
 import { MAX_STORED_TURNS } from '../conversations.ts';
 import { invalidRequest, modelNotFound } from '../errors.ts';
@@ -28,13 +29,16 @@ export async function infer(svc: ServiceParts, caller: Caller, ctx: RequestConte
   for (const f of output.features) svc.access.requireFeature(caller, f.feature, f.param);
   svc.access.requireQuota(caller);
 
+  // A place among the running generations before any work on the prompt, so overload costs nothing more.
+  const ticket = await svc.admission.admit(applicantFor(caller), ctx.signal);
   const conversation = req.conversationId;
-  const history = conversation === undefined ? undefined : svc.store.conversationTurns(caller.key.id, conversation, MAX_STORED_TURNS);
-  const engine = await svc.engine();
-  const prep = await prepareRun(engine, { specialist, messages, history, output, sampling: req, params: INFER_PARAMS });
-  const reservation = svc.access.reserve(caller, name);
+  let reservation: Reservation | undefined;
   let run: MeteredRun | undefined;
   try {
+    const history = conversation === undefined ? undefined : svc.store.conversationTurns(caller.key.id, conversation, MAX_STORED_TURNS);
+    const engine = await svc.engine();
+    const prep = await prepareRun(engine, { specialist, messages, history, output, sampling: req, params: INFER_PARAMS });
+    reservation = svc.access.reserve(caller, name);
     run = await MeteredRun.start(prep, reservation, ctx.signal, INFER_PARAMS);
     const logprobs: number[] = [];
     const chunks = run.chunks();
@@ -45,6 +49,7 @@ export async function infer(svc: ServiceParts, caller: Caller, ctx: RequestConte
     ctx.record.promptTokens = result.promptTokens;
     ctx.record.completionTokens = result.completionTokens;
     ctx.record.finishReason = result.finishReason;
+    // Only a complete answer reaches memory: an interrupted one has thrown before this point.
     if (conversation !== undefined) {
       svc.store.appendTurns(caller.key.id, conversation, [{ role: 'user', content: req.prompt }, { role: 'assistant', content: text }], svc.clock.now(), MAX_STORED_TURNS);
     }
@@ -64,6 +69,7 @@ export async function infer(svc: ServiceParts, caller: Caller, ctx: RequestConte
     };
   } finally {
     run?.close();
-    reservation.release();
+    reservation?.release();
+    ticket.release();
   }
 }
