@@ -11,8 +11,8 @@
  * invoices (pricing is flat), so a few seconds lost to a power cut cost a few free requests at most.
  */
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { chmodSync, closeSync, mkdirSync, openSync, statSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { MIGRATIONS } from './migrations.ts';
 
 export type Db = Database.Database;
@@ -24,9 +24,15 @@ export function resolveDataDir(flag?: string): string {
   return resolve(flag ?? process.env.SVC_DATA_DIR ?? 'data');
 }
 
+/** Keys' hashes and usage: readable by the owner only. SQLite gives the -wal and -shm files the database file's mode. */
+const FILE_MODE = 0o600;
+
 export function openDatabase(dataDir: string): Db {
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  ensureDataDir(dataDir);
   const path = join(dataDir, DB_FILE);
+  // Created (or narrowed) before SQLite opens it, so its mode does not depend on the umask or the folder.
+  closeSync(openSync(path, 'a', FILE_MODE));
+  chmodSync(path, FILE_MODE);
   const db = new Database(path);
   try {
     db.pragma('journal_mode = WAL');
@@ -39,6 +45,36 @@ export function openDatabase(dataDir: string): Db {
   } catch (e) {
     db.close();
     throw e;
+  }
+}
+
+/**
+ * The data folder, created one level at a time where missing. Node's recursive mkdir loops forever
+ * under /proc (each level reports ENOENT); single mkdirs fail at once with the reason, and a path that
+ * names a file is said to be one.
+ */
+export function ensureDataDir(dataDir: string): void {
+  const fail = (why: string) => new Error(`data folder ${dataDir} (--data or $SVC_DATA_DIR) ${why}`);
+  const missing: string[] = [];
+  for (let dir = resolve(dataDir); ; dir = dirname(dir)) {
+    let isDir: boolean | undefined;
+    try {
+      isDir = statSync(dir).isDirectory();
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') throw fail(`cannot be checked: ${(e as Error).message}`);
+    }
+    if (isDir === false) throw fail(dir === resolve(dataDir) ? 'is a file, not a folder' : `cannot be created: ${dir} is a file, not a folder`);
+    if (isDir) break;
+    if (dirname(dir) === dir) throw fail('cannot be created: no part of the path exists');
+    missing.unshift(dir);
+  }
+  for (const dir of missing) {
+    try {
+      mkdirSync(dir, { mode: 0o700 });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw fail(`cannot be created: ${(e as Error).message}`);
+    }
   }
 }
 
