@@ -3,10 +3,12 @@
  * its HTTP server. `svc serve` and the HTTP tests build the same thing here.
  */
 import type { TextEngine } from '../engine/types.ts';
+import type { AdmissionLimits } from '../protocol/admission.ts';
 import type { Clock } from '../protocol/clock.ts';
 import { loadPlans } from '../protocol/plans.ts';
 import { Service } from '../protocol/service.ts';
 import { loadSpecialists } from '../protocol/specialists/registry.ts';
+import type { ConnectionLimits } from './http/connection-limits.ts';
 import { HttpServer } from './http/server.ts';
 import type { HttpLogger } from './http/logger.ts';
 import { openDatabase, type Db } from './sqlite/db.ts';
@@ -20,6 +22,8 @@ export interface AppOptions {
   plansPath?: string;
   specialistsDir?: string;
   maxBodyBytes?: number;
+  connections?: Partial<ConnectionLimits>;
+  admission?: AdmissionLimits;
 }
 
 export interface App {
@@ -37,8 +41,8 @@ export function createApp(opts: AppOptions): App {
   const db = openDatabase(opts.dataDir);
   try {
     const store = new SqliteStore(db);
-    const service = new Service({ engine: opts.engine, store, plans, specialists, clock: opts.clock, logger: opts.logger });
-    const http = new HttpServer({ service, logger: opts.logger, maxBodyBytes: opts.maxBodyBytes });
+    const service = new Service({ engine: opts.engine, store, plans, specialists, clock: opts.clock, logger: opts.logger, admission: opts.admission });
+    const http = new HttpServer({ service, logger: opts.logger, maxBodyBytes: opts.maxBodyBytes, connections: opts.connections });
     return {
       http,
       service,

@@ -103,7 +103,7 @@ export function concurrencyLimitExceeded(limit: number, planName: string): ApiEr
   return new ApiError(
     429,
     'rate_limit_error',
-    `Concurrency limit reached: this key already has ${limit} requests running or waiting (the ${planName} plan's limit). Wait for one to finish, then retry.`,
+    `Concurrency limit reached: this key already has ${limit} request${limit === 1 ? '' : 's'} running or waiting (the ${planName} plan's limit). Wait for one to finish, then retry.`,
     { code: 'concurrency_limit_exceeded', retryAfterSeconds: 1 },
   );
 }

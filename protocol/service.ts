@@ -67,6 +67,11 @@ export class Service {
     };
   }
 
+  /** The generations running and waiting now (for operators and tests). */
+  get admission(): Admission {
+    return this.parts.admission;
+  }
+
   async handle(op: Operation, ctx: RequestContext): Promise<Outcome> {
     let caller: Caller | undefined;
     try {

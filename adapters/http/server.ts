@@ -6,9 +6,10 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Outcome, RequestContext, RequestRecord } from '../../protocol/context.ts';
-import { ApiError, invalidRequest, shuttingDown } from '../../protocol/errors.ts';
+import { ApiError, interrupted, invalidRequest, requestTimeout, shuttingDown } from '../../protocol/errors.ts';
 import type { Service } from '../../protocol/service.ts';
 import { readJsonBody } from './body.ts';
+import { applyConnectionLimits, DEFAULT_CONNECTION_LIMITS, serverOptions, type ConnectionLimits } from './connection-limits.ts';
 import { CORS_HEADERS, errorHeaders, preflightHeaders, rateLimitHeaders, requestIdFor, type Headers } from './headers.ts';
 import type { HttpLogger } from './logger.ts';
 import { matchRoute } from './routes.ts';
@@ -21,7 +22,12 @@ export interface HttpServerOptions {
   logger: HttpLogger;
   /** Largest request body accepted (413 above). Default 1 MiB. */
   maxBodyBytes?: number;
+  /** Connection cap, timeouts and keep-alive; each defaults to DEFAULT_CONNECTION_LIMITS'. */
+  connections?: Partial<ConnectionLimits>;
 }
+
+/** At most one log line per this many ms about connections refused over the cap (a flood must not flood the log). */
+const DROP_LOG_INTERVAL_MS = 10_000;
 
 export class HttpServer {
   readonly server: Server;
@@ -32,12 +38,15 @@ export class HttpServer {
   /** One controller per request in progress; aborting it stops that request's generation. */
   private readonly inFlight = new Set<AbortController>();
   private onIdle: (() => void) | undefined;
+  private dropped = 0;
+  private dropLoggedAt = -Infinity;
 
   constructor(opts: HttpServerOptions) {
     this.service = opts.service;
     this.logger = opts.logger;
     this.maxBodyBytes = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-    this.server = createServer((req, res) => {
+    const limits = { ...DEFAULT_CONNECTION_LIMITS, ...opts.connections };
+    this.server = createServer(serverOptions(limits), (req, res) => {
       this.handle(req, res).catch((e) => {
         // handle() answers every failure itself; reaching here is a bug, never a reason to crash.
         this.logger.error({ err: e }, 'unhandled error in request handler');
@@ -46,6 +55,8 @@ export class HttpServer {
       });
     });
     this.server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => this.clientError(err, socket));
+    applyConnectionLimits(this.server, limits);
+    this.server.on('drop', () => this.connectionDropped(limits.maxConnections));
   }
 
   async listen(port: number, host: string): Promise<{ url: string; host: string; port: number }> {
@@ -77,7 +88,9 @@ export class HttpServer {
       const timedOut = await Promise.race([idle.then(() => false), sleep(graceMs).then(() => true)]);
       if (timedOut) {
         this.logger.warn({ inFlight: this.inFlight.size }, 'drain timed out; aborting the remaining requests');
-        for (const c of this.inFlight) c.abort(new Error('server shutting down'));
+        // The reason travels to the protocol, which answers with it rather than with a cut-off answer.
+        const reason = interrupted(`the server is shutting down and its drain deadline of ${formatSeconds(graceMs)} passed`);
+        for (const c of this.inFlight) c.abort(reason);
         await Promise.race([idle, sleep(2000)]);
       }
     }
@@ -171,12 +184,23 @@ export class HttpServer {
       }
       res.end(sseEvent('[DONE]'));
     } catch (e) {
-      // Mid-stream the status is sent; the provider's SDKs raise an `error` event as an APIError.
-      if (!ctx.signal.aborted && !res.writableEnded) res.end(sseEvent(this.service.failure(e, ctx).body));
+      // Mid-stream the status is sent; the provider's SDKs raise an `error` event as an APIError. Sent
+      // whenever the client is still there, an interruption by the server included: ending without it
+      // would look like a stream that merely lost its last events.
+      if (!res.destroyed && !res.writableEnded) res.end(sseEvent(this.service.failure(e, ctx).body));
     } finally {
       // Stops (and counts) a generation the client left; a no-op when the stream has ended.
       await events.return?.();
     }
+  }
+
+  private connectionDropped(max: number): void {
+    this.dropped++;
+    const now = performance.now();
+    if (now - this.dropLoggedAt < DROP_LOG_INTERVAL_MS) return;
+    this.logger.warn({ dropped: this.dropped, maxConnections: max }, 'connections refused: the connection cap is reached');
+    this.dropLoggedAt = now;
+    this.dropped = 0;
   }
 
   private sendError(res: ServerResponse, err: ApiError, headers: Headers): void {
@@ -194,15 +218,27 @@ export class HttpServer {
   }
 
   private clientError(err: NodeJS.ErrnoException, socket: Socket): void {
-    if (err.code === 'ECONNRESET' || !socket.writable) {
+    // A response already under way on this socket cannot be replaced by another.
+    const answering = (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage?.headersSent === true;
+    if (err.code === 'ECONNRESET' || !socket.writable || answering) {
       socket.destroy();
       return;
     }
-    const [status, reason, message] =
-      err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request Header Fields Too Large', 'The request headers are too large.'] : [400, 'Bad Request', 'Malformed HTTP request.'];
-    const text = JSON.stringify(invalidRequest(message).toBody());
+    const [status, reason, error] = clientErrorAnswer(err.code);
+    const text = JSON.stringify(error.toBody());
     socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`);
   }
+}
+
+/** node:http's parser and timeout errors as the status line and error body to answer with. */
+function clientErrorAnswer(code: string | undefined): [number, string, ApiError] {
+  if (code === 'HPE_HEADER_OVERFLOW') return [431, 'Request Header Fields Too Large', invalidRequest('The request headers are too large.')];
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return [408, 'Request Timeout', requestTimeout()];
+  return [400, 'Bad Request', invalidRequest('Malformed HTTP request.')];
+}
+
+function formatSeconds(ms: number): string {
+  return `${Math.round(ms / 100) / 10} s`;
 }
 
 function sleep(ms: number): Promise<void> {

@@ -9,7 +9,9 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { createApp, type App } from '../../../adapters/app.ts';
+import type { ConnectionLimits } from '../../../adapters/http/connection-limits.ts';
 import { AccountAdmin } from '../../../adapters/sqlite/accounts.ts';
+import type { AdmissionLimits } from '../../../protocol/admission.ts';
 import type { TextEngine } from '../../../engine/types.ts';
 import { ManualClock } from '../../../protocol/clock.ts';
 import type { KeyMode } from '../../../protocol/keys.ts';
@@ -44,6 +46,8 @@ export interface ServerOptions {
   dataDir?: string;
   plansPath?: string;
   specialistsDir?: string;
+  admission?: AdmissionLimits;
+  connections?: Partial<ConnectionLimits>;
 }
 
 export async function startServer(opts: ServerOptions = {}): Promise<Harness> {
@@ -57,7 +61,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<Harness> {
     },
   });
   const logger = pino({ level: 'debug' }, sink);
-  const app = createApp({ dataDir, engine: opts.engine ?? realTestEngine, logger, clock, maxBodyBytes: opts.maxBodyBytes, plansPath: opts.plansPath, specialistsDir: opts.specialistsDir });
+  const app = createApp({ dataDir, engine: opts.engine ?? realTestEngine, logger, clock, maxBodyBytes: opts.maxBodyBytes, plansPath: opts.plansPath, specialistsDir: opts.specialistsDir, admission: opts.admission, connections: opts.connections });
   const { url } = await app.http.listen(0, '127.0.0.1');
   const admin = new AccountAdmin(app.db, loadPlans(opts.plansPath));
   return {
