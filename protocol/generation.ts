@@ -9,7 +9,7 @@ import { compileGrammar, type CompiledGrammar, type GrammarConstraint } from '..
 import { EngineInputError, type GenerateOptions, type Generation, type GenerationChunk, type GenerationResult, type TextEngine } from '../engine/types.ts';
 import type { Reservation } from './access.ts';
 import { turnsToDrop, type ConversationTurn } from './conversations.ts';
-import { ApiError, invalidRequest, toApiError } from './errors.ts';
+import { ApiError, interrupted, invalidRequest, isInterruption, toApiError } from './errors.ts';
 import type { OutputPlan } from './output/plan.ts';
 import { refuseOversizedPrompt } from './request-limits.ts';
 import type { SamplingRequest } from './requests/sampling.ts';
@@ -136,7 +136,8 @@ async function compileOutput(engine: TextEngine, output: OutputPlan): Promise<Co
 /**
  * One generation, counted on `reservation` exactly once: with the engine's numbers when it finishes, or
  * with the tokens so far when the caller aborts or stops reading (the model did that work); a failure of
- * ours counts nothing, nor does output the grammar could not finish (a dead end, reported as a 400).
+ * ours counts nothing, nor does a generation the server interrupted, nor output the grammar could not
+ * finish (a dead end, reported as a 400).
  * start() begins the engine's work, so its input errors surface before anything is sent. The owner
  * calls close() when done and releases the reservation itself.
  */
@@ -192,6 +193,8 @@ export class MeteredRun {
         yield chunk;
       }
       const result = await this.generation.result;
+      // Cut short: partial text must never pass for a complete answer (nor `stop` for a finished form).
+      if (result.stoppedBy === 'aborted') throw this.abortError();
       const deadEnd = this.constraint?.deadEnd;
       if (deadEnd !== undefined) throw this.deadEndError(deadEnd);
       this.reservation.record(result.promptTokens, result.completionTokens);
@@ -203,12 +206,22 @@ export class MeteredRun {
     }
   }
 
-  /** Stops an unfinished generation and counts the work done for a caller who left. Idempotent. */
+  /**
+   * Stops an unfinished generation and counts the work done for a caller who left; a generation the
+   * server interrupted is not counted (the caller got an error, not an answer). Idempotent.
+   */
   close(): void {
     this.signal.removeEventListener('abort', this.onAbort);
     if (this.finished) return;
     this.own.abort();
+    if (this.signal.aborted && isInterruption(this.signal.reason)) return;
     if (!this.failed || this.signal.aborted) this.reservation.record(this.prep.promptTokens.length, this.completionTokens);
+  }
+
+  /** Why an aborted generation ended: the server's interruption, the caller's departure, or (unknown) an interruption. */
+  private abortError(): unknown {
+    if (this.signal.aborted) return this.signal.reason ?? interrupted('the request was aborted');
+    return interrupted('the generation was stopped before it finished');
   }
 
   /**
