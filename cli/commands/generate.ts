@@ -1,7 +1,7 @@
 /** `svc generate`: stream a completion of a prompt to stdout; loading progress and stats go to stderr. */
 import type { Command } from 'commander';
 import { createProgressBar } from '../../engine/loader/progress-bar-node.ts';
-import { floatOption, intOption } from '../options.ts';
+import { choiceOption, floatOption, intOption, NODE_ADAPTERS } from '../options.ts';
 
 export function registerGenerate(program: Command): void {
   program
@@ -14,9 +14,10 @@ export function registerGenerate(program: Command): void {
     .option('--top-p <p>', 'nucleus sampling mass in (0, 1]', floatOption('--top-p', 0, 1), 1)
     .option('--top-k <k>', 'sample among the k most likely tokens (0 = all)', intOption('--top-k', 0), 0)
     .option('-s, --seed <n>', 'seed for reproducible sampling', intOption('--seed', 0))
-    .option('--stop <text...>', 'stop before any of these strings')
+    // One string per --stop: a variadic option would take the prompt after it for another stop string.
+    .option('--stop <text>', 'stop before this string in the generated text (repeat for more)', (v: string, prev: string[] = []) => [...prev, v])
     .option('--repetition-penalty <r>', 'llama.cpp-style repetition penalty (1 = off)', floatOption('--repetition-penalty', 0, 10), 1)
-    .option('--adapter <choice>', 'WebGPU adapter: auto, gpu, swiftshader, llvmpipe (env SVC_ADAPTER)')
+    .option('--adapter <choice>', 'WebGPU adapter: auto, gpu, swiftshader, llvmpipe (env SVC_ADAPTER)', choiceOption('--adapter', NODE_ADAPTERS))
     .option('--context <n>', 'context window to run with', intOption('--context', 2))
     .option('-v, --verbose', 'print timings to stderr')
     .action(async (prompt: string, o: { model: string; maxTokens: number; temperature: number; topP: number; topK: number; seed?: number; stop?: string[]; repetitionPenalty: number; adapter?: string; context?: number; verbose?: boolean }) => {

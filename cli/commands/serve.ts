@@ -1,6 +1,7 @@
 /**
- * `svc serve`: load the model, open the data folder and serve the API. SIGTERM/SIGINT drain: in-flight
- * requests finish (new ones get 503), then the process exits; a second signal exits at once.
+ * `svc serve`: check the options, open the data folder and bind the port (so mistakes there do not wait
+ * for the model), then load the model and serve the API. SIGTERM/SIGINT drain: in-flight requests finish
+ * (new ones get 503), then the process exits; a second signal exits at once.
  */
 import { type Command } from 'commander';
 import { existsSync } from 'node:fs';
@@ -12,7 +13,7 @@ import { DEFAULT_ADMISSION } from '../../protocol/admission.ts';
 import { createLogger } from '../../adapters/http/logger.ts';
 import { resolveDataDir } from '../../adapters/sqlite/db.ts';
 import type { TextEngine } from '../../engine/types.ts';
-import { intOption } from '../options.ts';
+import { checkChoice, choiceOption, intOption, LOG_LEVELS, NODE_ADAPTERS } from '../options.ts';
 import { DATA_OPTION_HELP } from './keys.ts';
 
 /** The tiny test model next to the repository, used when neither --model nor $SVC_MODEL is given. */
@@ -43,7 +44,7 @@ export function registerServe(program: Command): void {
     .option('--port <port>', 'TCP port; 0 picks a free one', intOption('--port', 0, 65535), 8080)
     .option('--host <host>', 'address to listen on', '127.0.0.1')
     .option('--data <dir>', DATA_OPTION_HELP)
-    .option('--adapter <choice>', 'WebGPU adapter: auto, gpu, swiftshader, llvmpipe (default: $SVC_ADAPTER or auto)')
+    .option('--adapter <choice>', 'WebGPU adapter: auto, gpu, swiftshader, llvmpipe (default: $SVC_ADAPTER or auto)', choiceOption('--adapter', NODE_ADAPTERS))
     .option('--max-body-bytes <n>', 'largest request body accepted', intOption('--max-body-bytes', 1), DEFAULT_MAX_BODY_BYTES)
     .option('--drain-seconds <n>', 'on SIGTERM/SIGINT, how long in-flight requests may take to finish', intOption('--drain-seconds', 0), 30)
     .option('--max-connections <n>', 'open connections at most; more are closed at once (keep below ulimit -n)', intOption('--max-connections', 1), DEFAULT_CONNECTION_LIMITS.maxConnections)
@@ -52,18 +53,32 @@ export function registerServe(program: Command): void {
     .option('--headers-timeout <s>', "seconds a connection may take to send a request's headers (408 after)", intOption('--headers-timeout', 1), DEFAULT_CONNECTION_LIMITS.headersTimeoutMs / 1000)
     .option('--request-timeout <s>', 'seconds a request may take to arrive whole, body included (408 after)', intOption('--request-timeout', 1), DEFAULT_CONNECTION_LIMITS.requestTimeoutMs / 1000)
     .option('--keep-alive-timeout <s>', 'seconds an idle kept-alive connection stays open', intOption('--keep-alive-timeout', 1), DEFAULT_CONNECTION_LIMITS.keepAliveTimeoutMs / 1000)
-    .option('--log-level <level>', 'pino level: debug, info, warn, error', process.env.SVC_LOG_LEVEL ?? 'info')
+    .option('--log-level <level>', `one of ${LOG_LEVELS.join(', ')} (default: $SVC_LOG_LEVEL or info)`, process.env.SVC_LOG_LEVEL ?? 'info')
     .action((opts: ServeOptions) => serve(opts));
 }
 
 async function serve(opts: ServeOptions): Promise<void> {
   const model = resolveModel(opts.model);
-  const logger = createLogger(opts.logLevel);
+  // Commander checks only values given on the command line; the environment's defaults are checked here.
+  const logger = createLogger(checkChoice(opts.logLevel === process.env.SVC_LOG_LEVEL ? '$SVC_LOG_LEVEL' : '--log-level', opts.logLevel, LOG_LEVELS));
+  const adapter = opts.adapter ?? checkChoice('$SVC_ADAPTER', process.env.SVC_ADAPTER?.trim() || 'auto', NODE_ADAPTERS);
   const dataDir = resolveDataDir(opts.data);
 
   let engine: TextEngine | undefined;
+  // Requests that arrive while the model loads wait for it (the port is bound first, so a busy one is reported at once).
+  let loaded!: (e: TextEngine) => void;
+  let failed!: (e: unknown) => void;
+  const loading = new Promise<TextEngine>((resolve, reject) => ((loaded = resolve), (failed = reject)));
+  loading.catch(() => {});
   // Data folder and config first: a mistake there should not wait for the model to load.
-  const app = createApp({ dataDir, logger, maxBodyBytes: opts.maxBodyBytes, engine: async () => engine!, connections: connectionLimits(opts), admission: { maxRunning: opts.maxRunning, maxQueued: opts.maxQueue } });
+  const app = createApp({ dataDir, logger, maxBodyBytes: opts.maxBodyBytes, engine: () => loading, connections: connectionLimits(opts), admission: { maxRunning: opts.maxRunning, maxQueued: opts.maxQueue } });
+  let address: Awaited<ReturnType<typeof app.http.listen>>;
+  try {
+    address = await app.http.listen(opts.port, opts.host);
+  } catch (e) {
+    app.db.close();
+    throw new Error(`cannot listen on ${opts.host}:${opts.port} (--host, --port): ${(e as Error).message}`);
+  }
   try {
     logger.info({ model, dataDir }, 'loading model');
     const { loadEngine } = await import('../../engine/node.ts');
@@ -71,7 +86,7 @@ async function serve(opts: ServeOptions): Promise<void> {
     let downloaded = 0;
     engine = await loadEngine({
       model,
-      adapter: opts.adapter,
+      adapter,
       // The engine's sequence slots match the generations admission lets run at once.
       maxSequences: opts.maxRunning,
       onDownloadProgress: (received, total) => {
@@ -86,12 +101,13 @@ async function serve(opts: ServeOptions): Promise<void> {
       },
     });
     logger.info({ name: engine.info.name, contextLength: engine.info.contextLength }, 'model loaded');
+    loaded(engine);
   } catch (e) {
-    app.db.close();
+    failed(e);
+    await app.close(0);
     throw e;
   }
 
-  const address = await app.http.listen(opts.port, opts.host);
   logger.info({ url: address.url, dataDir }, 'listening');
 
   let stopping = false;
