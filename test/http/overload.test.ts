@@ -126,6 +126,25 @@ describe('connections', () => {
   }, 240_000);
 });
 
+describe('keep-alive', () => {
+  it('closes a connection after its last allowed request and an idle kept-alive one after the keep-alive timeout', async () => {
+    const h = (harness = await startServer({ connections: { maxRequestsPerSocket: 2, keepAliveTimeoutMs: 1000 } }));
+    const get = 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n';
+    const [s] = await openSockets(h.url, 1, get);
+    await until(() => s.data.includes('"status":"ok"'), 'the first answer');
+    expect(s.data).toMatch(/\r\nConnection: keep-alive\r\n/i);
+    s.socket.write(get);
+    await until(() => !isOpen(s), 'the connection to close after its second request');
+    expect(s.data.split('HTTP/1.1 200 OK').length - 1).toBe(2);
+    expect(s.data.slice(s.data.lastIndexOf('HTTP/1.1 200 OK'))).toMatch(/\r\nConnection: close\r\n/i);
+
+    // One answered request, then silence: closed by the keep-alive timeout, long before the header timeout.
+    const [idle] = await openSockets(h.url, 1, get);
+    await until(() => !isOpen(idle), 'the idle kept-alive connection to close', 8000);
+    expect(idle.data.split('HTTP/1.1').length - 1).toBe(1);
+  });
+});
+
 describe('bounded queue', () => {
   it('queues up to its depth, then 503 overloaded; 429 over a key’s concurrency; a queued caller who leaves is out at once; refusals are not counted', async () => {
     // Four places in all, so one key may hold two of them (Solo's maxConcurrent is 2 as well).
