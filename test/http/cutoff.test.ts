@@ -53,7 +53,7 @@ describe('answers cut off by the drain deadline', () => {
     const whole = post(s, '/v1/chat/completions', key, chat(LONG));
     const turn = post(s, '/v1/infer', key, { specialist: 'chat', prompt: 'Once upon a time', conversation_id: 'cut-1', ...LONG });
     // Let both arrive before the signal (otherwise they would be refused as newcomers to a draining server).
-    await new Promise((r) => setTimeout(r, 1500));
+    await new Promise((r) => setTimeout(r, 3000));
     s.proc.kill('SIGTERM');
 
     for (const res of [await whole, await turn]) {

@@ -79,7 +79,7 @@ describe('connections', () => {
     const dir = mkdtempSync(join(tmpdir(), 'svc-overload-'));
     const key = await createKey(dir, '--plan', 'scale');
     const cap = 2600;
-    const s = await startServe(dir, ['--model', sharedModel('stories260K.gguf'), '--max-connections', String(cap), '--headers-timeout', '15', '--request-timeout', '20']);
+    const s = await startServe(dir, ['--model', sharedModel('stories260K.gguf'), '--max-connections', String(cap), '--headers-timeout', '20', '--request-timeout', '25']);
     started.push(s);
 
     const idle = await openSockets(s.url, 2500);
@@ -106,7 +106,7 @@ describe('connections', () => {
     const refused = extra.filter((x) => !isOpen(x));
     expect(refused.length, 'connections refused over the cap').toBeGreaterThanOrEqual(90);
     for (const x of refused) expect(x.data).toBe('');
-    // Long before the 15 s header timeout, so these were refused, not timed out.
+    // Long before the 20 s header timeout, so these were refused, not timed out.
     expect(Math.max(...refused.map((x) => x.closedAt! - x.openedAt)), 'ms from connect to refusal').toBeLessThan(5000);
     expect(idle.filter(isOpen).length + extra.filter(isOpen).length).toBeLessThanOrEqual(cap);
 
