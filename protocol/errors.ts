@@ -55,8 +55,10 @@ export function invalidRequest(message: string, param: string | null = null, cod
   return new ApiError(400, 'invalid_request_error', message, { param, code });
 }
 
+/** `param` is what named it: `model` on chat completions, `specialist` on /v1/infer (the message says which). */
 export function modelNotFound(name: string, param = 'model'): ApiError {
-  return new ApiError(404, 'invalid_request_error', `The model \`${name}\` does not exist or you do not have access to it.`, {
+  const what = param === 'specialist' ? 'specialist' : 'model';
+  return new ApiError(404, 'invalid_request_error', `The ${what} \`${name}\` does not exist or you do not have access to it.`, {
     param,
     code: 'model_not_found',
   });
@@ -95,6 +97,14 @@ export function overloaded(maxQueued: number): ApiError {
   return new ApiError(503, 'server_error', `The server is overloaded: all generation places are busy and ${maxQueued} requests are already waiting. Retry after the Retry-After interval.`, {
     code: 'overloaded',
     retryAfterSeconds: 2,
+  });
+}
+
+/** Too many new grammars are waiting for the grammar sandbox (engine/grammar/isolated). */
+export function grammarCompilerBusy(detail: string, retryAfterSeconds: number): ApiError {
+  return new ApiError(503, 'server_error', `The server is overloaded: ${detail}. Retry after the Retry-After interval.`, {
+    code: 'overloaded',
+    retryAfterSeconds,
   });
 }
 

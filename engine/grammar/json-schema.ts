@@ -47,6 +47,14 @@ const UNSUPPORTED = new Set([
   'maxProperties', '$anchor', '$dynamicRef', '$dynamicAnchor', '$recursiveRef', '$recursiveAnchor', 'contentSchema',
 ]);
 
+/**
+ * What a caller whose schema is always compiled strictly (the HTTP API) can actually do instead; "leave
+ * out strict" does not help there.
+ */
+const STRICT_ADVICE: Readonly<Record<string, string>> = {
+  uniqueItems: 'remove "uniqueItems" from the schema and drop repeated items from the answer yourself',
+};
+
 /** String formats xgrammar writes a grammar for; others are only annotations to it. */
 const FORMATS = new Set(['email', 'date', 'time', 'date-time', 'duration', 'ipv4', 'ipv6', 'hostname', 'uuid', 'uri', 'uri-reference', 'json-pointer']);
 
@@ -75,7 +83,7 @@ class Preparer {
 
   /** A keyword we cannot enforce: an error under strict, else dropped with a warning. */
   unenforced(path: string, key: string, why: string): void {
-    if (this.strict) this.fail(`${path}/${key}`, `${why}; it cannot be enforced by the grammar (leave out strict to drop it)`);
+    if (this.strict) this.fail(`${path}/${key}`, `${why}; it cannot be enforced by the grammar (${STRICT_ADVICE[key] ?? 'leave out strict to drop it'})`);
     this.warnings.push(`${this.param} at ${path}/${key}: ${why}; dropped, so the output may not satisfy it`);
   }
 

@@ -54,7 +54,8 @@ export function labelsPlan(set: LabelSet, fromSystem: boolean): OutputPlan {
     blame: () => set.param,
     source: set.param,
     formatStop: false,
-    confidence: true,
+    // Only for a whole label: the probability of "pos" cut off from "positive" is no label's confidence.
+    confidence: (answer) => set.labels.includes(answer),
     features: [],
   };
 }

@@ -8,6 +8,7 @@ import { answerProbability, CHAT_PARAMS, MeteredRun, prepareRun, tokenLogprobs, 
 import { completionId } from '../ids.ts';
 import { specialistForModel } from '../model-names.ts';
 import { chatOutputPlan } from '../output/chat-output.ts';
+import { reportsConfidence } from '../output/plan.ts';
 import { assembleMessage, outputReader, type Delta } from '../output/reader.ts';
 import { parseChatRequest, type ChatRequest } from '../requests/chat.ts';
 
@@ -75,7 +76,7 @@ export async function chatCompletions(svc: ServiceParts, caller: Caller, ctx: Re
             message: assembleMessage(deltas),
             logprobs: req.logprobs ? { content: logprobs } : null,
             finish_reason: end.finishReason,
-            ...confidence(prep, answerLogprobs),
+            ...confidence(prep, result.text, answerLogprobs),
           },
         ],
         usage: usageOf(result),
@@ -144,7 +145,7 @@ async function* streamChunks(
       pending = [];
     }
     note(ctx, result);
-    yield chunk({}, pending, end.finishReason, confidence(prep, answerLogprobs));
+    yield chunk({}, pending, end.finishReason, confidence(prep, result.text, answerLogprobs));
     if (req.includeUsage) yield { ...base, choices: [], usage: usageOf(result) };
   } finally {
     // Stops and counts a generation the consumer left mid-way (a no-op once it has finished).
@@ -155,8 +156,8 @@ async function* streamChunks(
 }
 
 /** Our extension on the choice, for outputs that report one (classify's label). */
-function confidence(prep: PreparedRun, logprobs: readonly number[]): { confidence?: number } {
-  return prep.output.confidence ? { confidence: answerProbability(logprobs) } : {};
+function confidence(prep: PreparedRun, answer: string, logprobs: readonly number[]): { confidence?: number } {
+  return reportsConfidence(prep.output, answer) ? { confidence: answerProbability(logprobs) } : {};
 }
 
 function usageOf(r: GenerationResult) {

@@ -9,6 +9,7 @@ import { answerProbability, INFER_PARAMS, MeteredRun, prepareRun } from '../gene
 import { guardrailPlan } from '../guardrails/plan.ts';
 import { inferenceId } from '../ids.ts';
 import { MODEL_PREFIX } from '../model-names.ts';
+import { reportsConfidence } from '../output/plan.ts';
 import { parseInferRequest } from '../requests/infer.ts';
 
 export async function infer(svc: ServiceParts, caller: Caller, ctx: RequestContext): Promise<Outcome> {
@@ -63,7 +64,7 @@ export async function infer(svc: ServiceParts, caller: Caller, ctx: RequestConte
         tokens_used: result.promptTokens + result.completionTokens,
         latency_ms: Math.max(0, Math.round(svc.clock.now() - started)),
         finish_reason: result.finishReason,
-        ...(output.confidence ? { confidence: answerProbability(logprobs) } : {}),
+        ...(reportsConfidence(output, text) ? { confidence: answerProbability(logprobs) } : {}),
         ...(conversation !== undefined ? { conversation_id: conversation, history_turns: prep.historyUsed } : {}),
       },
     };

@@ -29,8 +29,11 @@ export interface OutputPlan {
   source: string | null;
   /** Keep the chat format's stop strings: only for free text, which could run on into a next turn. */
   formatStop: boolean;
-  /** Report `confidence`: the probability the model gave the tokens of its answer. */
-  confidence: boolean;
+  /**
+   * Report `confidence` (the probability the model gave the tokens of its answer) for this answer; an
+   * answer cut off before it was whole (max_tokens, a stop string) has none.
+   */
+  confidence: boolean | ((answer: string) => boolean);
   /**
    * For free-text grammars (fenced code): what completes output cut off by something other than the
    * budget (the engine closes blocks within max_tokens itself), and the longest such text, whose tokens
@@ -41,6 +44,11 @@ export interface OutputPlan {
   toolCalls?: ToolPlan;
   /** Plan features this output uses. */
   features: { feature: Feature; param: string }[];
+}
+
+/** Whether `answer` comes with a confidence under this plan. */
+export function reportsConfidence(plan: OutputPlan, answer: string): boolean {
+  return typeof plan.confidence === 'function' ? plan.confidence(answer) : plan.confidence;
 }
 
 /** Free text: no grammar, the chat format's stop strings. */

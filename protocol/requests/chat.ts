@@ -18,7 +18,7 @@ const contentPart = z
   .object({ type: z.string(), text: z.unknown().optional() })
   .superRefine((part, ctx) => {
     if (part.type !== 'text') {
-      ctx.addIssue({ code: 'custom', path: ['type'], message: `only 'text' content parts are supported, got ${JSON.stringify(part.type)}` });
+      ctx.addIssue({ code: 'custom', path: ['type'], message: "only 'text' content parts are supported" });
     } else if (typeof part.text !== 'string') {
       ctx.addIssue({ code: 'invalid_type', expected: 'string', path: ['text'], input: part.text });
     }
