@@ -31,7 +31,11 @@ export async function chatCompletions(svc: ServiceParts, caller: Caller, ctx: Re
   svc.access.requireQuota(caller);
 
   // A place among the running generations before any work on the prompt, so overload costs nothing more.
-  const ticket = await svc.admission.admit(applicantFor(caller), ctx.signal);
+  const ticket = await svc.admission.admit(applicantFor(caller), ctx.signal).catch((e: unknown) => {
+    // A caller who left while queued never reached the model: its per-minute place is given back.
+    if (ctx.signal.aborted) svc.access.refundRequest(caller);
+    throw e;
+  });
   let prep: PreparedRun;
   try {
     const engine = await svc.engine();

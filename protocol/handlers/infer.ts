@@ -31,7 +31,11 @@ export async function infer(svc: ServiceParts, caller: Caller, ctx: RequestConte
   svc.access.requireQuota(caller);
 
   // A place among the running generations before any work on the prompt, so overload costs nothing more.
-  const ticket = await svc.admission.admit(applicantFor(caller), ctx.signal);
+  const ticket = await svc.admission.admit(applicantFor(caller), ctx.signal).catch((e: unknown) => {
+    // A caller who left while queued never reached the model: its per-minute place is given back.
+    if (ctx.signal.aborted) svc.access.refundRequest(caller);
+    throw e;
+  });
   const conversation = req.conversationId;
   let reservation: Reservation | undefined;
   let run: MeteredRun | undefined;
