@@ -2,6 +2,7 @@
  * The engine: a model's weights, KV cache and forward pass on one GPU device, with a scheduler that
  * batches concurrent generations. Platform-free: Node and browsers hand it a device and a ModelSource.
  */
+import type { GrammarCompiler } from './grammar/handle.ts';
 import { readModelConfig } from './arch/index.ts';
 import type { ModelConfig } from './arch/types.ts';
 import { resolveOptions } from './generate/options.ts';
@@ -51,6 +52,8 @@ export interface EngineStats {
 export class WebGpuEngine implements TextEngine {
   private nextId = 1;
   private disposed = false;
+  /** Set by the platform's loader (engine/node.ts: grammar workers); in-thread grammars when absent. */
+  grammars: GrammarCompiler | undefined;
 
   private constructor(
     readonly info: ModelInfo,
@@ -202,6 +205,7 @@ export class WebGpuEngine implements TextEngine {
   async dispose(): Promise<void> {
     if (this.disposed) return;
     this.disposed = true;
+    this.grammars?.dispose?.();
     await this.selected.device.queue.onSubmittedWorkDone();
     this.transformer.destroy();
     this.cache.destroy();

@@ -2,6 +2,8 @@
 // Unbundled Node needs xgrammar's UMD bundle loaded its own way before any grammar is compiled.
 import './grammar/xgrammar-node.ts';
 import { WebGpuEngine, type EngineOptions } from './engine.ts';
+import { IsolatedGrammars, type GrammarIsolationOptions } from './grammar/isolated/isolated-grammars.ts';
+import { spawnNodeGrammarWorker } from './grammar/isolated/spawn-node.ts';
 import { resolveModel } from './loader/resolve-node.ts';
 import type { ModelSource } from './loader/source.ts';
 import { adapterChoiceFromEnv, openNodeDevice } from './platform/node.ts';
@@ -15,6 +17,11 @@ export interface NodeEngineOptions extends EngineOptions {
   onDownloadProgress?: (receivedBytes: number, totalBytes: number | undefined) => void;
   /** Model download cache (default SVC_CACHE_DIR or ~/.cache/svc/models). */
   cacheDir?: string;
+  /**
+   * Grammar workers' budgets, or `in-process` to compile and match grammars on this thread (tests and
+   * tools that trust their grammars). Default: workers with the default budgets, started on first use.
+   */
+  grammars?: GrammarIsolationOptions | 'in-process';
 }
 
 export async function loadEngine(opts: NodeEngineOptions): Promise<WebGpuEngine> {
@@ -22,7 +29,9 @@ export async function loadEngine(opts: NodeEngineOptions): Promise<WebGpuEngine>
   const source = typeof opts.model === 'string' ? await resolveModel(opts.model, { onProgress: opts.onDownloadProgress, cacheDir: opts.cacheDir }) : opts.model;
   const selected = await openNodeDevice(choice);
   try {
-    return await WebGpuEngine.load(selected, source, opts);
+    const engine = await WebGpuEngine.load(selected, source, opts);
+    if (opts.grammars !== 'in-process') engine.grammars = new IsolatedGrammars(engine.tokenizer, spawnNodeGrammarWorker, opts.grammars);
+    return engine;
   } catch (e) {
     selected.device.destroy();
     await source.close?.();

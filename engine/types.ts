@@ -2,6 +2,7 @@
  * The engine's public contract: what the protocol layer and the CLI program against.
  * Nothing here knows about HTTP, keys or specialists.
  */
+import type { GrammarCompiler } from './grammar/handle.ts';
 import type { Tokenizer } from './tokenizer/types.ts';
 
 export interface ModelInfo {
@@ -36,6 +37,15 @@ export interface TokenConstraint {
   forcedTokens?(limit: number): number[];
   /** Release what the constraint holds (grammar matcher memory); called once when generation ends. */
   dispose?(): void;
+  /**
+   * For constraints answered by another thread (a grammar worker): pin that thread for one step, or
+   * false while it is busy (compiling), in which case the step leaves this sequence out. Every hold
+   * that succeeded is released after the step's results are taken.
+   */
+  hold?(): boolean;
+  release?(): void;
+  /** Resolves when hold() may succeed again. */
+  whenReady?(): Promise<void>;
 }
 
 export interface GenerateOptions {
@@ -113,6 +123,11 @@ export interface Generation extends AsyncIterable<GenerationChunk> {
 export interface TextEngine {
   readonly info: ModelInfo;
   readonly tokenizer: Tokenizer;
+  /**
+   * Where this engine's grammars are compiled and matched (in Node: workers, see
+   * engine/grammar/isolated); absent means in this thread.
+   */
+  readonly grammars?: GrammarCompiler;
   generate(options: GenerateOptions): Generation;
   dispose(): Promise<void>;
 }

@@ -5,11 +5,11 @@
  * work (finished, or cut short because the caller went away).
  */
 import { renderChat, type ChatMessage, type RenderedChat } from '../engine/chat/index.ts';
-import { compileGrammar, type CompiledGrammar, type GrammarConstraint } from '../engine/grammar/index.ts';
+import { GrammarBusyError, inProcessGrammars, type ConstraintHandle, type GrammarHandle } from '../engine/grammar/index.ts';
 import { EngineInputError, type GenerateOptions, type Generation, type GenerationChunk, type GenerationResult, type TextEngine } from '../engine/types.ts';
 import type { Reservation } from './access.ts';
 import { turnsToDrop, type ConversationTurn } from './conversations.ts';
-import { ApiError, interrupted, invalidRequest, isInterruption, toApiError } from './errors.ts';
+import { ApiError, grammarCompilerBusy, interrupted, invalidRequest, isInterruption, toApiError } from './errors.ts';
 import type { OutputPlan } from './output/plan.ts';
 import { refuseOversizedPrompt } from './request-limits.ts';
 import type { SamplingRequest } from './requests/sampling.ts';
@@ -20,7 +20,7 @@ export interface PreparedRun {
   promptTokens: number[];
   options: Omit<GenerateOptions, 'prompt' | 'tokens' | 'signal' | 'constraint'>;
   output: OutputPlan;
-  grammar?: CompiledGrammar;
+  grammar?: GrammarHandle;
   /** History turns that made it into the prompt (the oldest others were left out to fit). */
   historyUsed: number;
 }
@@ -119,12 +119,13 @@ function mapInputError<T>(fn: () => T, params: ParamNames): T {
  * The output plan's grammar for this model. A grammar the caller's input made impossible is a 400
  * under the API parameter that set it (the compiler names its own spec's parts, e.g. `schema at /x`).
  */
-async function compileOutput(engine: TextEngine, output: OutputPlan): Promise<CompiledGrammar | undefined> {
+async function compileOutput(engine: TextEngine, output: OutputPlan): Promise<GrammarHandle | undefined> {
   const spec = output.grammar?.(engine.tokenizer);
   if (!spec) return undefined;
   try {
-    return await compileGrammar(engine.tokenizer, spec);
+    return await (engine.grammars ?? inProcessGrammars(engine.tokenizer)).compile(spec);
   } catch (e) {
+    if (e instanceof GrammarBusyError) throw grammarCompilerBusy(e.message, e.retryAfterSeconds);
     if (!(e instanceof EngineInputError)) throw e;
     const own = e.param ?? '';
     const param = output.blame(own);
@@ -166,7 +167,7 @@ export class MeteredRun {
 
   private constructor(
     private readonly prep: PreparedRun,
-    private readonly constraint: GrammarConstraint | undefined,
+    private readonly constraint: ConstraintHandle | undefined,
     private readonly reservation: Reservation,
     private readonly signal: AbortSignal,
     private readonly params: ParamNames,

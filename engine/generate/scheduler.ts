@@ -10,12 +10,17 @@ import { Sequence, type StopReason } from './sequence.ts';
 import type { StepRunner } from './step.ts';
 import { AsyncLock } from './lock.ts';
 import { NO_TOKEN } from '../../kernels/sampling/sample.ts';
+import type { TokenConstraint } from '../types.ts';
 
 export class Scheduler {
   private readonly waiting: Sequence[] = [];
   private readonly running: Sequence[] = [];
   private looping = false;
   private readonly rowSeq: Sequence[] = [];
+  /** Constraints pinned for the step being built and run (see TokenConstraint.hold). */
+  private readonly held: TokenConstraint[] = [];
+  /** Sequences left out of the step because their constraint's thread was busy. */
+  private readonly notReady: Sequence[] = [];
   /** Held for each step; diagnostics (logits) take it to use the runner between steps. */
   readonly lock = new AsyncLock();
 
@@ -98,14 +103,22 @@ export class Scheduler {
       if (this.running.length === 0) return;
       try {
         const built = await this.lock.run(async () => {
-          if (!this.buildStep()) return false;
-          this.syncPages();
-          await this.runner.run();
-          // Read the results before releasing the runner to anyone else.
-          this.collect();
-          return true;
+          try {
+            if (!this.buildStep()) return false;
+            this.syncPages();
+            await this.runner.run();
+            // Read the results before releasing the runner to anyone else.
+            this.collect();
+            return true;
+          } finally {
+            for (const c of this.held.splice(0)) c.release?.();
+          }
         });
-        if (!built) return;
+        if (!built) {
+          // Nothing could run: wait for a busy grammar thread rather than spin.
+          if (this.notReady.length === 0) return;
+          await Promise.race(this.notReady.map((seq) => seq.constraint!.whenReady?.() ?? Promise.resolve()));
+        }
       } catch (e) {
         for (const seq of [...this.running]) {
           seq.fail(e);
@@ -120,6 +133,7 @@ export class Scheduler {
     const r = this.runner;
     r.begin();
     this.rowSeq.length = 0;
+    this.notReady.length = 0;
     let budget = r.maxTokensPerStep;
     // Decode first: running sequences must not starve behind long prompts. A decode chunk is the last
     // sampled token plus any tokens a constraint forced after it (jump-forward), sampled after the last.
@@ -127,7 +141,7 @@ export class Scheduler {
     for (const seq of [...this.running]) {
       if (seq.inPrefill || seq.aborted || this.rowSeq.length >= r.maxRowsPerStep) continue;
       const tokens = seq.unwritten();
-      if (tokens.length > budget) continue;
+      if (tokens.length > budget || !this.hold(seq)) continue;
       const mask = this.maskOf(seq);
       if (mask === false) continue;
       let last = -1;
@@ -140,7 +154,7 @@ export class Scheduler {
       if (!seq.inPrefill || seq.aborted || budget === 0) continue;
       const n = Math.min(budget, seq.prompt.length - seq.cached);
       const endsPrompt = seq.cached + n === seq.prompt.length;
-      if (endsPrompt && this.rowSeq.length >= r.maxRowsPerStep) continue;
+      if (endsPrompt && (this.rowSeq.length >= r.maxRowsPerStep || !this.hold(seq))) continue;
       const mask = endsPrompt ? this.maskOf(seq) : null;
       if (mask === false) continue;
       let last = -1;
@@ -150,6 +164,18 @@ export class Scheduler {
       if (endsPrompt) this.addRow(seq, last, mask);
     }
     return budget < r.maxTokensPerStep;
+  }
+
+  /** Pin the sequence's constraint for this step; false (and noted) if its thread is busy now. */
+  private hold(seq: Sequence): boolean {
+    const c = seq.constraint;
+    if (!c?.hold) return true;
+    if (!c.hold()) {
+      this.notReady.push(seq);
+      return false;
+    }
+    this.held.push(c);
+    return true;
   }
 
   /**

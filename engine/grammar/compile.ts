@@ -7,13 +7,14 @@
  * ebnf-check.ts; tools through tool-grammar.ts. Compiling also checks that the vocabulary can write
  * what the grammar forces at the start (see checkWritable).
  */
-import type { Tokenizer } from '../tokenizer/types.ts';
+import type { GrammarTokenizer as Tokenizer } from './token-table.ts';
 import { GrammarConstraint, type ConstraintOptions } from './constraint.ts';
 import { checkEbnf } from './ebnf-check.ts';
 import { GrammarInputError } from './errors.ts';
 import { prepareJsonSchema } from './json-schema.ts';
 import { schemaEbnf } from './schema-ebnf.ts';
 import { LruCache } from './lru.ts';
+import { checkSpecLimits } from './spec-limits.ts';
 import type { GrammarSpec } from './spec.ts';
 import { TOOL_CALL_OPEN } from './tool-format.ts';
 import { toolCallStructure } from './tool-grammar.ts';
@@ -53,6 +54,7 @@ export class CompiledGrammar {
     const warnings: string[] = [];
     const rt = vocabulary.runtime;
     const param = paramOf(spec);
+    checkSpecLimits(spec, param);
     const onAbort = (m: string) => new GrammarInputError(`${param}: xgrammar could not compile it: ${m}`, param);
     let compiled: XgCompiledGrammar;
     let ebnf: string | undefined;
@@ -143,7 +145,7 @@ export class CompiledGrammar {
   }
 }
 
-function paramOf(spec: GrammarSpec): string {
+export function paramOf(spec: GrammarSpec): string {
   switch (spec.type) {
     case 'json_object':
       return 'response_format';
@@ -158,7 +160,7 @@ function paramOf(spec: GrammarSpec): string {
 
 const caches = new WeakMap<GrammarVocabulary, LruCache<string, Promise<CompiledGrammar>>>();
 
-function cacheKey(spec: GrammarSpec): string {
+export function cacheKey(spec: GrammarSpec): string {
   switch (spec.type) {
     case 'json_object':
       return 'json_object';

@@ -20,3 +20,15 @@ export class GrammarEngineError extends Error {
     this.name = 'GrammarEngineError';
   }
 }
+
+/** Too many grammars are waiting to be compiled: try again shortly (a 503, not the caller's input). */
+export class GrammarBusyError extends Error {
+  constructor(
+    message: string,
+    /** Seconds after which a retry is sensible. */
+    readonly retryAfterSeconds: number,
+  ) {
+    super(message);
+    this.name = 'GrammarBusyError';
+  }
+}

@@ -6,7 +6,9 @@
 export { compileGrammar, createGrammarConstraint, CompiledGrammar, GRAMMAR_CACHE_ENTRIES } from './compile.ts';
 export { GrammarConstraint, type ConstraintOptions } from './constraint.ts';
 export { checkEbnf } from './ebnf-check.ts';
-export { GrammarEngineError, GrammarInputError } from './errors.ts';
+export { GrammarBusyError, GrammarEngineError, GrammarInputError } from './errors.ts';
+export { inProcessGrammars, type ConstraintHandle, type GrammarCompiler, type GrammarHandle } from './handle.ts';
+export { tokenTableData, TokenTable, type GrammarTokenizer, type TokenTableData } from './token-table.ts';
 export { prepareJsonSchema, type JsonSchemaOptions, type PreparedSchema } from './json-schema.ts';
 export type { GrammarSpec, ToolChoice, ToolFunction } from './spec.ts';
 export { formatToolCall, jsonOneLine, toolCallPrefix, TOOL_CALL_CLOSE, TOOL_CALL_OPEN, TOOL_CALL_SEPARATOR, TOOL_CALL_SUFFIX } from './tool-format.ts';

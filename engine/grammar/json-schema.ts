@@ -68,6 +68,7 @@ const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isI
 
 class Preparer {
   readonly splices = new Map<string, { rule: string; rules: string }>();
+  private readonly bySignature = new Map<string, string>();
   readonly warnings: string[] = [];
   private nodes = 0;
 
@@ -287,14 +288,25 @@ class Preparer {
       this.unenforced(path, max !== undefined && max > MAX_CHAIN ? 'maxLength' : 'minLength', `string lengths above ${MAX_CHAIN} are not supported (the grammar gets too slow)`);
       return out;
     }
-    const n = this.splices.size;
-    const marker = `__svc_string_${n}__`;
-    const rule = `svc_string_${n}`;
-    this.splices.set(marker, { rule, rules: stringLengthRules(min, max, rule) });
+    const marker = this.splice(`string ${min} ${max}`, 'string', (rule) => ({ rule, rules: stringLengthRules(min, max, rule) }));
     const others = types.filter((t) => t !== 'string');
     if (others.length === 0 && Object.keys(out).every((k) => k === 'type')) return { const: marker };
     const rest: Obj = { ...out, type: others.length === 1 ? others[0] : others };
     return others.length > 0 ? { anyOf: [{ const: marker }, rest] } : { const: marker };
+  }
+
+  /**
+   * The marker for one of our grammars; the same bounds share one marker and so one set of rules
+   * (a hundred properties with the same bounds compile once, not a hundred times).
+   */
+  private splice(signature: string, kind: 'string' | 'number', make: (rule: string) => { rule: string; rules: string }): string {
+    const known = this.bySignature.get(signature);
+    if (known) return known;
+    const n = this.splices.size;
+    const marker = `__svc_${kind}_${n}__`;
+    this.splices.set(marker, make(`svc_${kind}_${n}`));
+    this.bySignature.set(signature, marker);
+    return marker;
   }
 
   /** allOf of plain object schemas is merged; anything else cannot be enforced. */
@@ -345,11 +357,11 @@ class Preparer {
     const numeric = types.filter((t) => t === 'number' || t === 'integer');
     if (numeric.length === 0) return out; // bounds apply to numbers only
     b.integer = !numeric.includes('number');
-    const marker = `__svc_number_${this.splices.size}__`;
-    const rule = `svc_number_${this.splices.size}`;
-    const rules = numberRangeRules(b, rule);
-    if (rules === undefined) this.fail(path, `no ${b.integer ? 'integer' : 'number'} satisfies its bounds (${describeBounds(b)})`);
-    this.splices.set(marker, { rule: `${rule}_0`, rules });
+    const marker = this.splice(`number ${JSON.stringify(b)}`, 'number', (rule) => {
+      const rules = numberRangeRules(b, rule);
+      if (rules === undefined) this.fail(path, `no ${b.integer ? 'integer' : 'number'} satisfies its bounds (${describeBounds(b)})`);
+      return { rule: `${rule}_0`, rules };
+    });
     const others = types.filter((t) => t !== 'number' && t !== 'integer');
     if (others.length === 0 && Object.keys(out).every((k) => k === 'type')) return { const: marker };
     const rest: Obj = { ...out, type: others.length === 1 ? others[0] : others };

@@ -5,7 +5,7 @@
  * to U+FFFD, which changes string lengths and contents the grammar counted. We track the UTF-8 state
  * of the output and clear, per state, the tokens whose bytes would be invalid there.
  */
-import type { Tokenizer } from '../tokenizer/types.ts';
+import type { GrammarTokenizer as Tokenizer } from './token-table.ts';
 
 /** Where the output stands in a UTF-8 sequence: how many continuation bytes are due, and the range of the next. */
 export const Utf8State = {

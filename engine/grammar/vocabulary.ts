@@ -9,7 +9,7 @@
  * treats empty tokens as special and never allows them, except the end-of-generation tokens, which we
  * pass as stop tokens and which it allows exactly where the grammar may end.
  */
-import type { Tokenizer } from '../tokenizer/types.ts';
+import type { GrammarTokenizer as Tokenizer } from './token-table.ts';
 import { GrammarEngineError } from './errors.ts';
 import { Utf8Guard } from './utf8-guard.ts';
 import { xgrammarRuntime, type XGrammarApi, type XGrammarRuntime } from './xgrammar.ts';
