@@ -55,6 +55,25 @@ export function promptChars(messages: readonly ChatMessage[], format: 'template'
   return n;
 }
 
+/**
+ * The newest turns of a conversation that could still fit beside `fixedChars` (the system prompt and the
+ * caller's messages), cut where an exchange begins (a user turn), as turnsToDrop cuts. Older turns are
+ * left out before any rendering: with more characters than the bound they could not fit, so the token
+ * search over what remains finds the same answer, with far fewer renders of a long stored conversation.
+ */
+export function historyWithinBound<T extends ChatMessage>(input: PromptSizeInput, history: readonly T[]): readonly T[] {
+  const format = input.hasTemplate ? 'template' : 'fallback';
+  const limit = promptCharLimit(input.contextLength, input.tokenizer);
+  let chars = promptChars(input.messages, format);
+  let keepFrom = history.length;
+  for (let i = history.length - 1; i >= 0; i--) {
+    chars += promptChars([history[i]], format);
+    if (chars > limit) break;
+    if (i === 0 || history[i].role === 'user') keepFrom = i;
+  }
+  return keepFrom === 0 ? history : history.slice(keepFrom);
+}
+
 export interface PromptSizeInput {
   contextLength: number;
   tokenizer: Tokenizer;

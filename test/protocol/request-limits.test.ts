@@ -1,7 +1,9 @@
 /** The character bound on prompts is sound on real vocabularies; the JSON depth scan reads strings right. */
 import { describe, expect, it } from 'vitest';
 import { findDepthExcess } from '../../protocol/json-depth.ts';
-import { maxTokenChars } from '../../protocol/request-limits.ts';
+import { renderChat, type ChatMessage } from '../../engine/chat/index.ts';
+import { turnsToDrop, type ConversationTurn } from '../../protocol/conversations.ts';
+import { historyWithinBound, maxTokenChars, promptCharLimit } from '../../protocol/request-limits.ts';
 import { rng } from '../helpers/random.ts';
 import { gpt2Tokenizer, modelTokenizer } from '../tokenizer/load.ts';
 
@@ -41,5 +43,34 @@ describe('findDepthExcess', () => {
     expect(findDepthExcess('["[[[[[[", "\\"[[[[[["]', 1)).toBeUndefined();
     // An escaped backslash ends the escape, so the quote after it closes the string.
     expect(findDepthExcess('["\\\\", [[]]]', 2)).toEqual({ limit: 2, offset: 8 });
+  });
+});
+
+describe('historyWithinBound', () => {
+  it('leaves out only turns that could not fit, so the token search keeps the same turns', async () => {
+    const t = await modelTokenizer('stories260K.gguf');
+    const context = 256;
+    const rand = rng(5);
+    const words = ['Lily', 'ball', 'the', 'happy', 'a', 'park', 'ran', 'and', 'she', 'dog'];
+    const text = (n: number) => Array.from({ length: n }, () => words[Math.floor(rand() * words.length)]).join(' ');
+    const head: ChatMessage[] = [{ role: 'system', content: 'You are a helpful, concise assistant.' }];
+    let trimmedSome = 0;
+    for (let trial = 0; trial < 30; trial++) {
+      const history: ConversationTurn[] = [];
+      const turns = 2 + Math.floor(rand() * 40);
+      for (let i = 0; i < turns; i++) history.push({ role: i % 2 === 0 ? 'user' : 'assistant', content: text(1 + Math.floor(rand() * 60)) });
+      const messages: ChatMessage[] = [...head, { role: 'user', content: text(5) }];
+      const size = { contextLength: context, tokenizer: t, hasTemplate: false, messages, param: 'prompt' };
+      const kept = historyWithinBound(size, history);
+      expect(history.slice(history.length - kept.length)).toEqual(kept);
+      if (kept.length > 0) expect(kept[0].role === 'user' || kept.length === history.length).toBe(true);
+      if (kept.length < history.length) trimmedSome++;
+      const tokens = (h: readonly ConversationTurn[]) => (d: number) => renderChat({ tokenizer: t }, [...head, ...h.slice(d), ...messages.slice(1)]).tokens.length;
+      const fromAll = history.length - turnsToDrop(history, tokens(history), 16, context);
+      const fromKept = kept.length === 0 ? 0 : kept.length - turnsToDrop(kept, tokens(kept), 16, context);
+      expect(fromKept).toBe(fromAll);
+    }
+    expect(trimmedSome).toBeGreaterThan(0);
+    expect(promptCharLimit(context, t)).toBe(context * maxTokenChars(t));
   });
 });
