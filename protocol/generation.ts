@@ -11,7 +11,7 @@ import type { Reservation } from './access.ts';
 import { turnsToDrop, type ConversationTurn } from './conversations.ts';
 import { ApiError, grammarCompilerBusy, interrupted, invalidRequest, isInterruption, toApiError } from './errors.ts';
 import type { OutputPlan } from './output/plan.ts';
-import { refuseOversizedPrompt } from './request-limits.ts';
+import { historyWithinBound, refuseOversizedPrompt } from './request-limits.ts';
 import type { SamplingRequest } from './requests/sampling.ts';
 import type { Specialist } from './specialists/schema.ts';
 
@@ -64,9 +64,10 @@ export async function prepareRun(engine: TextEngine, input: RunInput): Promise<P
   const { specialist, output, sampling, params } = input;
   const system = [specialist.systemPrompt, ...output.instructions].filter((s) => s.length > 0).join('\n\n');
   const head: ChatMessage[] = system ? [{ role: 'system', content: system }] : [];
-  // Request size limits (protocol/request-limits.ts): refused by counting characters, before any rendering or tokenizing.
-  refuseOversizedPrompt({ contextLength: engine.info.contextLength, tokenizer: engine.tokenizer, hasTemplate: !!engine.info.chatTemplate, messages: [...head, ...input.messages], param: params.prompt ?? 'messages' });
-  const history = input.history ?? [];
+  // Request size limits (protocol/request-limits.ts): refused, and history trimmed, by counting characters before any rendering or tokenizing.
+  const size = { contextLength: engine.info.contextLength, tokenizer: engine.tokenizer, hasTemplate: !!engine.info.chatTemplate, messages: [...head, ...input.messages], param: params.prompt ?? 'messages' };
+  refuseOversizedPrompt(size);
+  const history = historyWithinBound(size, input.history ?? []);
   const render = (dropped: number): RenderedChat =>
     mapInputError(() => renderChat({ tokenizer: engine.tokenizer, chatTemplate: engine.info.chatTemplate }, [...head, ...history.slice(dropped), ...input.messages], { tools: output.toolCalls?.render }), params);
 
