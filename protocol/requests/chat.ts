@@ -10,6 +10,7 @@ import type { ResponseFormat } from '../output/response-format.ts';
 import type { FunctionDef, ToolsRequest } from '../output/tools.ts';
 import type { Feature } from '../plans.ts';
 import { extensionFields, outputOptionsFrom, type OutputOptions } from './extensions.ts';
+import { findDepthExcess, MAX_JSON_DEPTH } from '../json-depth.ts';
 import { MAX_MESSAGES, MAX_TOOLS } from '../request-limits.ts';
 import { issuesToError } from './issues.ts';
 import { maxTokens, penalty, samplingFrom, seed, stop, temperature, topP, type SamplingRequest } from './sampling.ts';
@@ -24,7 +25,13 @@ const contentPart = z
     }
   });
 
-const functionCall = z.object({ name: z.string().min(1), arguments: z.string() });
+/**
+ * JSON carried as text (tool-call arguments, a schema as a string) is parsed later and walked
+ * recursively, out of reach of the body's own depth check; it gets the same limit.
+ */
+const jsonText = z.string().refine((t) => findDepthExcess(t) === undefined, `nests deeper than the ${MAX_JSON_DEPTH} levels of arrays and objects this API accepts`);
+
+const functionCall = z.object({ name: z.string().min(1), arguments: jsonText });
 
 const message = z.object({
   role: z.enum(['system', 'developer', 'user', 'assistant', 'tool', 'function']),
@@ -46,7 +53,7 @@ const functionDef = z.object({
 const responseFormat = z.discriminatedUnion('type', [
   z.object({ type: z.literal('text') }),
   // llama.cpp and WebLLM send a schema here, WebLLM as JSON text.
-  z.object({ type: z.literal('json_object'), schema: z.union([z.record(z.string(), z.unknown()), z.string()]).nullish() }),
+  z.object({ type: z.literal('json_object'), schema: z.union([z.record(z.string(), z.unknown()), jsonText]).nullish() }),
   z.object({
     type: z.literal('json_schema'),
     json_schema: z.object({

@@ -93,6 +93,29 @@ describe('JSON nesting', () => {
   });
 });
 
+describe('JSON carried as text', () => {
+  it('gets the same depth limit: a schema string and tool-call arguments', async () => {
+    let schema = '{"type":"string"}';
+    for (let i = 0; i < 20_000; i++) schema = `{"type":"array","items":${schema}}`;
+    const { res, ms, body } = await timed(() => postJson(`${h.baseURL}/chat/completions`, chatBody({ response_format: { type: 'json_object', schema } }), bearer(key)));
+    expect(res.status).toBe(400);
+    expect(body.error.param).toBe('response_format.schema');
+    expect(body.error.message).toContain(`${MAX_JSON_DEPTH} levels`);
+    expect(ms).toBeLessThan(1000);
+
+    const args = '['.repeat(100_000) + ']'.repeat(100_000);
+    const messages = [
+      { role: 'user', content: 'Weather?' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: args } }] },
+      { role: 'tool', tool_call_id: 'c1', content: 'sunny' },
+    ];
+    const t = await postJson(`${h.baseURL}/chat/completions`, chatBody({ messages }), bearer(key));
+    expect(t.status).toBe(400);
+    expect((await t.json()).error.param).toBe('messages[1].tool_calls[0].function.arguments');
+    await stillHealthy();
+  });
+});
+
 describe('counts and lengths', () => {
   it(`refuses more than ${MAX_MESSAGES} messages naming messages`, async () => {
     const messages = Array.from({ length: MAX_MESSAGES + 1 }, () => ({ role: 'user', content: 'x' }));
