@@ -41,8 +41,9 @@ export function parseInferRequest(body: unknown): InferRequest {
     const unknown = Object.keys(body).filter((k) => !Object.hasOwn(fields, k));
     if (unknown.length > 0) {
       throw invalidRequest(
-        `Unknown parameter${unknown.length > 1 ? 's' : ''}: ${unknown.map((k) => `'${k}'`).join(', ')}. /v1/infer accepts ${Object.keys(fields).map((k) => `'${k}'`).join(', ')}.`,
-        unknown[0],
+        // The first few only: a body of 100000 stray keys must not come back as a 1 MB message.
+        `Unknown parameter${unknown.length > 1 ? 's' : ''}: ${unknown.slice(0, 5).map((k) => `'${k.slice(0, 64)}'`).join(', ')}${unknown.length > 5 ? ` and ${unknown.length - 5} more` : ''}. /v1/infer accepts ${Object.keys(fields).map((k) => `'${k}'`).join(', ')}.`,
+        unknown[0].slice(0, 64),
       );
     }
   }

@@ -117,6 +117,17 @@ describe('JSON carried as text', () => {
 });
 
 describe('counts and lengths', () => {
+  it('answers 50000 stray fields on /v1/infer with a short message naming the first', async () => {
+    const body: Record<string, unknown> = { specialist: 'chat', prompt: 'x' };
+    for (let i = 0; i < 50_000; i++) body[`f${i}`] = 0;
+    const res = await postJson(`${h.baseURL}/infer`, body, bearer(key));
+    expect(res.status).toBe(400);
+    const { error } = await res.json();
+    expect(error.param).toBe('f0');
+    expect(error.message).toContain("Unknown parameters: 'f0', 'f1', 'f2', 'f3', 'f4' and 49995 more.");
+    expect(error.message.length).toBeLessThan(500);
+  });
+
   it(`refuses more than ${MAX_MESSAGES} messages naming messages`, async () => {
     const messages = Array.from({ length: MAX_MESSAGES + 1 }, () => ({ role: 'user', content: 'x' }));
     const res = await postJson(`${h.baseURL}/chat/completions`, chatBody({ messages }), bearer(key));
