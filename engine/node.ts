@@ -30,11 +30,25 @@ export async function loadEngine(opts: NodeEngineOptions): Promise<WebGpuEngine>
   const selected = await openNodeDevice(choice);
   try {
     const engine = await WebGpuEngine.load(selected, source, opts);
-    if (opts.grammars !== 'in-process') engine.grammars = new IsolatedGrammars(engine.tokenizer, spawnNodeGrammarWorker, opts.grammars);
+    if (opts.grammars !== 'in-process') engine.grammars = new IsolatedGrammars(engine.tokenizer, spawnNodeGrammarWorker, opts.grammars ?? grammarOptionsFromEnv());
     return engine;
   } catch (e) {
     selected.device.destroy();
     await source.close?.();
     throw e;
   }
+}
+
+/**
+ * Grammar budgets from the environment: SVC_GRAMMAR_COMPILE_MS (time to compile one new grammar),
+ * SVC_GRAMMAR_MEMORY_MB (wasm memory of a grammar worker). Unset: the defaults.
+ */
+export function grammarOptionsFromEnv(env: Record<string, string | undefined> = process.env): GrammarIsolationOptions {
+  const positive = (name: string): number | undefined => {
+    const v = env[name];
+    if (v === undefined || v === '') return undefined;
+    if (!/^\d+$/.test(v) || Number(v) <= 0) throw new Error(`${name} must be a positive whole number (got ${JSON.stringify(v)})`);
+    return Number(v);
+  };
+  return { compileTimeoutMs: positive('SVC_GRAMMAR_COMPILE_MS'), memoryMiB: positive('SVC_GRAMMAR_MEMORY_MB') };
 }

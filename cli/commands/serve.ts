@@ -101,6 +101,8 @@ async function serve(opts: ServeOptions): Promise<void> {
       },
     });
     logger.info({ name: engine.info.name, contextLength: engine.info.contextLength }, 'model loaded');
+    // Grammar workers start now, so the first request with a schema does not wait for them.
+    await engine.grammars?.warm?.();
     loaded(engine);
   } catch (e) {
     failed(e);

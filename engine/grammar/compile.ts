@@ -54,7 +54,6 @@ export class CompiledGrammar {
     const warnings: string[] = [];
     const rt = vocabulary.runtime;
     const param = paramOf(spec);
-    checkSpecLimits(spec, param);
     const onAbort = (m: string) => new GrammarInputError(`${param}: xgrammar could not compile it: ${m}`, param);
     let compiled: XgCompiledGrammar;
     let ebnf: string | undefined;
@@ -180,6 +179,8 @@ export function cacheKey(spec: GrammarSpec): string {
  */
 export async function compileGrammar(tokenizer: Tokenizer, spec: GrammarSpec): Promise<CompiledGrammar> {
   if (!spec || typeof spec !== 'object' || !('type' in spec)) throw new GrammarInputError('the grammar spec must be an object with a type', 'grammar');
+  // Before anything recursive (the cache key, the schema walk) sees the spec.
+  checkSpecLimits(spec, paramOf(spec));
   const vocabulary = await grammarVocabulary(tokenizer);
   let cache = caches.get(vocabulary);
   if (!cache) {

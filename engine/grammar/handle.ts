@@ -26,6 +26,8 @@ export interface GrammarHandle {
 export interface GrammarCompiler {
   /** Throws GrammarInputError (a 400) for grammars that are invalid, too big or too costly to compile. */
   compile(spec: GrammarSpec): Promise<GrammarHandle>;
+  /** Start whatever runs the grammars (workers) ahead of the first request. */
+  warm?(): Promise<void>;
   dispose?(): void;
 }
 

@@ -10,6 +10,8 @@ import { GrammarInputError } from './errors.ts';
 import type { GrammarSpec } from './spec.ts';
 
 export const SPEC_LIMITS = {
+  /** Levels of JSON nesting anywhere in a spec (defaults, examples and const values included). */
+  jsonDepth: 128,
   /** Subschemas nested inside one another. */
   depth: 32,
   /** Subschemas in one schema (all tools together). */
@@ -20,7 +22,7 @@ export const SPEC_LIMITS = {
   enumValues: 1024,
   /** Characters of all enum and const values written as JSON. */
   enumChars: 65_536,
-  /** minLength / maxLength summed over all strings (each is also capped at 512, string-length.ts). */
+  /** The larger of minLength / maxLength, summed over distinct pairs (each is also capped at 512, string-length.ts). */
   stringLengthTotal: 4096,
   /** minItems / maxItems, each. */
   items: 256,
@@ -53,11 +55,14 @@ class Counter {
   enumValues = 0;
   enumChars = 0;
   stringLength = 0;
+  /** (minLength, maxLength) pairs seen: equal bounds share one grammar, so they count once. */
+  readonly lengthPairs = new Set<string>();
   refs = 0;
 }
 
 /** Throws GrammarInputError if the spec passes a static limit. */
 export function checkSpecLimits(spec: GrammarSpec, param: string): void {
+  checkRawDepth(spec, param);
   const count = new Counter();
   if (spec.type === 'json_schema') checkSchema(spec.schema, param, '', count);
   else if (spec.type === 'ebnf') {
@@ -69,6 +74,17 @@ export function checkSpecLimits(spec: GrammarSpec, param: string): void {
     spec.tools.forEach((t, i) => {
       if (t.parameters !== undefined) checkSchema(t.parameters, `tools[${i}].function.parameters`, '', count);
     });
+  }
+}
+
+/** Any value nested deeper than jsonDepth would make recursive code (JSON.stringify, cloning) overflow. */
+function checkRawDepth(spec: unknown, param: string): void {
+  const stack: Array<{ v: unknown; depth: number }> = [{ v: spec, depth: 0 }];
+  while (stack.length > 0) {
+    const { v, depth } = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth > SPEC_LIMITS.jsonDepth) throw new GrammarInputError(`${param}: nests JSON more than ${SPEC_LIMITS.jsonDepth} levels deep`, param);
+    for (const child of Array.isArray(v) ? v : Object.values(v)) if (typeof child === 'object' && child !== null) stack.push({ v: child, depth: depth + 1 });
   }
 }
 
@@ -89,6 +105,7 @@ function checkSchema(root: unknown, param: string, base: string, count: Counter)
     if (!isObj(node)) continue;
     if (depth > SPEC_LIMITS.depth) fail(path, `nests subschemas more than ${SPEC_LIMITS.depth} levels deep`);
     if (++count.subschemas > SPEC_LIMITS.subschemas) fail(path, `has more than ${SPEC_LIMITS.subschemas} subschemas`);
+    checkStringLengths(node, path, count, fail);
     for (const [key, value] of Object.entries(node)) {
       const at = `${path}/${escapePointer(key)}`;
       if (ONE.has(key)) {
@@ -120,12 +137,6 @@ function checkKeyword(key: string, value: unknown, at: string, count: Counter, f
       if ((count.enumChars += jsonLength(value)) > SPEC_LIMITS.enumChars) fail(at, `brings the enum and const values past ${SPEC_LIMITS.enumChars} characters`);
       return;
     }
-    case 'minLength':
-    case 'maxLength':
-      if (typeof value === 'number' && Number.isFinite(value) && (count.stringLength += value) > SPEC_LIMITS.stringLengthTotal) {
-        fail(at, `brings the sum of all minLength and maxLength values past ${SPEC_LIMITS.stringLengthTotal}`);
-      }
-      return;
     case 'minItems':
     case 'maxItems':
       if (typeof value === 'number' && value > SPEC_LIMITS.items) fail(at, `is ${value}; at most ${SPEC_LIMITS.items} is supported`);
@@ -140,6 +151,19 @@ function checkKeyword(key: string, value: unknown, at: string, count: Counter, f
       if (NUMERIC_BOUNDS.includes(key) && typeof value === 'number' && Math.abs(value) > SPEC_LIMITS.numberMagnitude) {
         fail(at, `is ${value}; numeric bounds beyond ±${SPEC_LIMITS.numberMagnitude} are not supported (leave the bound out instead)`);
       }
+  }
+}
+
+/** A string's length bounds cost a chain of rules as long as the larger bound (string-length.ts). */
+function checkStringLengths(node: Obj, path: string, count: Counter, fail: (path: string, what: string) => never): void {
+  const min = typeof node.minLength === 'number' ? node.minLength : 0;
+  const max = typeof node.maxLength === 'number' ? node.maxLength : undefined;
+  if (min === 0 && max === undefined) return;
+  const pair = `${min}:${max}`;
+  if (count.lengthPairs.has(pair)) return;
+  count.lengthPairs.add(pair);
+  if ((count.stringLength += Math.max(min, max ?? 0)) > SPEC_LIMITS.stringLengthTotal) {
+    fail(`${path}/${max !== undefined ? 'maxLength' : 'minLength'}`, `brings the string length bounds past ${SPEC_LIMITS.stringLengthTotal} in all (each distinct minLength/maxLength pair counts its larger bound once)`);
   }
 }
 

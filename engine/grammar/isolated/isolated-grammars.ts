@@ -15,6 +15,7 @@ import type { ConstraintOptions } from '../constraint.ts';
 import { GrammarBusyError, GrammarEngineError, GrammarInputError } from '../errors.ts';
 import type { ConstraintHandle, GrammarCompiler, GrammarHandle } from '../handle.ts';
 import { LruCache } from '../lru.ts';
+import { checkSpecLimits } from '../spec-limits.ts';
 import type { GrammarSpec } from '../spec.ts';
 import { tokenTableData, type GrammarTokenizer, type TokenTableData } from '../token-table.ts';
 import type { JobReply } from './messages.ts';
@@ -75,6 +76,8 @@ export class IsolatedGrammars implements GrammarCompiler {
 
   async compile(spec: GrammarSpec): Promise<GrammarHandle> {
     if (!spec || typeof spec !== 'object' || !('type' in spec)) throw new GrammarInputError('the grammar spec must be an object with a type', 'grammar');
+    // Cheap, iterative and before anything recursive (the cache key, cloning to a worker) sees the spec.
+    checkSpecLimits(spec, paramOf(spec));
     const key = cacheKey(spec);
     const known = this.refused.get(key);
     if (known) throw known;
