@@ -1,12 +1,12 @@
 /** The real engine on the shared test models, loaded once per test file (one GPU device per worker). */
 import { afterAll } from 'vitest';
-import type { WebGpuEngine, EngineOptions } from '../../engine/engine.ts';
-import { loadEngine } from '../../engine/node.ts';
+import type { WebGpuEngine } from '../../engine/engine.ts';
+import { loadEngine, type NodeEngineOptions } from '../../engine/node.ts';
 import { sharedModel } from './models.ts';
 
 const engines = new Map<string, Promise<WebGpuEngine>>();
 
-export function testEngine(file = 'stories260K.gguf', opts: EngineOptions = {}): Promise<WebGpuEngine> {
+export function testEngine(file = 'stories260K.gguf', opts: Omit<NodeEngineOptions, 'model'> = {}): Promise<WebGpuEngine> {
   const key = `${file}|${JSON.stringify(opts)}`;
   let e = engines.get(key);
   if (!e) {
