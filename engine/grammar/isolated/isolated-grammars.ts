@@ -10,7 +10,7 @@
  * what is known to compile, within about the budget. If the serving worker's xgrammar still traps, it
  * takes no new work and is replaced, and finishes or fails only the constraints it already serves.
  */
-import { cacheKey, paramOf } from '../compile.ts';
+import { cacheKey, compileGrammar, paramOf } from '../compile.ts';
 import type { ConstraintOptions } from '../constraint.ts';
 import { GrammarBusyError, GrammarEngineError, GrammarInputError } from '../errors.ts';
 import type { ConstraintHandle, GrammarCompiler, GrammarHandle } from '../handle.ts';
@@ -32,6 +32,12 @@ export interface GrammarIsolationOptions {
   callTimeoutMs?: number;
   /** New grammars waiting for the sandbox, at most; more get GrammarBusyError (default 16). */
   maxQueuedCompiles?: number;
+  /**
+   * Where the grammars of running generations live: a serving worker (default), answered by blocking
+   * calls (Atomics.wait: Node, or a browser worker of a cross-origin-isolated page), or this thread
+   * (`in-process`: a page's main thread, which may not block), after the sandbox has checked the grammar.
+   */
+  serving?: 'worker' | 'in-process';
 }
 
 export const DEFAULT_COMPILE_TIMEOUT_MS = 5000;
@@ -45,6 +51,7 @@ export class IsolatedGrammars implements GrammarCompiler {
   private readonly memoryBytes: number;
   private readonly callTimeoutMs: number;
   private readonly maxQueued: number;
+  private readonly inProcess: boolean;
   private serving: GrammarWorker | undefined;
   private sandbox: GrammarWorker | undefined;
   private sandboxQueue: Promise<unknown> = Promise.resolve();
@@ -57,7 +64,7 @@ export class IsolatedGrammars implements GrammarCompiler {
   replaced = 0;
 
   constructor(
-    tokenizer: GrammarTokenizer,
+    private readonly tokenizer: GrammarTokenizer,
     private readonly spawn: SpawnGrammarWorker,
     opts: GrammarIsolationOptions = {},
   ) {
@@ -67,11 +74,12 @@ export class IsolatedGrammars implements GrammarCompiler {
     this.memoryBytes = (opts.memoryMiB ?? DEFAULT_GRAMMAR_MEMORY_MIB) * 2 ** 20;
     this.callTimeoutMs = opts.callTimeoutMs ?? 2000;
     this.maxQueued = opts.maxQueuedCompiles ?? 16;
+    this.inProcess = opts.serving === 'in-process';
   }
 
   /** Start both workers now, so the first request does not wait for xgrammar to load. */
   async warm(): Promise<void> {
-    await Promise.all([this.servingWorker().ready, this.sandboxWorker().ready]);
+    await Promise.all([this.inProcess ? undefined : this.servingWorker().ready, this.sandboxWorker().ready]);
   }
 
   async compile(spec: GrammarSpec): Promise<GrammarHandle> {
@@ -82,6 +90,7 @@ export class IsolatedGrammars implements GrammarCompiler {
     const known = this.refused.get(key);
     if (known) throw known;
     if (!this.verified.get(key)) await this.verify(spec, key);
+    if (this.inProcess) return compileGrammar(this.tokenizer, spec);
     const reply = await this.onServing((w) => w.job({ kind: 'compile', spec }));
     return {
       warnings: reply.warnings,

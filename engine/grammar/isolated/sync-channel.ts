@@ -17,8 +17,10 @@ const EXTRA_BYTES = 64 * 1024;
 export const STATUS_OK = 0;
 export const STATUS_ERROR = 1;
 
+/** Shared memory where the platform has it (Node; cross-origin-isolated pages), else a plain buffer that only jobs use. */
 export function channelBuffer(maskWords: number): SharedArrayBuffer {
-  return new SharedArrayBuffer(HEADER_BYTES + Math.max(maskWords * 4, 0) + EXTRA_BYTES);
+  const bytes = HEADER_BYTES + Math.max(maskWords * 4, 0) + EXTRA_BYTES;
+  return typeof SharedArrayBuffer === 'function' ? new SharedArrayBuffer(bytes) : (new ArrayBuffer(bytes) as unknown as SharedArrayBuffer);
 }
 
 export interface Answer {
