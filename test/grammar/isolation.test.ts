@@ -81,7 +81,14 @@ describe('grammar workers', () => {
   });
 
   it('refuse a grammar past the memory budget, and keep serving others', async () => {
-    await expect(grammars.compile(HUNGRY)).rejects.toThrow(/^schema: .*grammar memory budget of 40 MiB is exhausted/);
+    // A time budget long enough that memory runs out first, however loaded the machine.
+    const roomy = new IsolatedGrammars(t, spawnNodeGrammarWorker, { compileTimeoutMs: 60_000, memoryMiB: 40 });
+    try {
+      await expect(roomy.compile(HUNGRY)).rejects.toThrow(/^schema: .*grammar memory budget of 40 MiB is exhausted/);
+      expect(roomy.replaced).toBe(1);
+    } finally {
+      roomy.dispose();
+    }
     const g = await grammars.compile({ type: 'json_object' });
     const c = await g.createConstraint({ maxTokens: 32 });
     expect(randomWalk(c as unknown as GrammarConstraint, t, seeded(9), 32).done).toBe(true);

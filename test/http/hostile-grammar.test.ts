@@ -22,9 +22,9 @@ function schemaRequest(schema: object, maxTokens = 16) {
 /** One small valid request per specialist. */
 const REQUESTS: Record<string, Record<string, unknown>> = {
   classify: { specialist: 'classify', prompt: 'The box arrived crushed.', labels: ['praise', 'complaint'] },
-  summarise: { specialist: 'summarise', prompt: 'Tom had a red ball. It rolled into the pond. Amy got it out.', max_bullets: 2, max_words: 20 },
-  extract: { specialist: 'extract', prompt: 'Order 1182 for Ana.', schema: { type: 'object', properties: { order: { type: 'integer' } }, required: ['order'] } },
-  qa: { specialist: 'qa', prompt: 'Where did it go?', context: 'The ball rolled into the pond. Amy got it out.' },
+  summarise: { specialist: 'summarise', prompt: 'Tom had a red ball. It rolled into the pond. Amy got it out.', max_bullets: 2, max_words: 20, max_tokens: 24 },
+  extract: { specialist: 'extract', prompt: 'Order 1182 for Ana.', schema: { type: 'object', properties: { order: { type: 'integer' } }, required: ['order'] }, max_tokens: 16 },
+  qa: { specialist: 'qa', prompt: 'Where did it go?', context: 'The ball rolled into the pond. Amy got it out.', max_tokens: 24 },
   chat: { specialist: 'chat', prompt: 'Hello.', max_tokens: 8 },
   code: { specialist: 'code', prompt: 'Add two numbers.', max_tokens: 24 },
 };
@@ -110,5 +110,5 @@ describe('hostile grammars over HTTP', () => {
         expect(typeof JSON.parse(body.choices[0].message.content)).toBe('object');
       }
     }
-  });
+  }, 400_000);
 });
