@@ -1,6 +1,7 @@
 /** Page side of the browser grammar-worker test: a sandbox Worker under budgets, matchers on the page. */
 import { IsolatedGrammars } from '../../engine/grammar/isolated/isolated-grammars.ts';
 import { browserGrammarWorkers } from '../../engine/grammar/isolated/spawn-browser.ts';
+import { longestPause } from '../helpers/longest-pause.ts';
 
 const enc = new TextEncoder();
 const texts = ['{', '}', '"', 'a', ':', ' ', ',', '1', 'b', 'c', ''];
@@ -22,22 +23,12 @@ declare global {
 window.svcGrammarWorkers = async () => {
   const grammars = new IsolatedGrammars(tokenizer, browserGrammarWorkers('/grammar-worker.js'), { serving: 'in-process', compileTimeoutMs: 1500 });
   await grammars.warm();
-  let last = performance.now();
-  let gap = 0;
-  const timer = setInterval(() => {
-    const now = performance.now();
-    gap = Math.max(gap, now - last);
-    last = now;
-  }, 5);
   const t0 = performance.now();
-  let slowError = '';
-  try {
-    await grammars.compile({ type: 'json_schema', schema: { type: 'object', properties: { x: { type: 'string', pattern: '^((a|b){1,200}c){1,200}$' } } } });
-  } catch (e) {
-    slowError = (e as Error).message;
-  }
+  const { gap, result } = await longestPause(() =>
+    grammars.compile({ type: 'json_schema', schema: { type: 'object', properties: { x: { type: 'string', pattern: '^((a|b){1,200}c){1,200}$' } } } }),
+  );
   const slowMs = performance.now() - t0;
-  clearInterval(timer);
+  const slowError = result.status === 'rejected' ? (result.reason as Error).message : '';
   const g = await grammars.compile({ type: 'json_object' });
   const c = await g.createConstraint({ maxTokens: 30 });
   let json = '';

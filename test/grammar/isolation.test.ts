@@ -10,6 +10,7 @@ import { IsolatedGrammars } from '../../engine/grammar/isolated/isolated-grammar
 import { spawnNodeGrammarWorker } from '../../engine/grammar/isolated/spawn-node.ts';
 import { SPEC_LIMITS } from '../../engine/grammar/spec-limits.ts';
 import type { Tokenizer } from '../../engine/tokenizer/types.ts';
+import { longestPause } from '../helpers/longest-pause.ts';
 import { ajv, allowedTokens, randomWalk, seeded, tokenizerOf } from './helpers.ts';
 import type { GrammarConstraint } from '../../engine/grammar/index.ts';
 
@@ -18,20 +19,6 @@ const STORIES = 'stories260K.gguf';
 const SLOW: GrammarSpec = { type: 'json_schema', schema: { type: 'object', properties: { x: { type: 'string', pattern: '^((a|b){1,200}c){1,200}$' } } } };
 /** Compiles in about a second, but needs more than 40 MiB of wasm memory to do it. */
 const HUNGRY: GrammarSpec = { type: 'json_schema', schema: { type: 'string', pattern: '^([a-z]{1,250}[0-9]{1,250}){1,250}$' } };
-
-/** Largest gap between ticks of a 5 ms interval while `work` runs: how long the main thread was blocked. */
-async function mainThreadGap<T>(work: () => Promise<T>): Promise<{ gap: number; result: PromiseSettledResult<T> }> {
-  let last = performance.now();
-  let gap = 0;
-  const timer = setInterval(() => {
-    const now = performance.now();
-    gap = Math.max(gap, now - last);
-    last = now;
-  }, 5);
-  const [result] = await Promise.allSettled([work()]);
-  clearInterval(timer);
-  return { gap, result };
-}
 
 function tokenOf(t: Tokenizer, text: string): number {
   for (let id = 0; id < t.vocabSize; id++) if (!t.isControl(id) && new TextDecoder().decode(t.tokenBytes(id)) === text) return id;
@@ -64,7 +51,7 @@ describe('grammar workers', () => {
 
   it('refuse a grammar past the time budget with an error naming it, and the main thread never waits for it', async () => {
     const t0 = performance.now();
-    const { gap, result } = await mainThreadGap(() => grammars.compile(SLOW));
+    const { gap, result } = await longestPause(() => grammars.compile(SLOW));
     const ms = performance.now() - t0;
     expect(result.status).toBe('rejected');
     const err = (result as PromiseRejectedResult).reason;
