@@ -16,7 +16,7 @@ const tokenizer = {
 
 declare global {
   interface Window {
-    svcGrammarWorkers(): Promise<{ slowError: string; slowMs: number; gap: number; json: string; crossOriginIsolated: boolean }>;
+    svcGrammarWorkers(): Promise<{ slowError: string; slowMs: number; gap: number; tickRatio: number; json: string; crossOriginIsolated: boolean }>;
   }
 }
 
@@ -24,7 +24,7 @@ window.svcGrammarWorkers = async () => {
   const grammars = new IsolatedGrammars(tokenizer, browserGrammarWorkers('/grammar-worker.js'), { serving: 'in-process', compileTimeoutMs: 1500 });
   await grammars.warm();
   const t0 = performance.now();
-  const { gap, result } = await longestPause(() =>
+  const { gap, tickRatio, result } = await longestPause(() =>
     grammars.compile({ type: 'json_schema', schema: { type: 'object', properties: { x: { type: 'string', pattern: '^((a|b){1,200}c){1,200}$' } } } }),
   );
   const slowMs = performance.now() - t0;
@@ -44,5 +44,5 @@ window.svcGrammarWorkers = async () => {
   }
   c.dispose();
   grammars.dispose();
-  return { slowError, slowMs, gap, json, crossOriginIsolated: globalThis.crossOriginIsolated === true };
+  return { slowError, slowMs, gap, tickRatio, json, crossOriginIsolated: globalThis.crossOriginIsolated === true };
 };

@@ -51,7 +51,7 @@ describe('grammar workers', () => {
 
   it('refuse a grammar past the time budget with an error naming it, and the main thread never waits for it', async () => {
     const t0 = performance.now();
-    const { gap, result } = await longestPause(() => grammars.compile(SLOW));
+    const { gap, tickRatio, result } = await longestPause(() => grammars.compile(SLOW));
     const ms = performance.now() - t0;
     expect(result.status).toBe('rejected');
     const err = (result as PromiseRejectedResult).reason;
@@ -59,8 +59,10 @@ describe('grammar workers', () => {
     expect(err.param).toBe('schema');
     expect(err.message).toMatch(/^schema: compiling it took longer than the 1500 ms budget/);
     expect(ms).toBeLessThan(1500 + 2000);
-    console.info(`slow grammar refused after ${ms.toFixed(0)} ms; main thread's longest pause ${gap.toFixed(1)} ms`);
-    expect(gap).toBeLessThan(250);
+    console.info(`slow grammar refused after ${ms.toFixed(0)} ms; main thread's longest pause ${gap.toFixed(1)} ms, ${(tickRatio * 100).toFixed(0)}% of its timer ticks`);
+    // Blocked by the compile, the main thread would get no tick for the whole 1.5 s; a loaded machine
+    // only spreads the ticks out (the tick ratio is reported, not asserted: it measures the machine).
+    expect(gap).toBeLessThan(750);
     // The verdict is remembered: asking again costs nothing.
     const again = performance.now();
     await expect(grammars.compile(SLOW)).rejects.toThrow(/1500 ms budget/);
