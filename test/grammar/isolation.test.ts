@@ -66,7 +66,7 @@ describe('grammar workers', () => {
     // The verdict is remembered: asking again costs nothing.
     const again = performance.now();
     await expect(grammars.compile(SLOW)).rejects.toThrow(/1500 ms budget/);
-    expect(performance.now() - again).toBeLessThan(100);
+    expect(performance.now() - again).toBeLessThan(750); // a compile would take the full 1.5 s
   });
 
   it('refuse a grammar past the memory budget, and keep serving others', async () => {
