@@ -116,7 +116,7 @@ const garbageOnly: Generator = (g) => {
     Buffer.from('G\u0000T /health HTTP/1.1\r\n\r\n', 'latin1'),
     Buffer.from(`GET /health HTTP/1.1\r\n${'x'.repeat(20000)}\r\n\r\n`),
   ]);
-  return conn('garbage', 1, [400, 431, 505, 'closed'], async (t) => {
+  return conn('garbage', 1, [400, 408, 431, 505, 'closed'], async (t) => {
     const r = await sendBytes(t, bytes, 15_000);
     return [{ status: r.status, code: errorCode(r.body), ms: r.ms }];
   });
