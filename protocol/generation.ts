@@ -5,7 +5,7 @@
  * work (finished, or cut short because the caller went away).
  */
 import { renderChat, type ChatMessage, type RenderedChat } from '../engine/chat/index.ts';
-import { GrammarBusyError, inProcessGrammars, type ConstraintHandle, type GrammarHandle } from '../engine/grammar/index.ts';
+import { GrammarBusyError, GrammarInputError, inProcessGrammars, type ConstraintHandle, type GrammarHandle } from '../engine/grammar/index.ts';
 import { EngineInputError, type GenerateOptions, type Generation, type GenerationChunk, type GenerationResult, type TextEngine } from '../engine/types.ts';
 import type { Reservation } from './access.ts';
 import { turnsToDrop, type ConversationTurn } from './conversations.ts';
@@ -128,11 +128,16 @@ async function compileOutput(engine: TextEngine, output: OutputPlan): Promise<Gr
   } catch (e) {
     if (e instanceof GrammarBusyError) throw grammarCompilerBusy(e.message, e.retryAfterSeconds);
     if (!(e instanceof EngineInputError)) throw e;
-    const own = e.param ?? '';
-    const param = output.blame(own);
-    const message = param && e.message.startsWith(own) ? param + e.message.slice(own.length) : e.message;
-    throw new ApiError(400, 'invalid_request_error', message, { param });
+    throw grammarApiError(e, output);
   }
+}
+
+/** A grammar error as a 400 under the API parameter that set the grammar (`schema at /x` → `response_format.json_schema.schema at /x`). */
+function grammarApiError(e: EngineInputError, output: OutputPlan): ApiError {
+  const own = e.param ?? '';
+  const param = output.blame(own);
+  const message = param && e.message.startsWith(own) ? param + e.message.slice(own.length) : e.message;
+  return new ApiError(400, 'invalid_request_error', message, { param });
 }
 
 /**
@@ -239,7 +244,9 @@ export class MeteredRun {
   }
 
   private mapError(e: unknown): unknown {
-    return e instanceof EngineInputError && !this.signal.aborted ? toApiError(e, this.params) : e;
+    if (!(e instanceof EngineInputError) || this.signal.aborted) return e;
+    // A grammar found too slow to follow while generating is the grammar's fault, named like a compile error.
+    return e instanceof GrammarInputError ? grammarApiError(e, this.prep.output) : toApiError(e, this.params);
   }
 }
 

@@ -17,6 +17,8 @@ import type { GrammarConstraint } from '../../engine/grammar/index.ts';
 const STORIES = 'stories260K.gguf';
 /** Nested bounded repetitions: a few bytes to write, far more than a second to compile. */
 const SLOW: GrammarSpec = { type: 'json_schema', schema: { type: 'object', properties: { x: { type: 'string', pattern: '^((a|b){1,200}c){1,200}$' } } } };
+/** Compiles quickly; checking a token inside the string takes far longer than 250 ms. */
+const SLOW_TO_FOLLOW: GrammarSpec = { type: 'json_schema', schema: { type: 'object', properties: { p: { type: 'string', pattern: '(a*)*b' } }, required: ['p'] } };
 /** Compiles in about a second, but needs more than 40 MiB of wasm memory to do it. */
 const HUNGRY: GrammarSpec = { type: 'json_schema', schema: { type: 'string', pattern: '^([a-z]{1,250}[0-9]{1,250}){1,250}$' } };
 
@@ -113,6 +115,45 @@ describe('grammar workers', () => {
     expect(allowedTokens(fresh.mask()!, t.vocabSize).length).toBeGreaterThan(0);
     fresh.dispose();
   }, 180_000);
+
+  it('a grammar found slow to follow while serving fails its own generation only; the others wait it out on the same worker', async () => {
+    // Without the sandbox's probe, so that the slow step happens in the serving worker.
+    const unprobed = new IsolatedGrammars(t, spawnNodeGrammarWorker, { probeTokens: 0, callTimeoutMs: 250 });
+    try {
+      const other = await (await unprobed.compile({ type: 'json_object' })).createConstraint({ maxTokens: 40 });
+      const slow = await (await unprobed.compile(SLOW_TO_FOLLOW)).createConstraint({ maxTokens: 40 });
+      let failure: unknown;
+      const t0 = performance.now();
+      try {
+        for (let n = 0; n < 40 && !slow.isDone(); n++) slow.accept(allowedTokens(slow.mask()!, t.vocabSize)[0]);
+      } catch (e) {
+        failure = e;
+      }
+      const blockedMs = performance.now() - t0;
+      expect(failure).toBeInstanceOf(GrammarInputError);
+      expect((failure as GrammarInputError).message).toMatch(/^schema: following it is too slow: one token took longer than 250 ms to check/);
+      expect(() => slow.mask()).toThrow(/following it is too slow/); // that constraint stays failed
+      // The worker is still busy with the slow step: the other generation sits out, then goes on.
+      const heldAtOnce = other.hold!();
+      if (heldAtOnce) other.release!();
+      await other.whenReady!();
+      expect(other.hold!()).toBe(true);
+      const walk = randomWalk(other as unknown as GrammarConstraint, t, seeded(5), 40);
+      other.release!();
+      expect(walk.done).toBe(true);
+      expect(typeof JSON.parse(walk.text)).toBe('object');
+      expect(unprobed.replaced).toBe(0);
+      console.info(`slow step: the calling thread waited ${blockedMs.toFixed(0)} ms in all; the other constraint was ${heldAtOnce ? 'not ' : ''}held back`);
+      slow.dispose();
+      other.dispose();
+    } finally {
+      unprobed.dispose();
+    }
+  }, 120_000);
+
+  it('the sandbox follows a new grammar for a few tokens and refuses one that is slow to follow', async () => {
+    await expect(grammars.compile(SLOW_TO_FOLLOW)).rejects.toThrow(/^schema: (following it is too slow|compiling it took longer than the 1500 ms budget)/);
+  });
 
   it('too many new grammars waiting for the sandbox is "busy", not a wait without end', async () => {
     const small = new IsolatedGrammars(t, spawnNodeGrammarWorker, { compileTimeoutMs: 800, maxQueuedCompiles: 1 });

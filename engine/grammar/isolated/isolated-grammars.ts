@@ -28,7 +28,12 @@ export interface GrammarIsolationOptions {
   compileTimeoutMs?: number;
   /** Most wasm memory a grammar worker may use (default 512 MiB). */
   memoryMiB?: number;
-  /** Longest one per-token call may take before the worker is deemed hung and replaced (default 2000 ms). */
+  /** Longest one step of the sandbox's probe may take (matching only, no budget search). Default 250 ms. */
+  probeStepMs?: number;
+  /**
+   * Longest one per-token call in the serving worker may take (it blocks the calling thread that long at
+   * most), budget search near max_tokens included. Default 1000 ms.
+   */
   callTimeoutMs?: number;
   /** New grammars waiting for the sandbox, at most; more get GrammarBusyError (default 16). */
   maxQueuedCompiles?: number;
@@ -38,20 +43,28 @@ export interface GrammarIsolationOptions {
    * (`in-process`: a page's main thread, which may not block), after the sandbox has checked the grammar.
    */
   serving?: 'worker' | 'in-process';
+  /** Tokens the sandbox follows each new grammar for, at random, timing each step (default 32; 0: none). */
+  probeTokens?: number;
 }
 
 export const DEFAULT_COMPILE_TIMEOUT_MS = 5000;
 export const DEFAULT_GRAMMAR_MEMORY_MIB = 512;
+export const DEFAULT_PROBE_STEP_MS = 250;
+export const DEFAULT_CALL_TIMEOUT_MS = 1000;
 const REMEMBERED = 256;
+/** Tokens the sandbox follows a new grammar for, at random, to see that matching it is quick too. */
+const PROBE_TOKENS = 32;
 
 export class IsolatedGrammars implements GrammarCompiler {
   private readonly table: TokenTableData;
   private readonly maskWords: number;
   private readonly compileTimeoutMs: number;
   private readonly memoryBytes: number;
+  private readonly probeStepMs: number;
   private readonly callTimeoutMs: number;
   private readonly maxQueued: number;
   private readonly inProcess: boolean;
+  private readonly probeTokens: number;
   private serving: GrammarWorker | undefined;
   private sandbox: GrammarWorker | undefined;
   private sandboxQueue: Promise<unknown> = Promise.resolve();
@@ -72,9 +85,11 @@ export class IsolatedGrammars implements GrammarCompiler {
     this.maskWords = Math.ceil(tokenizer.vocabSize / 32);
     this.compileTimeoutMs = opts.compileTimeoutMs ?? DEFAULT_COMPILE_TIMEOUT_MS;
     this.memoryBytes = (opts.memoryMiB ?? DEFAULT_GRAMMAR_MEMORY_MIB) * 2 ** 20;
-    this.callTimeoutMs = opts.callTimeoutMs ?? 2000;
+    this.probeStepMs = opts.probeStepMs ?? DEFAULT_PROBE_STEP_MS;
+    this.callTimeoutMs = opts.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
     this.maxQueued = opts.maxQueuedCompiles ?? 16;
     this.inProcess = opts.serving === 'in-process';
+    this.probeTokens = opts.probeTokens ?? PROBE_TOKENS;
   }
 
   /** Start both workers now, so the first request does not wait for xgrammar to load. */
@@ -111,7 +126,7 @@ export class IsolatedGrammars implements GrammarCompiler {
       worker = w;
       return w.job({ kind: 'start', spec, maxTokens: opts.maxTokens });
     });
-    return new RemoteConstraint(worker!, reply.ok ? reply.cid! : 0, this.table.vocabSize);
+    return new RemoteConstraint(worker!, reply.cid!, this.table.vocabSize, paramOf(spec));
   }
 
   /** A job on the serving worker; a worker that died under it is replaced and the job tried once more. */
@@ -154,11 +169,11 @@ export class IsolatedGrammars implements GrammarCompiler {
     await w.ready;
     let reply: JobReply;
     try {
-      reply = await w.job({ kind: 'compile', spec }, this.compileTimeoutMs);
+      reply = await w.job({ kind: 'compile', spec, probe: this.probeTokens > 0 ? { tokens: this.probeTokens, stepMs: this.probeStepMs, seed: 1 } : undefined }, this.compileTimeoutMs);
     } catch (e) {
       this.replaced++;
       if (e instanceof JobTimeout) {
-        throw this.refuse(key, `${param}: compiling it took longer than the ${this.compileTimeoutMs} ms budget; make it smaller (fewer properties or enum values, smaller length bounds and repetition counts, less nesting)`, param);
+        throw this.refuse(key, `${param}: compiling it took longer than the ${this.compileTimeoutMs} ms budget; make it smaller or simpler (fewer properties or enum values, smaller length bounds and repetition counts, less nesting, no nested repetition such as (a*)* in a pattern)`, param);
       }
       throw this.refuse(key, `${param}: the grammar compiler failed on it (${(e as Error).message}); make it smaller or simpler`, param);
     }

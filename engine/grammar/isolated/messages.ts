@@ -18,8 +18,19 @@ export interface WorkerInit {
 }
 
 export type Job =
-  | { kind: 'compile'; id: number; spec: GrammarSpec }
+  | { kind: 'compile'; id: number; spec: GrammarSpec; probe?: MatchProbe }
   | { kind: 'start'; id: number; spec: GrammarSpec; maxTokens?: number };
+
+/**
+ * After compiling in the sandbox, follow the grammar for a few tokens, choosing among the allowed ones at
+ * random: a grammar that compiles quickly can still be slow to match (a pattern like `(((a*)*)*)*b`).
+ */
+export interface MatchProbe {
+  tokens: number;
+  /** Longest one step (mask, accept, forced tokens) may take. */
+  stepMs: number;
+  seed: number;
+}
 
 export type JobReply =
   | { id: number; ok: true; warnings: string[]; compileMs: number; cid?: number; tainted: boolean }

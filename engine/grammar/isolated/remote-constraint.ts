@@ -6,7 +6,8 @@
 import type { TokenConstraint } from '../../types.ts';
 import { StateFlag, SyncOp } from './messages.ts';
 import type { Answer } from './sync-channel.ts';
-import type { GrammarWorker } from './worker-handle.ts';
+import { GrammarInputError } from '../errors.ts';
+import { CallTimeout, type GrammarWorker } from './worker-handle.ts';
 
 export class RemoteConstraint implements TokenConstraint {
   private readonly words: Uint32Array;
@@ -17,10 +18,15 @@ export class RemoteConstraint implements TokenConstraint {
   private failure: string | undefined;
   private disposed = false;
 
+  /** Set when a call of ours timed out: the matcher's state is unknown from then on. */
+  private broken: Error | undefined;
+
   constructor(
     private readonly worker: GrammarWorker,
     private readonly cid: number,
     vocabSize: number,
+    /** The grammar spec's part (`schema`, `tools`...) to blame when following it is too slow. */
+    private readonly param: string,
   ) {
     this.words = new Uint32Array(Math.ceil(vocabSize / 32));
     worker.live++;
@@ -39,25 +45,25 @@ export class RemoteConstraint implements TokenConstraint {
   }
 
   mask(): Uint32Array {
-    if (!this.maskFresh) this.take(this.worker.call(SyncOp.Mask, this.cid, 0));
+    if (!this.maskFresh) this.take(this.call(SyncOp.Mask, 0));
     return this.words;
   }
 
   accept(token: number): void {
     this.maskFresh = false;
     this.stateFresh = false;
-    this.take(this.worker.call(SyncOp.Accept, this.cid, token));
+    this.take(this.call(SyncOp.Accept, token));
   }
 
   isDone(): boolean {
     if (this.disposed) return true;
-    if (!this.stateFresh) this.take(this.worker.call(SyncOp.IsDone, this.cid, 0));
+    if (!this.stateFresh) this.take(this.call(SyncOp.IsDone, 0));
     return this.done;
   }
 
   forcedTokens(limit = 32): number[] {
     if (this.done || limit <= 0) return [];
-    const a = this.worker.call(SyncOp.Forced, this.cid, limit);
+    const a = this.call(SyncOp.Forced, limit);
     return Array.from(new Int32Array(a.payload.buffer.slice(a.payload.byteOffset, a.payload.byteOffset + a.payload.byteLength)));
   }
 
@@ -76,6 +82,18 @@ export class RemoteConstraint implements TokenConstraint {
     this.worker.dispose(this.cid);
   }
 
+  /** One call; a timeout fails this constraint for good (as the caller's input: the grammar is too slow to follow). */
+  private call(op: SyncOp, arg: number): Answer {
+    if (this.broken) throw this.broken;
+    try {
+      return this.worker.call(op, this.cid, arg);
+    } catch (e) {
+      if (!(e instanceof CallTimeout)) throw e;
+      this.broken = new GrammarInputError(`${this.param}: following it is too slow: ${e.message}; simplify it (nested repetition in a pattern, such as (a*)*, is the usual cause)`, this.param);
+      throw this.broken;
+    }
+  }
+
   private take(a: Answer): void {
     this.done = (a.flags & StateFlag.Done) !== 0;
     this.isComplete = (a.flags & StateFlag.Complete) !== 0;
@@ -86,7 +104,7 @@ export class RemoteConstraint implements TokenConstraint {
     }
     if (a.flags & StateFlag.DeadEnd && this.failure === undefined) {
       // Fetched now, while the step holds the worker: reading `deadEnd` later must not call it.
-      this.failure = new TextDecoder().decode(this.worker.call(SyncOp.DeadEnd, this.cid, 0).payload);
+      this.failure = new TextDecoder().decode(this.call(SyncOp.DeadEnd, 0).payload);
     }
   }
 }

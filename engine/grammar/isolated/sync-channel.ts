@@ -48,6 +48,11 @@ export class ChannelCaller {
     return this.seq;
   }
 
+  /** Whether the worker has answered `seq` (for a call that timed out: has it finished since?). */
+  answered(seq: number): boolean {
+    return Atomics.load(this.header, ANSWERED) === seq;
+  }
+
   /** Block until the worker answers `seq`, or throw ChannelTimeout after `timeoutMs`. */
   wait(seq: number, timeoutMs: number): Answer {
     const deadline = performance.now() + timeoutMs;

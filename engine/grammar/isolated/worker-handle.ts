@@ -23,6 +23,11 @@ export interface GrammarWorkerLike {
 export type SpawnGrammarWorker = (init: WorkerInit) => GrammarWorkerLike;
 
 export class JobTimeout extends Error {}
+/** A per-token call got no answer in time; the caller's generation fails, the worker goes on. */
+export class CallTimeout extends Error {}
+
+/** How long a timed-out call may go on running before the worker is replaced. */
+const STALL_LIMIT_MS = 30_000;
 export class WorkerGone extends Error {}
 
 type JobBody = Job extends infer J ? (J extends { id: number } ? Omit<J, 'id'> : never) : never;
@@ -36,6 +41,8 @@ export class GrammarWorker {
   private jobsPending = 0;
   private waiters: Array<() => void> = [];
   private readyFlag = false;
+  /** A per-token call timed out and is still running in the worker. */
+  private stalled = false;
   readonly ready: Promise<void>;
   /** Why the worker is gone (crashed, hung, terminated), or undefined while it lives. */
   gone: string | undefined;
@@ -114,10 +121,31 @@ export class GrammarWorker {
     }
   }
 
+  /**
+   * A call that timed out is still running in the worker (wasm cannot be interrupted). Only its own
+   * generation fails; the others on this worker sit out steps until it finishes, and only if it never
+   * does (STALL_LIMIT_MS) is the worker replaced, failing them too.
+   */
+  private stall(seq: number): void {
+    this.stalled = true;
+    const since = performance.now();
+    const timer = setInterval(() => {
+      if (this.caller.answered(seq) || this.gone !== undefined) {
+        clearInterval(timer);
+        this.stalled = false;
+        this.wake();
+      } else if (performance.now() - since > STALL_LIMIT_MS) {
+        clearInterval(timer);
+        this.stalled = false;
+        this.kill(`a per-token call ran for more than ${STALL_LIMIT_MS / 1000} s`);
+      }
+    }, 10);
+  }
+
   /** Pin the worker for one engine step; false while it is busy with a job (leave the sequence out). */
   tryHold(): boolean {
     if (this.gone !== undefined) return true; // calls will fail fast; the step must not wait for it
-    if (!this.readyFlag || this.jobsPending > 0) return false;
+    if (!this.readyFlag || this.jobsPending > 0 || this.stalled) return false;
     this.holds++;
     return true;
   }
@@ -128,7 +156,7 @@ export class GrammarWorker {
 
   /** Resolves when tryHold() may succeed again. */
   whenHoldable(): Promise<void> {
-    if (this.gone !== undefined || (this.readyFlag && this.jobsPending === 0)) return Promise.resolve();
+    if (this.gone !== undefined || (this.readyFlag && this.jobsPending === 0 && !this.stalled)) return Promise.resolve();
     return new Promise<void>((r) => this.waiters.push(r));
   }
 
@@ -142,8 +170,8 @@ export class GrammarWorker {
       answer = this.caller.wait(seq, this.callTimeoutMs);
     } catch (e) {
       if (!(e instanceof ChannelTimeout)) throw e;
-      this.kill(`a per-token call took longer than ${this.callTimeoutMs} ms`);
-      throw new GrammarEngineError(`the grammar worker did not answer within ${this.callTimeoutMs} ms; it was replaced`);
+      this.stall(seq);
+      throw new CallTimeout(`one token took longer than ${this.callTimeoutMs} ms to check`);
     }
     if (answer.flags & StateFlag.Tainted) this.retiring = true;
     if (answer.status === STATUS_ERROR) {
