@@ -2,6 +2,7 @@
  * The server under test: keys made with the CLI on a fresh data folder (before the server starts), then
  * `svc serve --port 0` as a child process, its JSON log watched for the address and for errors.
  */
+import { onJsonLogLines } from '../lib/json-log-lines.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -64,7 +65,6 @@ export function startServer(dataDir: string, model: string, extraArgs: string[] 
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let tail = '';
-  let pending = '';
   const served: Served = { proc, url: '', errors: [], exit: undefined, tail: () => tail };
   proc.on('exit', (code, signal) => (served.exit = { code, signal }));
   return new Promise((resolve, reject) => {
@@ -72,24 +72,13 @@ export function startServer(dataDir: string, model: string, extraArgs: string[] 
       proc.kill('SIGKILL');
       reject(new Error(`serve did not listen within ${timeoutMs} ms:\n${tail}`));
     }, timeoutMs);
-    proc.stderr!.on('data', (d: Buffer) => {
-      tail = (tail + d).slice(-20_000);
-      pending += d;
-      const lines = pending.split('\n');
-      pending = lines.pop()!;
-      for (const line of lines) {
-        let entry: Record<string, unknown>;
-        try {
-          entry = JSON.parse(line);
-        } catch {
-          continue;
-        }
-        if (typeof entry.level === 'number' && entry.level >= 50) served.errors.push(entry);
-        if (entry.msg === 'listening' && !served.url) {
-          clearTimeout(timer);
-          served.url = entry.url as string;
-          resolve(served);
-        }
+    proc.stderr!.on('data', (d: Buffer) => (tail = (tail + d).slice(-20_000)));
+    onJsonLogLines(proc.stderr!, (entry) => {
+      if (typeof entry.level === 'number' && entry.level >= 50) served.errors.push(entry);
+      if (entry.msg === 'listening' && !served.url) {
+        clearTimeout(timer);
+        served.url = entry.url as string;
+        resolve(served);
       }
     });
     proc.on('exit', (code, signal) => {

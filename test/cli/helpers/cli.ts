@@ -1,6 +1,7 @@
 /** Runs `svc` the way a user does (bin/svc.mjs in a child process) and waits for `serve` to listen. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { onJsonLogLines } from '../../../scripts/lib/json-log-lines.ts';
 
 export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const BIN = 'bin/svc.mjs';
@@ -49,24 +50,12 @@ export function startServe(dataDir: string, args: string[] = [], timeoutMs = 180
       proc.kill('SIGKILL');
       reject(new Error(`serve did not listen within ${timeoutMs} ms:\n${text}`));
     }, timeoutMs);
-    let pending = '';
-    proc.stderr!.on('data', (d: Buffer) => {
-      text += d;
-      pending += d;
-      const lines = pending.split('\n');
-      pending = lines.pop()!;
-      for (const line of lines) {
-        let entry: Record<string, unknown>;
-        try {
-          entry = JSON.parse(line);
-        } catch {
-          continue;
-        }
-        logs.push(entry);
-        if (entry.msg === 'listening') {
-          clearTimeout(timer);
-          resolve({ proc, url: entry.url as string, logs, exited });
-        }
+    proc.stderr!.on('data', (d: Buffer) => (text += d));
+    onJsonLogLines(proc.stderr!, (entry) => {
+      logs.push(entry);
+      if (entry.msg === 'listening') {
+        clearTimeout(timer);
+        resolve({ proc, url: entry.url as string, logs, exited });
       }
     });
     void exited.then(({ code, signal }) => {
