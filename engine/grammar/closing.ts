@@ -1,23 +1,20 @@
 /**
- * Finishing within a token budget. Near the end of max tokens the constraint asks for a short way to
- * complete the grammar from where it stands (close the open string, the object, the call) and, when
- * that barely fits, forces it. These are the searches it uses; all are pure: the matcher is rolled back
- * to where it was.
+ * Finishing within a token budget. Near the end of max tokens the constraint keeps a short way to
+ * complete the grammar from where it stands (close the open string, the object, the call), and allows
+ * only tokens after which such a completion still fits (budgetFilter); when only the completion itself
+ * fits, it is forced. These are the searches it uses; all are pure: the matcher is rolled back to where
+ * it was.
  */
 import type { Matcher } from './constraint.ts';
 import { GrammarEngineError } from './errors.ts';
 import { UTF8_INVALID, Utf8State, utf8Run } from './utf8-guard.ts';
 import type { GrammarVocabulary } from './vocabulary.ts';
 
-/** Within this many tokens of the budget, the constraint looks for a way to complete the grammar. */
-export const CLOSING_WINDOW = 128;
 /**
- * Tokens kept in reserve: one sampled token can lengthen the shortest completion a lot (starting the
- * next key of an object with required keys adds the key, its value and the rest; starting another
- * tool call adds a whole call), so closing starts while the completion plus the longest completion
- * seen so far still fit, and at least this many tokens early.
+ * Within this many tokens of the budget (beyond the shortest answer's own length), the constraint keeps a
+ * completion in hand and lets through only tokens after which a completion still fits.
  */
-export const CLOSING_MARGIN = 8;
+export const CLOSING_WINDOW = 128;
 /**
  * Characters tried, in this order, when searching for a short completion: close what is open first,
  * then the shortest values, then separators and filler for minimum lengths.
@@ -79,6 +76,20 @@ function searchClosingText(v: GrammarVocabulary, m: Matcher): string | undefined
   const stop = v.stopTokens[0];
   const onAbort = (msg: string) => new GrammarEngineError(`xgrammar failed while searching for a completion: ${msg}`);
   return v.runtime.runSync(() => {
+    // What the grammar forces first (an opening fence) is not part of the search.
+    const forced = m.findJumpForwardString();
+    const head = forced && m._acceptString(forced) ? forced : '';
+    try {
+      const found = searchFrom(m, stop);
+      return found === undefined ? undefined : head + found;
+    } finally {
+      if (head) m.rollBack(1);
+    }
+  }, onAbort);
+}
+
+function searchFrom(m: Matcher, stop: number): string | undefined {
+  {
     let frontier = [''];
     let nodes = 0;
     for (let depth = 1; depth <= SEARCH_DEPTH; depth++) {
@@ -97,8 +108,10 @@ function searchClosingText(v: GrammarVocabulary, m: Matcher): string | undefined
       frontier = next;
     }
     return undefined;
-  }, onAbort);
+  }
 }
+
+const QUOTE_RUN = '"'.repeat(8);
 
 function greedyClosingText(v: GrammarVocabulary, m: Matcher): string | undefined {
   const stop = v.stopTokens[0];
@@ -122,6 +135,8 @@ function greedyClosingText(v: GrammarVocabulary, m: Matcher): string | undefined
         if (ch === undefined) return undefined;
         steps++;
         text += ch;
+        // Quotes that close nothing: free text, which the bounded search closes instead.
+        if (text.endsWith(QUOTE_RUN)) return undefined;
       }
       return undefined;
     } finally {
@@ -150,4 +165,103 @@ export function tokenizeAccepted(v: GrammarVocabulary, matcher: Matcher, text: s
     if (tokens.length > 0) v.runtime.runSync(() => matcher.rollBack(tokens.length), onAbort);
   }
   return { tokens, complete: at === bytes.length };
+}
+
+/**
+ * Clear from `words` (a token mask) every token after which no completion fits in the `room - 1`
+ * tokens then left, and return the completion found after each token kept. `plan` is a completion from
+ * here that fits in `room`; its first token always stays. Most tokens are checked with one matcher
+ * call: does the plan's own text (or an earlier plan's, `earlier`: a code line's end needs the "\n"
+ * its start did not) still end the grammar after the token? That is a letter inside a string, say. Any
+ * other token (one that closes, or opens a new key, element or call) gets its own search. So the reserve
+ * before each token is the completion after that very token, whatever it starts. Stop tokens are left as
+ * they are. Pure (the matcher is rolled back).
+ */
+export function budgetFilter(
+  v: GrammarVocabulary,
+  matcher: Matcher,
+  words: Uint32Array,
+  plan: readonly number[],
+  earlier: readonly (readonly number[])[],
+  utf8State: number,
+  room: number,
+): Map<number, number[]> {
+  const after = new Map<number, number[]>();
+  const stop = v.stopTokens[0];
+  const tokenizer = v.tokenizer;
+  const textOf = (tokens: readonly number[]) => new TextDecoder().decode(concatBytes(tokens.map((t) => tokenizer.tokenBytes(t))));
+  // The plan's head finishes a character left half-written; after a token, the rest may still close.
+  let headLength = 0;
+  for (let st = utf8State; st !== Utf8State.Ready && headLength < plan.length; headLength++) st = utf8Run(st, tokenizer.tokenBytes(plan[headLength]));
+  const candidates = [plan.slice(headLength), ...earlier.map((e) => [...e])].map((tokens) => ({ tokens, text: textOf(tokens) }));
+  const heads = new Map<number, number[] | undefined>();
+  const onAbort = (m: string) => new GrammarEngineError(`xgrammar failed checking a token against the budget: ${m}`);
+  const accept = (t: number) => v.runtime.runSync(() => matcher.acceptToken(t), onAbort);
+  const rollBack = (n: number) => n > 0 && v.runtime.runSync(() => matcher.rollBack(n), onAbort);
+  const first = plan[0];
+  for (let w = 0; w < words.length; w++) {
+    let bits = words[w];
+    while (bits !== 0) {
+      const low = bits & -bits;
+      bits ^= low;
+      const t = (w << 5) | (31 - Math.clz32(low));
+      if (t === first || v.isStopToken(t)) continue;
+      const state = utf8Run(utf8State, tokenizer.tokenBytes(t));
+      let fits: number[] | undefined;
+      if (state !== UTF8_INVALID && accept(t)) {
+        if (!heads.has(state)) heads.set(state, continuationHead(v, state));
+        const head = heads.get(state);
+        let took = 0;
+        if (head !== undefined) while (took < head.length && accept(head[took])) took++;
+        if (head !== undefined && took === head.length) {
+          const c = candidates.find((c) => head.length + c.tokens.length <= room - 1 && endsWith(v, matcher, c.text, stop, onAbort));
+          if (c) fits = [...head, ...c.tokens];
+        }
+        rollBack(took);
+        if (fits === undefined) {
+          const own = closingTokens(v, matcher, state);
+          if (own !== undefined && own.length <= room - 1) fits = own;
+        }
+        rollBack(1);
+      }
+      if (fits) after.set(t, fits);
+      else words[w] &= ~low;
+    }
+  }
+  return after;
+}
+
+/** The tokens that finish a character left half-written in this UTF-8 state with its lowest bytes. */
+function continuationHead(v: GrammarVocabulary, state: number): number[] | undefined {
+  const head: number[] = [];
+  while (state !== Utf8State.Ready) {
+    const id = v.longestTokenAt(Uint8Array.of(lowestContinuation(state)), 0);
+    if (id < 0) return undefined;
+    head.push(id);
+    state = utf8Run(state, v.tokenizer.tokenBytes(id));
+    if (state === UTF8_INVALID) return undefined;
+  }
+  return head;
+}
+
+/** Whether `text` and then the end are accepted from here. Pure. */
+function endsWith(v: GrammarVocabulary, m: Matcher, text: string, stop: number, onAbort: (m: string) => Error): boolean {
+  return v.runtime.runSync(() => {
+    const took = text.length === 0 || m._acceptString(text);
+    if (!took) return false;
+    const ends = m.acceptToken(stop);
+    const steps = (text.length === 0 ? 0 : 1) + (ends ? 1 : 0);
+    if (steps > 0) m.rollBack(steps);
+    return ends;
+  }, onAbort);
+}
+
+function concatBytes(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
 }

@@ -7,7 +7,7 @@
  */
 import type { TokenConstraint } from '../types.ts';
 import { GrammarEngineError } from './errors.ts';
-import { CLOSING_MARGIN, CLOSING_WINDOW, closingTokens, tokenizeAccepted } from './closing.ts';
+import { budgetFilter, CLOSING_WINDOW, closingTokens, tokenizeAccepted } from './closing.ts';
 import { UTF8_INVALID, Utf8State, utf8Run, type Utf8Guard } from './utf8-guard.ts';
 import type { GrammarVocabulary } from './vocabulary.ts';
 import type { MatcherHandle, XGrammarApi } from './xgrammar.ts';
@@ -16,6 +16,10 @@ export type Matcher = Awaited<ReturnType<XGrammarApi['GrammarMatcher']['createGr
 type XgCompiledGrammar = Parameters<XGrammarApi['GrammarMatcher']['createGrammarMatcher']>[0];
 
 const TAIL_BYTES = 48;
+/** Earlier plans budgetFilter tries after a token before searching (the shortest kept). */
+const EARLIER_PLANS = 4;
+/** Slack (tokens beyond the plan) within which every allowed token is checked at least. */
+const FILTER_SLACK = 16;
 
 export interface ConstraintOptions {
   /**
@@ -65,12 +69,20 @@ export class GrammarConstraint implements TokenConstraint {
   private tail = new Uint8Array(0);
   /** Tokens accepted so far. */
   accepted = 0;
-  /** The completion being forced at the end of the budget, and how much of it has been accepted. */
-  private closing: number[] | undefined;
-  private closingAt = 0;
   private readonly budget: number | undefined;
-  /** The longest completion seen so far: how much one step might add (a whole new call, say). */
-  private largestPlan = 0;
+  /** Tokens left when the budget check starts: CLOSING_WINDOW plus the shortest answer's length. */
+  private window = CLOSING_WINDOW;
+  /**
+   * Near the end of the budget: a completion from the current state (undefined when none was found, or
+   * far from the end). While it fits, every token allowed leaves a completion that fits; once only it
+   * fits, it is forced.
+   */
+  private plan: number[] | undefined;
+  /** A few distinct plans of earlier steps, shortest first: often what closes after a token (budgetFilter). */
+  private earlierPlans: number[][] = [];
+  private longestPlan = 0;
+  /** From the last budget check: the completion known after each token it let through. */
+  private planAfter: Map<number, number[]> | undefined;
 
   private constructor(
     readonly vocabulary: GrammarVocabulary,
@@ -88,6 +100,12 @@ export class GrammarConstraint implements TokenConstraint {
     this.handle = (matcher as unknown as { handle: MatcherHandle }).handle;
     this.guard = vocabulary.utf8Guard();
     orphans.register(this, matcher, this);
+    if (this.budget !== undefined) {
+      // A long shortest answer (a tool with many required arguments) widens the window by its length.
+      const shortest = closingTokens(vocabulary, matcher, this.utf8);
+      this.window = CLOSING_WINDOW + (shortest?.length ?? 0);
+      this.replan(this.budget, shortest ?? undefined);
+    }
   }
 
   static async create(vocabulary: GrammarVocabulary, compiled: XgCompiledGrammar, opts: ConstraintOptions = {}): Promise<GrammarConstraint> {
@@ -104,7 +122,6 @@ export class GrammarConstraint implements TokenConstraint {
    */
   mask(): Uint32Array {
     this.ensureLive();
-    if (this.accepted === 0 && this.budget !== undefined && !this.closing && !this.fresh) this.planClosing(this.budget);
     if (!this.fresh) this.compute();
     return this.words;
   }
@@ -138,29 +155,28 @@ export class GrammarConstraint implements TokenConstraint {
       this.terminated = true;
       return;
     }
-    if (this.closing) {
-      if (token === this.closing[this.closingAt]) this.closingAt++;
-      else this.closing = undefined; // the engine took another token: plan again next time
-    }
-    if (this.budget !== undefined && !this.closing) this.planClosing(this.budget - this.accepted);
+    if (this.budget === undefined) return;
+    // What is known to complete the output after this token: the rest of the plan, or what the budget
+    // check found for it (each token that changes the structure had its own search there).
+    const known = this.plan !== undefined && token === this.plan[0] ? this.plan.slice(1) : this.planAfter?.get(token);
+    this.planAfter = undefined;
+    this.replan(this.budget - this.accepted, known);
   }
 
   /**
-   * Near the end of the budget: if the shortest completion we find needs about all the tokens left,
-   * force it from now on.
+   * The plan after a token, within the window of the budget's end: what the budget check (or the plan
+   * itself) already knows completes the output, else a fresh search. Past the end (a caller that goes on
+   * regardless) the known plan is kept: still the way out.
    */
-  private planClosing(remaining: number): void {
-    if (remaining > CLOSING_WINDOW || remaining <= 0) return;
-    const tokens = closingTokens(this.vocabulary, this.matcher, this.utf8);
-    if (tokens === undefined) return;
-    // The reserve is the longest completion seen after earlier tokens (one token can lengthen the plan
-    // that much); before the first token there is no such history, so only the fixed margin applies.
-    const reserve = Math.max(CLOSING_MARGIN, this.largestPlan);
-    if (this.accepted > 0) this.largestPlan = Math.max(this.largestPlan, tokens.length);
-    if (tokens.length + reserve < remaining) return;
-    this.closing = tokens;
-    this.closingAt = 0;
-    this.fresh = false;
+  private replan(remaining: number, known: number[] | undefined): void {
+    this.plan = remaining <= 0 || remaining <= this.window ? known : undefined;
+    if (remaining > this.window || remaining <= 0) return;
+    if (known === undefined) this.plan = closingTokens(this.vocabulary, this.matcher, this.utf8);
+    const plan = this.plan;
+    if (plan !== undefined) this.longestPlan = Math.max(this.longestPlan, plan.length);
+    if (plan !== undefined && this.utf8 === Utf8State.Ready && !this.earlierPlans.some((p) => p.length === plan.length && p.every((t, i) => t === plan[i]))) {
+      this.earlierPlans = [...this.earlierPlans, plan].sort((a, b) => a.length - b.length).slice(0, EARLIER_PLANS);
+    }
   }
 
   /**
@@ -200,7 +216,24 @@ export class GrammarConstraint implements TokenConstraint {
     this.ensureLive();
     if (this.terminated || limit <= 0) return [];
     const forced = this.forcedText();
-    return forced.length === 0 ? [] : tokenizeAccepted(this.vocabulary, this.matcher, forced, limit).tokens;
+    if (forced.length === 0) return [];
+    // Near the end of the budget the forced text is taken as the plan spells it, so the rest of the plan
+    // still completes the output: another tokenization could cost a token more.
+    if (this.plan !== undefined) return this.planWithin(new TextEncoder().encode(forced), limit);
+    return tokenizeAccepted(this.vocabulary, this.matcher, forced, limit).tokens;
+  }
+
+  /** The plan's first tokens whose bytes lie within `forced`, at most `limit`. */
+  private planWithin(forced: Uint8Array, limit: number): number[] {
+    const out: number[] = [];
+    let at = 0;
+    for (const t of this.plan!) {
+      const bytes = this.vocabulary.tokenizer.tokenBytes(t);
+      if (out.length >= limit || at + bytes.length > forced.length || bytes.some((b, i) => b !== forced[at + i])) break;
+      out.push(t);
+      at += bytes.length;
+    }
+    return out;
   }
 
   /** The text the grammar forces next (what forcedTokens() tokenizes); '' when the next step is a choice. */
@@ -242,7 +275,7 @@ export class GrammarConstraint implements TokenConstraint {
     const extra = n * 32 - v.vocabSize;
     if (extra > 0) words[n - 1] &= 0xffffffff >>> extra;
     this.guard.apply(words, this.utf8);
-    if (this.closing) this.restrictToClosing(words);
+    if (this.plan !== undefined && this.budget !== undefined) this.restrictToBudget(words, this.budget - this.accepted);
     let any = 0;
     let beyondStop = 0;
     for (let i = 0; i < n; i++) {
@@ -256,15 +289,28 @@ export class GrammarConstraint implements TokenConstraint {
     }
   }
 
-  /** Only the next token of the planned completion (or, once it is all written, only the end). */
-  private restrictToClosing(words: Uint32Array): void {
-    const plan = this.closing!;
-    if (this.closingAt < plan.length) {
-      const t = plan[this.closingAt];
+  /**
+   * Near the end of the budget: only tokens after which a completion still fits in what is left; once
+   * only the plan fits (or nothing does: the budget is below the shortest answer), only the plan's next
+   * token, and after its last, only the end.
+   */
+  private restrictToBudget(words: Uint32Array, remaining: number): void {
+    const plan = this.plan!;
+    if (plan.length > 0) {
+      const t = plan[0];
       if (!(words[t >>> 5] & (1 << (t & 31)))) {
-        this.closing = undefined; // the grammar disagrees with the plan: drop it
+        this.plan = undefined; // the grammar disagrees with the plan: drop it (no guarantee from here)
         return;
       }
+    }
+    if (plan.length < remaining) {
+      // Checking every token costs about 2 µs each (a 32000-token vocabulary: ~60 ms a step), so it runs
+      // only within twice the longest plan seen (at least FILTER_SLACK) of the end; one token that adds
+      // more than that beyond it (a first item longer than any plan so far) is not covered.
+      if (remaining - plan.length > Math.max(FILTER_SLACK, 2 * this.longestPlan)) return;
+      this.planAfter = budgetFilter(this.vocabulary, this.matcher, words, plan, this.earlierPlans, this.utf8, remaining);
+    } else if (plan.length > 0) {
+      const t = plan[0];
       words.fill(0);
       words[t >>> 5] = 1 << (t & 31);
     } else {
