@@ -16,6 +16,11 @@ import type { GrammarVocabulary } from './vocabulary.ts';
  */
 export const CLOSING_WINDOW = 128;
 /**
+ * Milliseconds one budget check (budgetFilter) may spend on tokens beyond the plan's own: it runs for
+ * every token near the end of max_tokens, while the engine waits for the mask.
+ */
+export const BUDGET_CHECK_MS = 20;
+/**
  * Characters tried, in this order, when searching for a short completion: close what is open first,
  * then the shortest values, then separators and filler for minimum lengths.
  */
@@ -36,7 +41,7 @@ function lowestContinuation(state: number): number {
  * Tokens that complete the grammar from here: first whatever finishes a character left half-written
  * (a lead byte from a byte token), then the closing text. Pure (the matcher is rolled back).
  */
-export function closingTokens(v: GrammarVocabulary, matcher: Matcher, utf8State: number): number[] | undefined {
+export function closingTokens(v: GrammarVocabulary, matcher: Matcher, utf8State: number, deadline = Infinity): number[] | undefined {
   const onAbort = (m: string) => new GrammarEngineError(`xgrammar failed while looking for a completion: ${m}`);
   const head: number[] = [];
   try {
@@ -48,7 +53,7 @@ export function closingTokens(v: GrammarVocabulary, matcher: Matcher, utf8State:
       state = utf8Run(state, v.tokenizer.tokenBytes(id));
       if (state === UTF8_INVALID) return undefined;
     }
-    const text = closingText(v, matcher);
+    const text = closingText(v, matcher, deadline);
     if (text === undefined) return undefined;
     const rest = tokenizeAccepted(v, matcher, text, Infinity);
     return rest.complete ? [...head, ...rest.tokens] : undefined;
@@ -58,8 +63,8 @@ export function closingTokens(v: GrammarVocabulary, matcher: Matcher, utf8State:
 }
 
 /** A short text that completes the grammar from here: greedy (CLOSE_ORDER), else a bounded search. */
-function closingText(v: GrammarVocabulary, m: Matcher): string | undefined {
-  return greedyClosingText(v, m) ?? searchClosingText(v, m);
+function closingText(v: GrammarVocabulary, m: Matcher, deadline: number): string | undefined {
+  return greedyClosingText(v, m, deadline) ?? searchClosingText(v, m, deadline);
 }
 
 /** Characters the bounded search tries: line ends and fences close free text, the rest close JSON. */
@@ -72,7 +77,7 @@ const SEARCH_NODES = 4000;
  * end. Needed where the greedy walk never closes: inside free text ("\n```" ends a fenced code line,
  * but the greedy walk keeps writing '"', which free text always takes).
  */
-function searchClosingText(v: GrammarVocabulary, m: Matcher): string | undefined {
+function searchClosingText(v: GrammarVocabulary, m: Matcher, deadline: number): string | undefined {
   const stop = v.stopTokens[0];
   const onAbort = (msg: string) => new GrammarEngineError(`xgrammar failed while searching for a completion: ${msg}`);
   return v.runtime.runSync(() => {
@@ -80,7 +85,7 @@ function searchClosingText(v: GrammarVocabulary, m: Matcher): string | undefined
     const forced = m.findJumpForwardString();
     const head = forced && m._acceptString(forced) ? forced : '';
     try {
-      const found = searchFrom(m, stop);
+      const found = searchFrom(m, stop, deadline);
       return found === undefined ? undefined : head + found;
     } finally {
       if (head) m.rollBack(1);
@@ -88,7 +93,7 @@ function searchClosingText(v: GrammarVocabulary, m: Matcher): string | undefined
   }, onAbort);
 }
 
-function searchFrom(m: Matcher, stop: number): string | undefined {
+function searchFrom(m: Matcher, stop: number, deadline: number): string | undefined {
   {
     let frontier = [''];
     let nodes = 0;
@@ -96,7 +101,7 @@ function searchFrom(m: Matcher, stop: number): string | undefined {
       const next: string[] = [];
       for (const prefix of frontier) {
         for (const ch of SEARCH_ALPHABET) {
-          if (++nodes > SEARCH_NODES) return undefined;
+          if (++nodes > SEARCH_NODES || ((nodes & 63) === 0 && performance.now() > deadline)) return undefined;
           const text = prefix + ch;
           if (!m._acceptString(text)) continue;
           const ends = m.acceptToken(stop);
@@ -113,7 +118,7 @@ function searchFrom(m: Matcher, stop: number): string | undefined {
 
 const QUOTE_RUN = '"'.repeat(8);
 
-function greedyClosingText(v: GrammarVocabulary, m: Matcher): string | undefined {
+function greedyClosingText(v: GrammarVocabulary, m: Matcher, deadline: number): string | undefined {
   const stop = v.stopTokens[0];
   let steps = 0;
   let text = '';
@@ -121,6 +126,7 @@ function greedyClosingText(v: GrammarVocabulary, m: Matcher): string | undefined
   return v.runtime.runSync(() => {
     try {
       for (let i = 0; i < 256; i++) {
+        if ((i & 15) === 15 && performance.now() > deadline) return undefined;
         if (m.acceptToken(stop)) {
           steps++;
           return text;
@@ -199,6 +205,9 @@ export function budgetFilter(
   const accept = (t: number) => v.runtime.runSync(() => matcher.acceptToken(t), onAbort);
   const rollBack = (n: number) => n > 0 && v.runtime.runSync(() => matcher.rollBack(n), onAbort);
   const first = plan[0];
+  // Past the deadline, tokens not yet checked are dropped unchecked: only tokens known to leave a
+  // completion that fits stay, so the guarantee holds, and one check costs at most about that much.
+  const deadline = performance.now() + BUDGET_CHECK_MS;
   for (let w = 0; w < words.length; w++) {
     let bits = words[w];
     while (bits !== 0) {
@@ -208,7 +217,7 @@ export function budgetFilter(
       if (t === first || v.isStopToken(t)) continue;
       const state = utf8Run(utf8State, tokenizer.tokenBytes(t));
       let fits: number[] | undefined;
-      if (state !== UTF8_INVALID && accept(t)) {
+      if (state !== UTF8_INVALID && performance.now() < deadline && accept(t)) {
         if (!heads.has(state)) heads.set(state, continuationHead(v, state));
         const head = heads.get(state);
         let took = 0;
@@ -219,7 +228,7 @@ export function budgetFilter(
         }
         rollBack(took);
         if (fits === undefined) {
-          const own = closingTokens(v, matcher, state);
+          const own = closingTokens(v, matcher, state, deadline);
           if (own !== undefined && own.length <= room - 1) fits = own;
         }
         rollBack(1);

@@ -276,6 +276,7 @@ export class GrammarConstraint implements TokenConstraint {
     if (extra > 0) words[n - 1] &= 0xffffffff >>> extra;
     this.guard.apply(words, this.utf8);
     if (this.plan !== undefined && this.budget !== undefined) this.restrictToBudget(words, this.budget - this.accepted);
+    else if (this.budget !== undefined && this.budget - this.accepted <= 0) this.endIfPossible(words);
     let any = 0;
     let beyondStop = 0;
     for (let i = 0; i < n; i++) {
@@ -304,10 +305,9 @@ export class GrammarConstraint implements TokenConstraint {
       }
     }
     if (plan.length < remaining) {
-      // Checking every token costs about 2 µs each (a 32000-token vocabulary: ~60 ms a step), so it runs
-      // only within twice the longest plan seen (at least FILTER_SLACK) of the end; one token that adds
-      // more than that beyond it (a first item longer than any plan so far) is not covered.
-      if (remaining - plan.length > Math.max(FILTER_SLACK, 2 * this.longestPlan)) return;
+      // Checking every token costs about 2 µs each (a 32000-token vocabulary: ~60 ms a step); the check
+      // stops at its deadline (BUDGET_CHECK_MS) and drops the tokens it did not reach, which keeps the
+      // guarantee and bounds the step.
       this.planAfter = budgetFilter(this.vocabulary, this.matcher, words, plan, this.earlierPlans, this.utf8, remaining);
     } else if (plan.length > 0) {
       const t = plan[0];
@@ -316,6 +316,16 @@ export class GrammarConstraint implements TokenConstraint {
     } else {
       for (let i = 0; i < words.length; i++) words[i] &= this.stopMask[i];
     }
+  }
+
+  /**
+   * The budget is spent and no plan is in hand (it was dropped on the way): if the grammar may end here,
+   * end it, so a complete answer is not reported as cut off.
+   */
+  private endIfPossible(words: Uint32Array): void {
+    let stops = 0;
+    for (let i = 0; i < words.length; i++) stops |= words[i] & this.stopMask[i];
+    if (stops !== 0) for (let i = 0; i < words.length; i++) words[i] &= this.stopMask[i];
   }
 
   private remember(bytes: Uint8Array): void {
