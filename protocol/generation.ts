@@ -100,8 +100,10 @@ export async function prepareRun(engine: TextEngine, input: RunInput): Promise<P
       temperature: sampling.temperature ?? specialist.sampling.temperature,
       topP: sampling.topP ?? specialist.sampling.topP,
       seed: sampling.seed,
-      // With a grammar that decides where the answer ends, the format's stop strings could only cut it short.
-      stop: [...new Set([...sampling.stop, ...(output.formatStop ? rendered.stop : [])])],
+      // With a grammar that decides where the answer ends, any stop string could only cut the form short
+      // (a JSON object ended at a caller's "}" would be invalid yet reported `stop`), so none applies;
+      // except where the protocol can close what a stop string cut (the code specialist's fence).
+      stop: grammar && !output.formatStop && !output.closing ? [] : [...new Set([...sampling.stop, ...(output.formatStop ? rendered.stop : [])])],
       presencePenalty: sampling.presencePenalty,
       frequencyPenalty: sampling.frequencyPenalty,
     },

@@ -51,6 +51,14 @@ const SCHEMA = {
 };
 
 describe('response_format json_object', () => {
+  it('is not cut short by a caller stop string: a guaranteed form is never returned invalid with stop', async () => {
+    for (const [temperature, seed] of RUNS.slice(0, 3)) {
+      const r = await client.chat.completions.create({ model: 'svc-chat', messages, response_format: { type: 'json_object' }, stop: ['"', '}', ':'], temperature, seed, max_tokens: 60 });
+      expect(r.choices[0].finish_reason).toBe('stop');
+      expect(typeof JSON.parse(r.choices[0].message.content!), r.choices[0].message.content!).toBe('object');
+    }
+  });
+
   it('always parses as a JSON object, whole and streamed', async () => {
     for (const [temperature, seed] of RUNS.slice(0, 3)) {
       const r = await client.chat.completions.create({ model: 'svc-chat', messages, response_format: { type: 'json_object' }, temperature, seed, max_tokens: 60 });
