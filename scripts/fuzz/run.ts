@@ -19,21 +19,46 @@ import { encodeRequest, errorCode, exchange, targetOf } from './raw-http.ts';
 import { HEALTH_LIMIT_MS, mapToObject, render, Tally, type RunSummary } from './report.ts';
 import { makeKeys, ROOT, rssMiB, startServer, stopServer, type Served } from './server.ts';
 
-const { values: opt } = parseArgs({
-  options: {
-    requests: { type: 'string', default: '10000' },
-    concurrency: { type: 'string', default: '12' },
-    seed: { type: 'string', default: '1' },
-    url: { type: 'string' },
-    key: { type: 'string' },
-    pid: { type: 'string' },
-    model: { type: 'string', default: '../shared/models/stories260K.gguf' },
-    out: { type: 'string' },
-  },
-});
-const REQUESTS = Number(opt.requests);
-const CONCURRENCY = Number(opt.concurrency);
-const SEED = Number(opt.seed);
+const USAGE = 'usage: npm run fuzz -- [--requests N] [--concurrency N] [--seed N] [--model PATH] [--url URL --key KEY [--pid PID]] [--out FILE]';
+
+function options() {
+  try {
+    return parseArgs({
+      options: {
+        requests: { type: 'string', default: '10000' },
+        concurrency: { type: 'string', default: '12' },
+        seed: { type: 'string', default: '1' },
+        url: { type: 'string' },
+        key: { type: 'string' },
+        pid: { type: 'string' },
+        model: { type: 'string', default: '../shared/models/stories260K.gguf' },
+        out: { type: 'string' },
+        help: { type: 'boolean', default: false },
+      },
+    }).values;
+  } catch (e) {
+    process.stderr.write(`fuzz: ${(e as Error).message}\n${USAGE}\n`);
+    process.exit(2);
+  }
+}
+
+function wholeNumber(name: string, v: string, min: number): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < min) {
+    process.stderr.write(`fuzz: --${name} must be a whole number of at least ${min} (got ${JSON.stringify(v)})\n${USAGE}\n`);
+    process.exit(2);
+  }
+  return n;
+}
+
+const opt = options();
+if (opt.help) {
+  process.stdout.write(`${USAGE}\n`);
+  process.exit(0);
+}
+const REQUESTS = wholeNumber('requests', opt.requests, 1);
+const CONCURRENCY = wholeNumber('concurrency', opt.concurrency, 1);
+const SEED = wholeNumber('seed', opt.seed, 0);
 /** Slow-by-design cases (slowloris, idle sockets) running beside the main pool at most. */
 const BACKGROUND_LIMIT = 16;
 const SERVE_ARGS = ['--max-running', '8', '--max-queue', '64'];
