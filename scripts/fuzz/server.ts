@@ -2,30 +2,18 @@
  * The server under test: keys made with the CLI on a fresh data folder (before the server starts), then
  * `svc serve --port 0` as a child process, its JSON log watched for the address and for errors.
  */
-import { onJsonLogLines } from '../lib/json-log-lines.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { onJsonLogLines } from '../lib/json-log-lines.ts';
+import { BIN, ROOT, runCli } from '../lib/run-svc.ts';
 import type { Keys } from './cases.ts';
 
-export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const BIN = 'bin/svc.mjs';
+export { ROOT };
+
 const HIGH = ['--rpm', '100000000', '--monthly', '1000000000'];
 
-function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
 async function must(args: string[]): Promise<string> {
-  const r = await cli(args);
+  const r = await runCli(args);
   if (r.code !== 0) throw new Error(`svc ${args.join(' ')} failed (${r.code}): ${r.stderr}`);
   return r.stdout.trimEnd().split('\n').pop()!;
 }

@@ -127,7 +127,7 @@ export async function serveGrammarWorker(init: WorkerInit, port: WorkerPort): Pr
         jobs = jobs.then(() => runJob(m).then((reply) => port.post(reply)));
     }
   });
-  port.post({ kind: 'ready', vocabMs: 0 });
+  port.post({ kind: 'ready' });
 }
 
 function isTrap(e: unknown): boolean {

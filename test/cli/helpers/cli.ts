@@ -1,28 +1,9 @@
 /** Runs `svc` the way a user does (bin/svc.mjs in a child process) and waits for `serve` to listen. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { onJsonLogLines } from '../../../scripts/lib/json-log-lines.ts';
+import { BIN, ROOT, runCli } from '../../../scripts/lib/run-svc.ts';
 
-export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-const BIN = 'bin/svc.mjs';
-
-export interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-export function runCli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+export { ROOT, runCli, type CliResult } from '../../../scripts/lib/run-svc.ts';
 
 /** The new key from `svc keys create`: stdout's last line. */
 export async function createKey(dataDir: string, ...args: string[]): Promise<string> {
