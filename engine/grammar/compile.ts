@@ -159,6 +159,15 @@ export function paramOf(spec: GrammarSpec): string {
 
 const caches = new WeakMap<GrammarVocabulary, LruCache<string, Promise<CompiledGrammar>>>();
 
+/**
+ * The spec's shape and static limits, checked before anything recursive (the cache key, the schema
+ * walk, cloning to a worker) sees it.
+ */
+export function checkSpec(spec: GrammarSpec): void {
+  if (!spec || typeof spec !== 'object' || !('type' in spec)) throw new GrammarInputError('the grammar spec must be an object with a type', 'grammar');
+  checkSpecLimits(spec, paramOf(spec));
+}
+
 export function cacheKey(spec: GrammarSpec): string {
   switch (spec.type) {
     case 'json_object':
@@ -178,9 +187,7 @@ export function cacheKey(spec: GrammarSpec): string {
  * vocabulary, impossible grammars; the message says what and where.
  */
 export async function compileGrammar(tokenizer: Tokenizer, spec: GrammarSpec): Promise<CompiledGrammar> {
-  if (!spec || typeof spec !== 'object' || !('type' in spec)) throw new GrammarInputError('the grammar spec must be an object with a type', 'grammar');
-  // Before anything recursive (the cache key, the schema walk) sees the spec.
-  checkSpecLimits(spec, paramOf(spec));
+  checkSpec(spec);
   const vocabulary = await grammarVocabulary(tokenizer);
   let cache = caches.get(vocabulary);
   if (!cache) {

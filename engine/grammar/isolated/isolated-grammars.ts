@@ -10,12 +10,11 @@
  * what is known to compile, within about the budget. If the serving worker's xgrammar still traps, it
  * takes no new work and is replaced, and finishes or fails only the constraints it already serves.
  */
-import { cacheKey, compileGrammar, paramOf } from '../compile.ts';
+import { cacheKey, checkSpec, compileGrammar, paramOf } from '../compile.ts';
 import type { ConstraintOptions } from '../constraint.ts';
 import { GrammarBusyError, GrammarEngineError, GrammarInputError } from '../errors.ts';
 import type { ConstraintHandle, GrammarCompiler, GrammarHandle } from '../handle.ts';
 import { LruCache } from '../lru.ts';
-import { checkSpecLimits } from '../spec-limits.ts';
 import type { GrammarSpec } from '../spec.ts';
 import { tokenTableData, type GrammarTokenizer, type TokenTableData } from '../token-table.ts';
 import type { JobReply } from './messages.ts';
@@ -98,9 +97,7 @@ export class IsolatedGrammars implements GrammarCompiler {
   }
 
   async compile(spec: GrammarSpec): Promise<GrammarHandle> {
-    if (!spec || typeof spec !== 'object' || !('type' in spec)) throw new GrammarInputError('the grammar spec must be an object with a type', 'grammar');
-    // Cheap, iterative and before anything recursive (the cache key, cloning to a worker) sees the spec.
-    checkSpecLimits(spec, paramOf(spec));
+    checkSpec(spec);
     const key = cacheKey(spec);
     const known = this.refused.get(key);
     if (known) throw known;
