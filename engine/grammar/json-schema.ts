@@ -14,7 +14,7 @@
  * the model never invents keys; names in `required` but not in `properties` are added as "any value".
  */
 import { GrammarInputError } from './errors.ts';
-import { numberRangeRules, type NumberBounds } from './number-range.ts';
+import { numberRangeRules, unboundedNumberRules, type NumberBounds } from './number-range.ts';
 import { unsupportedPattern } from './regex-check.ts';
 import { MAX_CHAIN, stringLengthRules } from './string-length.ts';
 
@@ -343,7 +343,8 @@ class Preparer {
   private numberBounds(out: Obj, path: string): unknown {
     const keys = ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'];
     const hasBounds = keys.some((k) => out[k] !== undefined) || out._draft4_exclusiveMinimum || out._draft4_exclusiveMaximum;
-    if (!hasBounds) return out;
+    const typed = out.type === 'number' || out.type === 'integer' || (Array.isArray(out.type) && out.type.some((t) => t === 'number' || t === 'integer'));
+    if (!hasBounds && !typed) return out;
     const b: NumberBounds = { integer: false };
     if (out._draft4_exclusiveMinimum) b.exclusiveMinimum = out.minimum as number;
     else if (out.minimum !== undefined) b.minimum = out.minimum as number;
@@ -357,8 +358,10 @@ class Preparer {
     const numeric = types.filter((t) => t === 'number' || t === 'integer');
     if (numeric.length === 0) return out; // bounds apply to numbers only
     b.integer = !numeric.includes('number');
+    // Without bounds, xgrammar's number has no limit on digits or exponent: "8.6e970" reads back as
+    // Infinity and fails the schema, so unbounded numbers get our grammar too (unboundedNumberRules).
     const marker = this.splice(`number ${JSON.stringify(b)}`, 'number', (rule) => {
-      const rules = numberRangeRules(b, rule);
+      const rules = hasBounds ? numberRangeRules(b, rule) : unboundedNumberRules(b.integer, rule);
       if (rules === undefined) this.fail(path, `no ${b.integer ? 'integer' : 'number'} satisfies its bounds (${describeBounds(b)})`);
       return { rule: `${rule}_0`, rules };
     });

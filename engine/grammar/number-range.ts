@@ -256,3 +256,15 @@ function pickBound(inclusive: number | undefined, exclusive: number | undefined,
   const exclusiveIsTighter = side === 'lower' ? exclusive >= inclusive : exclusive <= inclusive;
   return exclusiveIsTighter ? { value: toDecimal(exclusive), exclusive: true } : { value: toDecimal(inclusive), exclusive: false };
 }
+
+/** Integer digits of a number without bounds: below 1e15, as bounds may state (spec-limits.ts). */
+const UNBOUNDED_INTEGER_DIGITS = 15;
+
+/**
+ * EBNF rules (`${name}_0` is the number) for a number without bounds: up to 15 integer digits and, for
+ * `number`, up to DEFAULT_FRACTION_DIGITS fraction digits, never an exponent, so every one is finite.
+ */
+export function unboundedNumberRules(integer: boolean, name: string): string {
+  const fraction = integer ? '' : ` ("." [0-9]{1,${DEFAULT_FRACTION_DIGITS}})?`;
+  return `${name}_0 ::= "-"? ("0" | [1-9] [0-9]{0,${UNBOUNDED_INTEGER_DIGITS - 1}})${fraction}`;
+}

@@ -30,12 +30,14 @@ export function labelsGrammar(labels: readonly string[]): string {
 }
 
 /**
- * A word is 1-40 characters without whitespace (bounded, so a model that never ends one cannot spend
+ * A word is 1-40 characters without ASCII whitespace (bounded, so a model that never ends one cannot spend
  * the whole budget on it); words are separated by one space. Prose does not start with a list or
  * heading marker, so it cannot pass for bullets. Any complete word may end the output, so the
- * constraint can always stop in time.
+ * constraint can always stop in time. Only ASCII whitespace is excluded: xgrammar 0.1.27 clamps a
+ * negated class to ASCII and gets positive classes of non-ASCII ranges wrong, so a no-break space may
+ * sit inside a word.
  */
-const WORD_RULES = 'word ::= [^ \\t\\r\\n]{1,40}\nfirst ::= [^ \\t\\r\\n*#-] [^ \\t\\r\\n]{0,39}\n';
+const WORD_RULES = 'word ::= [^ \\t\\r\\n\\v\\f]{1,40}\nfirst ::= [^ \\t\\r\\n\\v\\f*#-] [^ \\t\\r\\n\\v\\f]{0,39}\n';
 
 /** One paragraph (no line breaks) of 1..maxWords words. */
 export function proseGrammar(maxWords: number): string {
