@@ -6,11 +6,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import { renderChat } from '../../engine/chat/index.ts';
-import { TOOL_CALL_OPEN, compileGrammar, parseToolCalls, type CompiledGrammar, type GrammarSpec } from '../../engine/grammar/index.ts';
+import { TOOL_CALL_OPEN, compileGrammar, parseToolCalls, type GrammarSpec } from '../../engine/grammar/index.ts';
 import type { Tokenizer } from '../../engine/tokenizer/types.ts';
 import { bulletsGrammar, FENCED_CODE_GRAMMAR, groundedGrammar, labelsGrammar, proseGrammar } from '../../protocol/guardrails/ebnf.ts';
 import { testEngine } from '../helpers/engine.ts';
-import { ajv, allowedTokens, randomWalk, seeded, tokenizerOf } from './helpers.ts';
+import { ajv, randomWalk, seeded, shortestAnswer, tokenizerOf } from './helpers.ts';
 
 const TOOLS = [
   { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string', maxLength: 20 }, days: { type: 'integer', minimum: 1, maximum: 7 } }, required: ['city'] } },
@@ -59,24 +59,6 @@ function budgets(min: number, dense: number, largest = 4096): number[] {
   for (let b = Math.max(1, min); b <= min + dense; b++) out.add(b);
   for (const b of [96, 128, 256, 512, 1024, 4096]) if (b > min && b <= largest) out.add(b);
   return [...out];
-}
-
-/**
- * The shortest answer's length in tokens, as the constraint itself finds it: with a budget of 1 it
- * forces its shortest completion token by token (the end is allowed once it is written).
- */
-async function shortestAnswer(g: CompiledGrammar, t: Tokenizer): Promise<number> {
-  const c = await g.createConstraint({ maxTokens: 1 });
-  let n = 0;
-  while (!c.isDone()) {
-    const allowed = allowedTokens(c.mask(), t.vocabSize);
-    if (allowed.some((x) => t.isEndOfGeneration(x))) break;
-    expect(allowed).toHaveLength(1);
-    c.accept(allowed[0]);
-    n++;
-  }
-  c.dispose();
-  return n;
 }
 
 describe.each([

@@ -1,7 +1,8 @@
 /** Shared by the grammar tests: real tokenizers, a real validator, and walks that sample the mask. */
 import '../../engine/grammar/xgrammar-node.ts';
 import Ajv from 'ajv';
-import type { GrammarConstraint } from '../../engine/grammar/index.ts';
+import { expect } from 'vitest';
+import type { CompiledGrammar, GrammarConstraint } from '../../engine/grammar/index.ts';
 import type { Tokenizer } from '../../engine/tokenizer/types.ts';
 import { modelTokenizer } from '../tokenizer/load.ts';
 
@@ -50,4 +51,22 @@ export function randomWalk(c: GrammarConstraint, t: Tokenizer, random: () => num
   for (const tok of tokens) text += t.isControl(tok) ? '' : decoder.push(tok);
   text += decoder.flush();
   return { text, tokens, done: c.isDone() };
+}
+
+/**
+ * The shortest answer's length in tokens, as the constraint itself finds it: with a budget of 1 it
+ * forces its shortest completion token by token (the end is allowed once it is written).
+ */
+export async function shortestAnswer(g: CompiledGrammar, t: Tokenizer): Promise<number> {
+  const c = await g.createConstraint({ maxTokens: 1 });
+  let n = 0;
+  while (!c.isDone()) {
+    const allowed = allowedTokens(c.mask(), t.vocabSize);
+    if (allowed.some((x) => t.isEndOfGeneration(x))) break;
+    expect(allowed).toHaveLength(1);
+    c.accept(allowed[0]);
+    n++;
+  }
+  c.dispose();
+  return n;
 }
