@@ -4,14 +4,14 @@
  * anything is sent, and a metered run that counts the request exactly once when the model has done its
  * work (finished, or cut short because the caller went away).
  */
-import { renderChat, type ChatMessage, type RenderedChat } from '../engine/chat/index.ts';
+import { PromptTooLongError, renderChat, type ChatMessage, type RenderedChat } from '../engine/chat/index.ts';
 import { GrammarBusyError, GrammarInputError, inProcessGrammars, type ConstraintHandle, type GrammarHandle } from '../engine/grammar/index.ts';
 import { EngineInputError, type GenerateOptions, type Generation, type GenerationChunk, type GenerationResult, type TextEngine } from '../engine/types.ts';
 import type { Reservation } from './access.ts';
 import { turnsToDrop, type ConversationTurn } from './conversations.ts';
 import { ApiError, grammarCompilerBusy, interrupted, invalidRequest, isInterruption, toApiError } from './errors.ts';
 import type { OutputPlan } from './output/plan.ts';
-import { historyWithinBound, refuseOversizedPrompt } from './request-limits.ts';
+import { historyWithinBound, promptCharLimit, refuseOversizedPrompt, renderedPromptTooLong } from './request-limits.ts';
 import type { SamplingRequest } from './requests/sampling.ts';
 import type { Specialist } from './specialists/schema.ts';
 
@@ -68,13 +68,29 @@ export async function prepareRun(engine: TextEngine, input: RunInput): Promise<P
   const size = { contextLength: engine.info.contextLength, tokenizer: engine.tokenizer, hasTemplate: !!engine.info.chatTemplate, messages: [...head, ...input.messages], param: params.prompt ?? 'messages' };
   refuseOversizedPrompt(size);
   const history = historyWithinBound(size, input.history ?? []);
+  const maxChars = promptCharLimit(size.contextLength, size.tokenizer);
   const render = (dropped: number): RenderedChat =>
-    mapInputError(() => renderChat({ tokenizer: engine.tokenizer, chatTemplate: engine.info.chatTemplate }, [...head, ...history.slice(dropped), ...input.messages], { tools: output.toolCalls?.render }), params);
+    mapInputError(() => {
+      try {
+        return renderChat({ tokenizer: engine.tokenizer, chatTemplate: engine.info.chatTemplate }, [...head, ...history.slice(dropped), ...input.messages], { tools: output.toolCalls?.render, maxChars });
+      } catch (e) {
+        throw e instanceof PromptTooLongError ? renderedPromptTooLong(size, e.chars) : e;
+      }
+    }, params);
+  // While history is being trimmed, a render too long to tokenize is simply one that does not fit.
+  const promptLength = (dropped: number): number => {
+    try {
+      return render(dropped).tokens.length;
+    } catch (e) {
+      if (e instanceof ApiError && e.code === 'context_length_exceeded') return Infinity;
+      throw e;
+    }
+  };
 
   const context = engine.info.contextLength;
   const requested = Math.min(sampling.maxTokens ?? specialist.sampling.maxTokens, specialist.maxTokensLimit ?? Infinity);
   // History gives way to the answer: it keeps what fits beside the requested tokens (at most half the window).
-  const dropped = history.length === 0 ? 0 : turnsToDrop(history, (d) => render(d).tokens.length, Math.min(requested, Math.floor(context / 2)), context);
+  const dropped = history.length === 0 ? 0 : turnsToDrop(history, promptLength, Math.min(requested, Math.floor(context / 2)), context);
   const rendered = render(dropped);
   const promptTokens = rendered.tokens;
   if (promptTokens.length >= context) {

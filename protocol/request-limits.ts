@@ -6,7 +6,7 @@
  */
 import { contentText, type ChatMessage } from '../engine/chat/index.ts';
 import type { Tokenizer } from '../engine/tokenizer/types.ts';
-import { invalidRequest } from './errors.ts';
+import { invalidRequest, type ApiError } from './errors.ts';
 
 /** Messages in one chat completion request. */
 export const MAX_MESSAGES = 1024;
@@ -90,8 +90,22 @@ export function refuseOversizedPrompt(input: PromptSizeInput): void {
   const limit = promptCharLimit(input.contextLength, input.tokenizer);
   const chars = promptChars(input.messages, input.hasTemplate ? 'template' : 'fallback');
   if (chars <= limit) return;
-  throw invalidRequest(
-    `This model's maximum context length is ${input.contextLength} tokens, and no token of its vocabulary spans more than ${maxTokenChars(input.tokenizer)} characters, so a prompt of more than ${limit} characters cannot fit; the ${input.param === 'messages' ? 'messages (with the specialist\'s instructions) hold' : 'prompt (with the specialist\'s instructions) holds'} ${chars}. Shorten the input.`,
+  const holds = input.param === 'messages' ? "messages (with the specialist's instructions) hold" : "prompt (with the specialist's instructions) holds";
+  throw promptTooLong(input, `the ${holds} ${chars}`);
+}
+
+/**
+ * The same 400 for a rendered prompt (chat format, tool descriptions and all) found longer than the
+ * limit before tokenizing (renderChat's maxChars): tools are not in the message count above.
+ */
+export function renderedPromptTooLong(input: Omit<PromptSizeInput, 'messages' | 'hasTemplate'>, chars: number): ApiError {
+  return promptTooLong(input, `rendered with the chat format${input.param === 'messages' ? ' and the tools' : ''}, the prompt has ${chars}`);
+}
+
+function promptTooLong(input: Omit<PromptSizeInput, 'messages' | 'hasTemplate'>, what: string): ApiError {
+  const limit = promptCharLimit(input.contextLength, input.tokenizer);
+  return invalidRequest(
+    `This model's maximum context length is ${input.contextLength} tokens, and no token of its vocabulary spans more than ${maxTokenChars(input.tokenizer)} characters, so a prompt of more than ${limit} characters cannot fit; ${what}. Shorten the input.`,
     input.param,
     'context_length_exceeded',
   );

@@ -18,6 +18,27 @@ export interface RenderChatOptions {
   addGenerationPrompt?: boolean;
   /** A template to use instead of the model's (a user-supplied one, say). */
   template?: string;
+  /**
+   * Refuse (PromptTooLongError) rendered text longer than this before tokenizing it: text that cannot
+   * fit the context window is not worth the tokenizer's time (tools and template text count too).
+   */
+  maxChars?: number;
+}
+
+/** The rendered prompt is longer than RenderChatOptions.maxChars: it was not tokenized. */
+export class PromptTooLongError extends EngineInputError {
+  constructor(
+    readonly chars: number,
+    readonly maxChars: number,
+  ) {
+    super(`the rendered prompt has ${chars} characters, more than the ${maxChars} allowed`, 'messages');
+    this.name = 'PromptTooLongError';
+  }
+}
+
+function checkLength(text: string, maxChars: number | undefined): string {
+  if (maxChars !== undefined && text.length > maxChars) throw new PromptTooLongError(text.length, maxChars);
+  return text;
 }
 
 export function renderChat(model: ChatModel, messages: readonly ChatMessage[], opts: RenderChatOptions = {}): RenderedChat {
@@ -28,13 +49,13 @@ export function renderChat(model: ChatModel, messages: readonly ChatMessage[], o
   if (source) {
     const bosToken = t.bos !== undefined ? t.tokenText(t.bos) : '';
     const eosToken = t.eos !== undefined ? t.tokenText(t.eos) : '';
-    const text = renderTemplate(source, { messages, tools: opts.tools, addGenerationPrompt, bosToken, eosToken });
+    const text = checkLength(renderTemplate(source, { messages, tools: opts.tools, addGenerationPrompt, bosToken, eosToken }), opts.maxChars);
     // Templates that write bos_token themselves must not get a second one from the tokenizer.
     const hasBos = bosToken !== '' && text.startsWith(bosToken);
     const tokens = t.encode(text, { addBos: t.addBos && !hasBos, parseSpecial: true });
     return { text, tokens, stop: [], format: 'template' };
   }
-  const text = renderFallback(messages, opts.tools, addGenerationPrompt);
+  const text = checkLength(renderFallback(messages, opts.tools, addGenerationPrompt), opts.maxChars);
   // Fallback text is the user's text: control-token look-alikes in it stay text.
   return { text, tokens: t.encode(text), stop: [...FALLBACK_STOP], format: 'fallback' };
 }

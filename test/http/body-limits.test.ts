@@ -52,6 +52,17 @@ describe('prompt size against the context window', () => {
     expect(ms).toBeLessThan(1000);
   });
 
+  it('counts what the chat format adds: tool descriptions too long for the window are refused before tokenizing', async () => {
+    const engine = await realTestEngine();
+    const limit = promptCharLimit(engine.info.contextLength, engine.tokenizer);
+    const tools = Array.from({ length: 8 }, (_, i) => ({ type: 'function', function: { name: `f${i}`, description: 'Looks things up. '.repeat(Math.ceil(limit / 100)), parameters: { type: 'object' } } }));
+    const { res, body } = await timed(() => postJson(`${h.baseURL}/chat/completions`, chatBody({ messages: [{ role: 'user', content: 'Hi' }], tools }), bearer(key)));
+    expect(res.status).toBe(400);
+    expect(body.error).toMatchObject({ param: 'messages', code: 'context_length_exceeded' });
+    expect(body.error.message).toMatch(/rendered with the chat format and the tools, the prompt has \d+/);
+    await stillHealthy();
+  });
+
   it('is sound: a prompt at the character bound reaches the tokenizer and is judged by its tokens', async () => {
     const engine = await realTestEngine();
     const limit = promptCharLimit(engine.info.contextLength, engine.tokenizer);
