@@ -1,0 +1,94 @@
+import { ParamArena } from '../runtime/arena.ts';
+import type { KernelContext } from '../runtime/context.ts';
+import { MAX_LOOP_ITERS } from './loop-cap.ts';
+import { readWords } from './readback.ts';
+import { StreamReadProbe, xorWords, type StreamLayout } from './stream-read.ts';
+import { bestOf, onePass, submitMs } from './timing.ts';
+
+export interface StreamReadVariant {
+  layout: StreamLayout;
+  workgroupSize: number;
+  workgroups: number;
+  /** Best time of one dispatch reading the whole buffer. */
+  ms: number;
+  GBps: number;
+}
+
+export interface StreamReadOptions {
+  /** Buffer size; rounded down to whole vec4s. */
+  bytes: number;
+  workgroups: number;
+  workgroupSizes: readonly number[];
+  layouts: readonly StreamLayout[];
+  runs: number;
+}
+
+/** Fill with xorshift32 so every word differs and a skipped load would change the checksum. */
+function fillPattern(words: Uint32Array, seed: number): void {
+  let s = seed >>> 0 || 1;
+  for (let i = 0; i < words.length; i++) {
+    s ^= s << 13;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    words[i] = s;
+  }
+}
+
+/**
+ * Streaming-read bandwidth of every layout and workgroup size. Each variant's output is checked against
+ * the CPU's XOR of the same data before it is timed, so a figure is never reported for a read that
+ * skipped part of the buffer.
+ */
+export async function measureStreamRead(ctx: KernelContext, o: StreamReadOptions): Promise<StreamReadVariant[]> {
+  const device = ctx.device;
+  const vec4s = Math.floor(o.bytes / 16);
+  if (vec4s < 1) throw new Error(`stream-read probe: ${o.bytes} bytes is less than one vec4`);
+  const src = device.createBuffer({ label: 'probe-stream-src', size: vec4s * 16, usage: GPUBufferUsage.STORAGE, mappedAtCreation: true });
+  const words = new Uint32Array(src.getMappedRange());
+  fillPattern(words, 0x9e3779b9);
+  const want = xorWords(words);
+  src.unmap();
+  // Enough workgroups that no invocation loops more than the cap, even at the smallest workgroup size.
+  const workgroups = Math.max(o.workgroups, Math.ceil(vec4s / (MAX_LOOP_ITERS * Math.min(...o.workgroupSizes))));
+  const maxInvocations = workgroups * Math.max(...o.workgroupSizes);
+  const out = ctx.storage('probe-stream-out', maxInvocations * 4);
+  const arena = new ParamArena(ctx, 1);
+  const variants: StreamReadVariant[] = [];
+  try {
+    for (const layout of o.layouts) {
+      for (const workgroupSize of o.workgroupSizes) {
+        const probe = new StreamReadProbe(ctx, layout, workgroupSize);
+        const group = probe.bind(src, out);
+        const once = () => {
+          const commands = onePass(device, (pass) => {
+            arena.reset();
+            probe.encode(pass, arena, group, { vec4s, workgroups });
+          });
+          arena.flush();
+          return submitMs(device, commands);
+        };
+        await once(); // compiles the pipeline and touches the buffer
+        const got = xorWords(await readWords(device, out, probe.invocations(workgroups)));
+        if (got !== want) {
+          throw new Error(`stream-read probe ${layout}/${workgroupSize}: checksum ${hex(got)} is not the data's ${hex(want)}; the adapter skipped part of the buffer`);
+        }
+        const ms = await bestOf(o.runs, once);
+        variants.push({ layout, workgroupSize, workgroups, ms: round(ms, 3), GBps: round((vec4s * 16) / (ms / 1000) / 1e9, 3) });
+      }
+    }
+  } finally {
+    src.destroy();
+    out.destroy();
+    arena.buffer.destroy();
+  }
+  return variants;
+}
+
+function hex(x: number): string {
+  return '0x' + x.toString(16).padStart(8, '0');
+}
+
+function round(x: number, digits: number): number {
+  const f = 10 ** digits;
+  return Math.round(x * f) / f;
+}

@@ -1,0 +1,108 @@
+/**
+ * The adapter-limit probes (kernels/probes/) on the real adapter: each computes exactly what the CPU
+ * computes, so their timings measure work that really happened. Sizes are small; no timing is asserted.
+ */
+import { describe, expect, it } from 'vitest';
+import { EmptyProbe } from '../../kernels/probes/empty.ts';
+import { FmaProbe, fmaReference } from '../../kernels/probes/fma.ts';
+import { measureAdapterLimits } from '../../kernels/probes/limits.ts';
+import { STREAM_LAYOUTS, StreamReadProbe, type StreamLayout } from '../../kernels/probes/stream-read.ts';
+import { readF32, readU32, runPass, testContext } from '../helpers/gpu.ts';
+import { rng } from '../helpers/random.ts';
+
+function randomWords(n: number, seed: number): Uint32Array {
+  const r = rng(seed);
+  const out = new Uint32Array(n);
+  for (let i = 0; i < n; i++) out[i] = Math.floor(r() * 2 ** 32);
+  return out;
+}
+
+/** What invocation i of `invocations` XORs together under each layout, written out plainly. */
+function expectedFolds(words: Uint32Array, layout: StreamLayout, invocations: number): Uint32Array {
+  const vec4s = words.length / 4;
+  const per = Math.ceil(vec4s / invocations);
+  const out = new Uint32Array(invocations);
+  for (let i = 0; i < invocations; i++) {
+    const indices: number[] = [];
+    if (layout === 'grid-stride') for (let j = i; j < vec4s; j += invocations) indices.push(j);
+    else for (let j = i * per; j < Math.min((i + 1) * per, vec4s); j++) indices.push(j);
+    let x = 0;
+    for (const j of indices) x ^= words[4 * j] ^ words[4 * j + 1] ^ words[4 * j + 2] ^ words[4 * j + 3];
+    out[i] = x >>> 0;
+  }
+  return out;
+}
+
+describe('adapter probes', () => {
+  it('stream-read reads every vec4 once in each layout: per-invocation XORs and their total match the CPU', async () => {
+    const ctx = await testContext();
+    // Not a multiple of the invocations, so the last ranges are short or empty.
+    const vec4s = 64 * 1024 + 37;
+    const words = randomWords(vec4s * 4, 11);
+    let total = 0;
+    for (const w of words) total ^= w;
+    const src = ctx.storage('src', words.byteLength, words);
+    for (const layout of STREAM_LAYOUTS) {
+      for (const workgroupSize of [32, 64]) {
+        const workgroups = 7;
+        const probe = new StreamReadProbe(ctx, layout, workgroupSize);
+        const invocations = probe.invocations(workgroups);
+        const out = ctx.storage('out', invocations * 4);
+        await runPass(ctx, (pass, arena) => probe.encode(pass, arena, probe.bind(src, out), { vec4s, workgroups }));
+        const got = await readU32(ctx, out, invocations);
+        expect(got, `${layout}/${workgroupSize}`).toEqual(expectedFolds(words, layout, invocations));
+        expect(got.reduce((x, w) => x ^ w, 0) >>> 0).toBe(total >>> 0);
+      }
+    }
+  });
+
+  it('fma runs every step of every chain: outputs equal the CPU, in closed form and step by step', async () => {
+    const ctx = await testContext();
+    for (const accumulators of [4, 8]) {
+      const probe = new FmaProbe(ctx, accumulators, 32);
+      const workgroups = 3;
+      const invocations = probe.invocations(workgroups);
+      const out = ctx.storage('out', invocations * 4);
+      // a = a * 1 + 1 counts steps: each lane ends at its start + iters.
+      const iters = 1000;
+      await runPass(ctx, (pass, arena) => probe.encode(pass, arena, probe.bind(out), { iters, m: 1, c: 1, workgroups }));
+      const counted = await readF32(ctx, out, invocations);
+      for (let i = 0; i < invocations; i++) {
+        const seed = i & 255;
+        const want = 4 * accumulators * (seed + iters) + (accumulators * (accumulators - 1)) / 2 + 3 * accumulators;
+        expect(counted[i], `invocation ${i}`).toBe(want);
+      }
+      // m = 0.5 keeps a * m exact in f32, so fused and unfused FMA agree with the reference bit for bit.
+      await runPass(ctx, (pass, arena) => probe.encode(pass, arena, probe.bind(out), { iters: 9, m: 0.5, c: 0.25, workgroups }));
+      const halved = await readF32(ctx, out, invocations);
+      for (let i = 0; i < invocations; i++) expect(halved[i], `invocation ${i}`).toBe(fmaReference(i, accumulators, 9, 0.5, 0.25));
+    }
+  });
+
+  it('the empty probe runs every dispatch of a long pass', async () => {
+    const ctx = await testContext();
+    const probe = new EmptyProbe(ctx);
+    const n = 300;
+    const out = ctx.storage('out', n * 4);
+    const group = probe.bind(out);
+    await runPass(ctx, (pass, arena) => {
+      for (let i = 0; i < n; i++) probe.encode(pass, arena, group, { index: i, value: 1000 + i });
+    }, n);
+    expect(Array.from(await readU32(ctx, out, n))).toEqual(Array.from({ length: n }, (_, i) => 1000 + i));
+  });
+
+  it('measureAdapterLimits returns finite positive figures for every variant', async () => {
+    const ctx = await testContext();
+    const limits = await measureAdapterLimits(ctx.device, ctx.caps, { streamBytes: 2 * 2 ** 20, workgroups: 16, workgroupSizes: [32, 64], accumulators: [4], runs: 1, dispatches: 50, fmaTargetMs: 2 });
+    const positive = (x: number) => Number.isFinite(x) && x > 0;
+    expect(positive(limits.streamReadGBps) && positive(limits.fmaGflops) && positive(limits.dispatchUs) && positive(limits.roundTripUs)).toBe(true);
+    expect(limits.streamReadBytes).toBe(2 * 2 ** 20);
+    expect(limits.streamReadVariants).toHaveLength(STREAM_LAYOUTS.length * 2);
+    expect(limits.fmaVariants).toHaveLength(2);
+    for (const v of limits.streamReadVariants) expect(positive(v.GBps) && positive(v.ms)).toBe(true);
+    for (const v of limits.fmaVariants) expect(positive(v.gflops) && v.iters >= 16).toBe(true);
+    expect(Math.max(...limits.streamReadVariants.map((v) => v.GBps))).toBe(limits.streamReadGBps);
+    // Plain JSON: what the bench writes and doctor --json prints.
+    expect(JSON.parse(JSON.stringify(limits))).toEqual(limits);
+  });
+});
