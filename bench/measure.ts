@@ -1,3 +1,5 @@
+import type { Efficiency } from './efficiency.ts';
+
 /** What one engine measured on one model: the figures the bench table compares. */
 export interface Measurement {
   engine: string;
@@ -15,6 +17,8 @@ export interface Measurement {
   dispatchesPerToken?: number;
   /** Extra figures (constrained-decoding cost etc.). */
   extra?: Record<string, number | string>;
+  /** Work done per second, and its share of the adapter's limits when `--limits` measured them. */
+  efficiency?: Efficiency;
 }
 
 export interface BenchSpec {

@@ -1,7 +1,9 @@
 /**
  * `npm run bench -- --model <path>`: our engine beside llama.cpp on the same GGUF file, machine and token
  * ids. Prints a table and writes JSON under bench/results/. `--synth <preset>` benchmarks a synthesized
- * model of a real model's shapes (random weights), so real sizes need no download.
+ * model of a real model's shapes (random weights), so real sizes need no download. `--limits` first
+ * measures what each adapter itself can do (with or without a model), so the engine's figures can be
+ * read as a share of that.
  */
 import { Command } from 'commander';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -13,12 +15,16 @@ import { createTokenizer } from '../engine/tokenizer/index.ts';
 import { intOption } from '../cli/options.ts';
 import { measureLlamaCpp } from './llama-peer.ts';
 import { benchPrompt, type BenchSpec, type Measurement } from './measure.ts';
+import { efficiency, weightTraffic } from './efficiency.ts';
+import { limitsChoices, measureLimits, type LimitsRun } from './limits.ts';
+import { formatLimitsTable } from './limits-table.ts';
 import { measureOurs } from './ours.ts';
 import { formatTable } from './table.ts';
 
 const program = new Command()
   .name('bench')
-  .requiredOption('-m, --model <path>', 'GGUF model file')
+  .option('-m, --model <path>', 'GGUF model file (optional with --limits)')
+  .option('--limits', "measure each adapter's streaming read, FMA throughput and dispatch cost first")
   .option('-p, --prompt-tokens <n>', 'prompt length in tokens', intOption('--prompt-tokens', 1), 128)
   .option('-n, --gen-tokens <n>', 'tokens to generate', intOption('--gen-tokens', 2), 64)
   .option('-r, --runs <n>', 'timed runs per engine (median reported)', intOption('--runs', 1), 3)
@@ -31,33 +37,57 @@ const program = new Command()
   .option('--out <dir>', 'results folder', 'bench/results')
   .parse();
 
-const o = program.opts<{ model: string; promptTokens: number; genTokens: number; runs: number; concurrency: number; adapter?: string; llamaGpu: string; threads: number; llama: boolean; label: string; out: string }>();
+const o = program.opts<{ model?: string; limits?: boolean; promptTokens: number; genTokens: number; runs: number; concurrency: number; adapter?: string; llamaGpu: string; threads: number; llama: boolean; label: string; out: string }>();
 
-const source = new FileSource(o.model);
+if (!o.model && !o.limits) program.error('bench: give --model <path>, --limits, or both');
+
+const machine = { label: o.label, cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, memoryGiB: Math.round(totalmem() / 2 ** 30) };
+const date = new Date().toISOString();
+mkdirSync(o.out, { recursive: true });
+
+let limits: LimitsRun | undefined;
+if (o.limits) {
+  limits = await measureLimits(limitsChoices(o.adapter), {}, (line) => process.stderr.write(line + '\n'));
+  process.stdout.write(formatLimitsTable(limits.measured) + '\n');
+  if (!o.model) {
+    writeReport(`${date.slice(0, 10)}-${o.label}-limits.json`, { date, machine, limits });
+    process.exit(0);
+  }
+}
+const model = o.model!;
+
+const source = new FileSource(model);
 const gguf = await parseGguf(source);
 const tokenizer = createTokenizer(gguf.metadata);
 await source.close();
 const prompt = benchPrompt(tokenizer.vocabSize, tokenizer.addBos ? tokenizer.bos : undefined, o.promptTokens, (id) => tokenizer.isControl(id) || tokenizer.isEndOfGeneration(id));
-const spec: BenchSpec = { model: o.model, prompt, genTokens: o.genTokens, runs: o.runs, concurrency: o.concurrency };
+const spec: BenchSpec = { model, prompt, genTokens: o.genTokens, runs: o.runs, concurrency: o.concurrency };
 
 const results: Measurement[] = [];
-process.stderr.write(`bench: ${o.model}, ${prompt.length} prompt tokens, ${o.genTokens} generated, ${o.runs} runs\n`);
+process.stderr.write(`bench: ${model}, ${prompt.length} prompt tokens, ${o.genTokens} generated, ${o.runs} runs\n`);
 results.push(await measureOurs(spec, o.adapter));
 if (o.llama) {
   const gpu = o.llamaGpu === 'false' ? false : (o.llamaGpu as 'auto' | 'cuda' | 'vulkan');
   results.push(await measureLlamaCpp(spec, { gpu, threads: o.threads }));
 }
+// Percentages only where the same run probed the adapter the engine used (its backend is the choice name).
+const traffic = weightTraffic(gguf.tensors);
+for (const r of results) r.efficiency = efficiency(r, traffic, limits?.measured.find((l) => l.adapter === r.backend));
 
 const report = {
-  date: new Date().toISOString(),
-  machine: { label: o.label, cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, memoryGiB: Math.round(totalmem() / 2 ** 30) },
-  model: { path: o.model, name: gguf.metadata.optionalString('general.name'), architecture: gguf.metadata.optionalString('general.architecture'), bytes: gguf.fileSize },
+  date,
+  machine,
+  model: { path: model, name: gguf.metadata.optionalString('general.name'), architecture: gguf.metadata.optionalString('general.architecture'), bytes: gguf.fileSize, weightBytesPerToken: traffic.bytes, weightParams: traffic.params },
   spec: { promptTokens: prompt.length, genTokens: o.genTokens, runs: o.runs, concurrency: o.concurrency },
   results,
+  ...(limits ? { limits } : {}),
 };
 process.stdout.write(formatTable(report.results) + '\n');
-mkdirSync(o.out, { recursive: true });
-const file = join(o.out, `${report.date.slice(0, 10)}-${o.label}-${o.model.split('/').pop()!.replace(/\.gguf$/, '')}.json`.replace(/[^A-Za-z0-9._/-]/g, '_'));
-writeFileSync(file, JSON.stringify(report, null, 2) + '\n');
-process.stderr.write(`bench: wrote ${file}\n`);
+writeReport(`${date.slice(0, 10)}-${o.label}-${model.split('/').pop()!.replace(/\.gguf$/, '')}.json`, report);
 process.exit(0);
+
+function writeReport(name: string, report: unknown): void {
+  const file = join(o.out, name.replace(/[^A-Za-z0-9._/-]/g, '_'));
+  writeFileSync(file, JSON.stringify(report, null, 2) + '\n');
+  process.stderr.write(`bench: wrote ${file}\n`);
+}

@@ -1,7 +1,14 @@
-/** `svc doctor`: which WebGPU adapter the engine would use here, what it offers, and why others were skipped. */
+/**
+ * `svc doctor`: which WebGPU adapter the engine would use here, what it offers, and why others were skipped.
+ * `--calibrate` also measures what that adapter can do (kernels/probes/): the ceilings the engine's speed
+ * is to be judged against.
+ */
 import type { Command } from 'commander';
+import type { GpuCaps } from '../../engine/gpu/caps.ts';
 import { describeAdapter } from '../../engine/gpu/select.ts';
 import { adapterChoiceFromEnv, openNodeDevice } from '../../engine/platform/node.ts';
+import { DEFAULT_STREAM_BYTES, measureAdapterLimits, type AdapterLimits } from '../../kernels/probes/limits.ts';
+import { intOption } from '../options.ts';
 
 export function registerDoctor(program: Command): void {
   program
@@ -9,7 +16,9 @@ export function registerDoctor(program: Command): void {
     .description('show the chosen WebGPU adapter, its features and limits, and why other adapters were skipped')
     .option('--adapter <choice>', 'force an adapter: auto, gpu, swiftshader, llvmpipe (env SVC_ADAPTER)')
     .option('--json', 'print JSON instead of text')
-    .action(async (opts: { adapter?: string; json?: boolean }) => {
+    .option('--calibrate', "measure the adapter's streaming read, FMA throughput and dispatch cost (seconds to a minute on a CPU adapter)")
+    .option('--calibrate-mib <n>', 'buffer size of the streaming-read measurement', intOption('--calibrate-mib', 1, 1024), DEFAULT_STREAM_BYTES / 2 ** 20)
+    .action(async (opts: { adapter?: string; json?: boolean; calibrate?: boolean; calibrateMib: number }) => {
       const choice = opts.adapter !== undefined ? adapterChoiceFromEnv(opts.adapter, '--adapter') : adapterChoiceFromEnv();
       const sel = await openNodeDevice(choice);
       const report = {
@@ -22,6 +31,7 @@ export function registerDoctor(program: Command): void {
         deviceFeatures: [...sel.device.features].map(String).sort(),
         engineUses: { f16: sel.caps.f16, subgroups: sel.caps.subgroups, subgroupSize: sel.caps.subgroups ? [sel.caps.subgroupMinSize, sel.caps.subgroupMaxSize] : null, timestamps: sel.caps.timestamps },
         limits: sel.adapterLimits,
+        ...(opts.calibrate ? { calibration: await calibrate(sel.device, sel.caps, opts.calibrateMib, !opts.json) } : {}),
       };
       sel.device.destroy();
       if (opts.json) {
@@ -36,8 +46,28 @@ export function registerDoctor(program: Command): void {
       out.push(`features:       ${report.adapterFeatures.join(', ')}`);
       out.push('limits:');
       for (const [k, v] of Object.entries(report.limits).sort()) out.push(`  ${k.padEnd(44)} ${v}`);
+      if (report.calibration) out.push('calibration:', ...calibrationSentences(report.calibration).map((line) => `  ${line}`));
       process.stdout.write(out.join('\n') + '\n');
     });
+}
+
+function calibrate(device: GPUDevice, caps: GpuCaps, mib: number, progress: boolean): Promise<AdapterLimits> {
+  // Progress goes to stderr so stdout stays the report (and valid JSON with --json).
+  const onProgress = progress ? (what: string) => process.stderr.write(`calibrating: ${what}\n`) : undefined;
+  return measureAdapterLimits(device, caps, { streamBytes: mib * 2 ** 20, onProgress });
+}
+
+/** The probe figures as sentences, with the step cost they imply. */
+function calibrationSentences(c: AdapterLimits): string[] {
+  const worstLayout = c.streamReadVariants.reduce((a, b) => (b.GBps < a.GBps ? b : a));
+  const mib = (c.streamReadBytes / 2 ** 20).toFixed(0);
+  return [
+    `Streaming read: ${c.streamReadGBps.toFixed(2)} GB/s at best (${c.streamReadBest.layout} layout, workgroup size ${c.streamReadBest.workgroupSize}, ${mib} MiB read per dispatch); ` +
+      `the slowest layout tried (${worstLayout.layout}, workgroup size ${worstLayout.workgroupSize}) reached ${worstLayout.GBps.toFixed(2)} GB/s.`,
+    `Arithmetic: ${c.fmaGflops.toFixed(1)} GFLOP/s of f32 FMA at best (${c.fmaBest.accumulators} independent vec4 accumulators, workgroup size ${c.fmaBest.workgroupSize}).`,
+    `Dispatch: ${c.dispatchUs.toFixed(1)} µs per dispatch in one long pass (${c.dispatchesPerPass} dispatches, one submit); one lone submit with a readback takes ${c.roundTripUs.toFixed(0)} µs.`,
+    `So a decode step that reads B bytes of weights in D dispatches takes at least B / ${c.streamReadGBps.toFixed(2)} GB/s + D × ${c.dispatchUs.toFixed(1)} µs + ${c.roundTripUs.toFixed(0)} µs here (best of ${c.runs} runs each).`,
+  ];
 }
 
 function yes(b: boolean): string {

@@ -1,0 +1,26 @@
+import type { AdapterLimitsReport } from './limits.ts';
+
+/** One row per adapter with its best figures, then every variant the best was chosen from. */
+export function formatLimitsTable(reports: readonly AdapterLimitsReport[]): string {
+  const head = ['adapter', 'read GB/s', 'best read layout', 'FMA GFLOP/s', 'dispatch µs', 'round trip µs'];
+  const body = reports.map((r) => [
+    r.adapter,
+    r.streamReadGBps.toFixed(2),
+    `${r.streamReadBest.layout}, wg ${r.streamReadBest.workgroupSize}`,
+    r.fmaGflops.toFixed(1),
+    r.dispatchUs.toFixed(1),
+    r.roundTripUs.toFixed(0),
+  ]);
+  const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
+  const line = (cells: string[]) => '| ' + cells.map((c, i) => c.padEnd(widths[i])).join(' | ') + ' |';
+  const table = [line(head), '|' + widths.map((w) => '-'.repeat(w + 2)).join('|') + '|', ...body.map(line)];
+  const details = reports.flatMap((r) => {
+    const layouts = [...new Set(r.streamReadVariants.map((v) => v.layout))];
+    const reads = layouts.map((l) => `${l} ` + r.streamReadVariants.filter((v) => v.layout === l).map((v) => `${v.workgroupSize}:${v.GBps.toFixed(2)}`).join(' '));
+    const fmas = [...new Set(r.fmaVariants.map((v) => v.accumulators))].map(
+      (a) => `${a} acc ` + r.fmaVariants.filter((v) => v.accumulators === a).map((v) => `${v.workgroupSize}:${v.gflops.toFixed(1)}`).join(' '),
+    );
+    return [`${r.adapter} read GB/s by layout and workgroup size: ${reads.join('; ')}`, `${r.adapter} FMA GFLOP/s by accumulators and workgroup size: ${fmas.join('; ')}`];
+  });
+  return [...table, ...details].join('\n');
+}
