@@ -35,7 +35,7 @@ export interface AdapterLimits {
 export interface ProbeOptions {
   /** Streaming-read buffer size (default 96 MiB, capped by the device's binding and buffer limits). */
   streamBytes?: number;
-  /** Workgroups per dispatch for the read and FMA probes (default 256). */
+  /** Workgroups per dispatch for the read and FMA probes (default 256 on a CPU adapter, 4096 on a GPU). */
   workgroups?: number;
   /** Candidate workgroup sizes; those above the device's limits are dropped (default 32, 64, 128, 256). */
   workgroupSizes?: readonly number[];
@@ -46,8 +46,8 @@ export interface ProbeOptions {
   runs?: number;
   /** Dispatches in the long pass (default 2000). */
   dispatches?: number;
-  /** Length one FMA dispatch is grown to (default 40 ms). */
-  fmaTargetMs?: number;
+  /** Length a timed read or FMA submit is grown to, so submit cost stays small beside it (default 40 ms). */
+  targetMs?: number;
   /** Called before each probe, for progress lines. */
   onProgress?: (what: string) => void;
 }
@@ -64,16 +64,18 @@ export function probeWorkgroupSizes(caps: GpuCaps, wanted: readonly number[] = [
 export async function measureAdapterLimits(device: GPUDevice, caps: GpuCaps, opts: ProbeOptions = {}): Promise<AdapterLimits> {
   const ctx = new KernelContext(device, caps);
   const runs = opts.runs ?? 5;
-  const workgroups = opts.workgroups ?? 256;
+  // A CPU rasteriser has a few threads to feed; a GPU needs many resident invocations to hide latency.
+  const workgroups = opts.workgroups ?? (caps.software ? 256 : 4096);
+  const targetMs = opts.targetMs ?? 40;
   const workgroupSizes = probeWorkgroupSizes(caps, opts.workgroupSizes);
   const maxBytes = Math.min(caps.maxStorageBinding, caps.maxBufferSize);
   const streamBytes = Math.floor(Math.min(opts.streamBytes ?? DEFAULT_STREAM_BYTES, maxBytes) / 16) * 16;
   const progress = opts.onProgress ?? (() => {});
 
   progress(`streaming read of ${(streamBytes / 2 ** 20).toFixed(1)} MiB`);
-  const stream = await measureStreamRead(ctx, { bytes: streamBytes, workgroups, workgroupSizes, layouts: opts.layouts ?? STREAM_LAYOUTS, runs });
+  const stream = await measureStreamRead(ctx, { bytes: streamBytes, workgroups, workgroupSizes, layouts: opts.layouts ?? STREAM_LAYOUTS, runs, targetMs });
   progress('f32 FMA throughput');
-  const fma = await measureFma(ctx, { workgroups, workgroupSizes, accumulators: opts.accumulators ?? [4, 8], runs, targetMs: opts.fmaTargetMs ?? 40 });
+  const fma = await measureFma(ctx, { workgroups, workgroupSizes, accumulators: opts.accumulators ?? [4, 8], runs, targetMs });
   progress('dispatch and round-trip cost');
   const dispatchesPerPass = opts.dispatches ?? 2000;
   const cost = await measureDispatch(ctx, { dispatches: dispatchesPerPass, runs });

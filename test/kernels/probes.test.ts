@@ -93,13 +93,13 @@ describe('adapter probes', () => {
 
   it('measureAdapterLimits returns finite positive figures for every variant', async () => {
     const ctx = await testContext();
-    const limits = await measureAdapterLimits(ctx.device, ctx.caps, { streamBytes: 2 * 2 ** 20, workgroups: 16, workgroupSizes: [32, 64], accumulators: [4], runs: 1, dispatches: 50, fmaTargetMs: 2 });
+    const limits = await measureAdapterLimits(ctx.device, ctx.caps, { streamBytes: 2 * 2 ** 20, workgroups: 16, workgroupSizes: [32, 64], accumulators: [4], runs: 1, dispatches: 50, targetMs: 2 });
     const positive = (x: number) => Number.isFinite(x) && x > 0;
     expect(positive(limits.streamReadGBps) && positive(limits.fmaGflops) && positive(limits.dispatchUs) && positive(limits.roundTripUs)).toBe(true);
     expect(limits.streamReadBytes).toBe(2 * 2 ** 20);
     expect(limits.streamReadVariants).toHaveLength(STREAM_LAYOUTS.length * 2);
     expect(limits.fmaVariants).toHaveLength(2);
-    for (const v of limits.streamReadVariants) expect(positive(v.GBps) && positive(v.ms)).toBe(true);
+    for (const v of limits.streamReadVariants) expect(positive(v.GBps) && positive(v.ms) && v.reps >= 1).toBe(true);
     for (const v of limits.fmaVariants) expect(positive(v.gflops) && v.iters >= 16).toBe(true);
     expect(Math.max(...limits.streamReadVariants.map((v) => v.GBps))).toBe(limits.streamReadGBps);
     // Plain JSON: what the bench writes and doctor --json prints.
