@@ -343,8 +343,9 @@ class Preparer {
   private numberBounds(out: Obj, path: string): unknown {
     const keys = ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'];
     const hasBounds = keys.some((k) => out[k] !== undefined) || out._draft4_exclusiveMinimum || out._draft4_exclusiveMaximum;
-    const typed = out.type === 'number' || out.type === 'integer' || (Array.isArray(out.type) && out.type.some((t) => t === 'number' || t === 'integer'));
-    if (!hasBounds && !typed) return out;
+    const declared = out.type === undefined ? [] : typeof out.type === 'string' ? [out.type] : (out.type as string[]);
+    const isNumeric = (t: string) => t === 'number' || t === 'integer';
+    if (!hasBounds && !declared.some(isNumeric)) return out;
     const b: NumberBounds = { integer: false };
     if (out._draft4_exclusiveMinimum) b.exclusiveMinimum = out.minimum as number;
     else if (out.minimum !== undefined) b.minimum = out.minimum as number;
@@ -354,8 +355,8 @@ class Preparer {
     if (out.exclusiveMaximum !== undefined) b.exclusiveMaximum = out.exclusiveMaximum as number;
     for (const k of [...keys, '_draft4_exclusiveMinimum', '_draft4_exclusiveMaximum']) delete out[k];
     if (out.enum !== undefined || out.const !== undefined) return out; // the listed values decide
-    const types = out.type === undefined ? ['number'] : typeof out.type === 'string' ? [out.type] : (out.type as string[]);
-    const numeric = types.filter((t) => t === 'number' || t === 'integer');
+    const types = out.type === undefined ? ['number'] : declared;
+    const numeric = types.filter(isNumeric);
     if (numeric.length === 0) return out; // bounds apply to numbers only
     b.integer = !numeric.includes('number');
     // Without bounds, xgrammar's number has no limit on digits or exponent: "8.6e970" reads back as
@@ -365,7 +366,7 @@ class Preparer {
       if (rules === undefined) this.fail(path, `no ${b.integer ? 'integer' : 'number'} satisfies its bounds (${describeBounds(b)})`);
       return { rule: `${rule}_0`, rules };
     });
-    const others = types.filter((t) => t !== 'number' && t !== 'integer');
+    const others = types.filter((t) => !isNumeric(t));
     if (others.length === 0 && Object.keys(out).every((k) => k === 'type')) return { const: marker };
     const rest: Obj = { ...out, type: others.length === 1 ? others[0] : others };
     if (others.length === 0) delete rest.type;

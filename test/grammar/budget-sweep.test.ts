@@ -10,7 +10,7 @@ import { TOOL_CALL_OPEN, compileGrammar, parseToolCalls, type GrammarSpec } from
 import type { Tokenizer } from '../../engine/tokenizer/types.ts';
 import { bulletsGrammar, FENCED_CODE_GRAMMAR, groundedGrammar, labelsGrammar, proseGrammar } from '../../protocol/guardrails/ebnf.ts';
 import { testEngine } from '../helpers/engine.ts';
-import { ajv, randomWalk, seeded, shortestAnswer, tokenizerOf } from './helpers.ts';
+import { ajv, randomWalk, seeded, shortestAnswer, SUMMARY_FIRST_WORD, SUMMARY_WORD, tokenizerOf } from './helpers.ts';
 
 const TOOLS = [
   { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string', maxLength: 20 }, days: { type: 'integer', minimum: 1, maximum: 7 } }, required: ['city'] } },
@@ -34,10 +34,9 @@ const json = (schema: object) => (text: string) => {
     return false;
   }
 };
-/** A word: 1..40 characters (code points: the `u` flag) without ASCII whitespace, as the guardrail grammar writes it. */
-const W = '[^ \\t\\r\\n\\v\\f]{1,40}';
+const W = SUMMARY_WORD;
 const BULLETS = new RegExp(`^- ${W}( ${W}){0,19}(\\n- ${W}( ${W}){0,19}){0,4}$`, 'u');
-const PROSE = new RegExp(`^[^ \\t\\r\\n\\v\\f*#-][^ \\t\\r\\n\\v\\f]{0,39}( ${W}){0,99}$`, 'u');
+const PROSE = new RegExp(`^${SUMMARY_FIRST_WORD}( ${W}){0,99}$`, 'u');
 const spans = (s: string): boolean => s === '' || SPANS.some((x) => (s === x || s.startsWith(`${x} `)) && spans(s.slice(x.length + 1)));
 
 const FORMS: [string, GrammarSpec, (text: string) => boolean][] = [

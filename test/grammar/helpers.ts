@@ -18,6 +18,13 @@ export function tokenizerOf(file: string): Promise<Tokenizer> {
   return t;
 }
 
+/**
+ * The summary forms' word, as a RegExp source (use the `u` flag: 1..40 code points without ASCII
+ * whitespace), and a prose paragraph's first word (no list or heading marker).
+ */
+export const SUMMARY_WORD = '[^ \\t\\r\\n\\v\\f]{1,40}';
+export const SUMMARY_FIRST_WORD = '[^ \\t\\r\\n\\v\\f*#-][^ \\t\\r\\n\\v\\f]{0,39}';
+
 export const ajv = new Ajv({ strict: false, allErrors: true });
 
 export function allowedTokens(mask: Uint32Array, vocabSize: number): number[] {

@@ -12,7 +12,7 @@ import { contextSentences } from '../../protocol/guardrails/grounded.ts';
 import { guardrailPlan } from '../../protocol/guardrails/plan.ts';
 import type { OutputOptions } from '../../protocol/requests/extensions.ts';
 import { loadSpecialists } from '../../protocol/specialists/registry.ts';
-import { shortestAnswer } from '../grammar/helpers.ts';
+import { shortestAnswer, SUMMARY_FIRST_WORD, SUMMARY_WORD } from '../grammar/helpers.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { infer, quoted, specialistServer, STORY } from './helpers.ts';
 
@@ -30,8 +30,7 @@ const SCHEMA = {
 };
 const LABELS = ['sport', 'politics', 'science'];
 const NOT_FOUND = 'The context does not contain the answer.';
-/** A word of the summary forms: 1..40 code points without ASCII whitespace. */
-const W = '[^ \\t\\r\\n\\v\\f]{1,40}';
+const W = SUMMARY_WORD;
 const words = (s: string) => s.split(/[ \n]/).filter((w) => w !== '- ' && w !== '-').length;
 const json = (schema: object) => (s: string) => {
   try {
@@ -61,7 +60,7 @@ const CASES: Case[] = [
     name: 'summarise, prose',
     body: { specialist: 'summarise', prompt: STORY, format: 'prose', max_words: 10 },
     options: { format: 'prose', maxWords: 10 },
-    valid: (s) => new RegExp(`^[^ \\t\\r\\n\\v\\f*#-][^ \\t\\r\\n\\v\\f]{0,39}( ${W}){0,9}$`, 'u').test(s),
+    valid: (s) => new RegExp(`^${SUMMARY_FIRST_WORD}( ${W}){0,9}$`, 'u').test(s),
   },
   { name: 'extract, json object', body: { specialist: 'extract', prompt: STORY }, options: {}, valid: json({ type: 'object' }) },
   { name: 'extract, schema', body: { specialist: 'extract', prompt: STORY, schema: SCHEMA }, options: { schema: SCHEMA }, valid: json(SCHEMA) },
