@@ -34,11 +34,12 @@ export class AttentionKernel {
   readonly kernel: CompiledKernel;
   /** One invocation per (token, head) without barriers, for CPU adapters; else a workgroup per pair. */
   readonly serial: boolean;
-  constructor(ctx: KernelContext, variant: 'serial' | 'workgroup' = ctx.caps.software ? 'serial' : 'workgroup') {
+  /** `posChunk` (serial only): positions per inner loop, below llvmpipe's 65535-iteration loop cap; tests make it tiny. */
+  constructor(ctx: KernelContext, variant: 'serial' | 'workgroup' = ctx.caps.software ? 'serial' : 'workgroup', posChunk = 32768) {
     this.serial = variant === 'serial';
     const bindings = ['read', 'read', 'read', 'read', 'read', 'read', 'write'] as const;
     this.kernel = this.serial
-      ? ctx.kernel({ label: 'attention-serial', code: wgsl(io, serial), bindings, constants: { WG: SERIAL_WG } })
+      ? ctx.kernel({ label: 'attention-serial', code: wgsl(io, serial), bindings, constants: { WG: SERIAL_WG, POS_CHUNK: posChunk } })
       : ctx.kernel({ label: 'attention', code: wgsl(io, source), bindings });
   }
 

@@ -33,7 +33,12 @@ function attentionRef(q: Float32Array, keys: Float32Array[], values: Float32Arra
   return out;
 }
 
-describe.each(['workgroup', 'serial'] as const)('paged KV store + attention kernels (%s)', (variant) => {
+// The serial kernel walks positions in chunks under llvmpipe's loop cap; 7-position chunks check the seams.
+describe.each([
+  ['workgroup', undefined],
+  ['serial', undefined],
+  ['serial', 7],
+] as const)('paged KV store + attention kernels (%s, position chunk %s)', (variant, posChunk) => {
   for (const { heads, kvHeads, hd, pageSize, past0, new0, new1, window } of [
     { heads: 8, kvHeads: 4, hd: 8, pageSize: 16, past0: 5, new0: 1, new1: 3, window: 0 },
     { heads: 4, kvHeads: 1, hd: 64, pageSize: 4, past0: 150, new0: 2, new1: 70, window: 0 },
@@ -62,7 +67,7 @@ describe.each(['workgroup', 'serial'] as const)('paged KV store + attention kern
       const past = Array.from({ length: past0 }, (_, p) => ({ seq: 0, pos: p }));
 
       const kv = new KvStoreKernel(ctx);
-      const att = new AttentionKernel(ctx, variant);
+      const att = new AttentionKernel(ctx, variant, posChunk);
       const kCache = ctx.storage('k', numPages * pageSize * kvDim * 4);
       const vCache = ctx.storage('v', numPages * pageSize * kvDim * 4);
       const bPages = ctx.storage('pages', pageTable.byteLength, pageTable);
