@@ -1,5 +1,6 @@
 /** Measure llama.cpp (node-llama-cpp's prebuilt binaries) on the same file and the same token ids. */
 import type { LlamaContext } from 'node-llama-cpp';
+import { curveMaxTokens, curvePoint, curvePrompt, medianPoint, timeSequences, type CurvePoint, type EngineCurve } from './curve.ts';
 import { median, type BenchSpec, type Measurement } from './measure.ts';
 
 export async function measureLlamaCpp(spec: BenchSpec, opts: { gpu: false | 'cuda' | 'vulkan' | 'auto'; threads: number }): Promise<Measurement> {
@@ -37,7 +38,7 @@ export async function measureLlamaCpp(spec: BenchSpec, opts: { gpu: false | 'cud
   await model.dispose();
   return {
     engine: 'llama.cpp (node-llama-cpp)',
-    backend: opts.gpu === false ? `cpu, ${opts.threads} thread${opts.threads > 1 ? 's' : ''}` : `${llama.gpu || 'cpu'}`,
+    backend: backendName(llama.gpu, opts),
     promptTokens: prompt.length,
     generatedTokens: spec.genTokens,
     loadMs,
@@ -61,4 +62,50 @@ async function concurrent(context: LlamaContext, prompt: number[], genTokens: nu
   const counts = await Promise.all(Array.from({ length: n }, one));
   const seconds = (performance.now() - t0) / 1000;
   return { concurrentSequences: n, concurrentTokensPerSecond: Math.round((counts.reduce((a, b) => a + b, 0) / seconds) * 1000) / 1000 };
+}
+
+function backendName(gpu: string | false, opts: { gpu: false | 'cuda' | 'vulkan' | 'auto'; threads: number }): string {
+  return opts.gpu === false || !gpu ? `cpu, ${opts.threads} thread${opts.threads > 1 ? 's' : ''}` : gpu;
+}
+
+/**
+ * The batching curve (bench/curve.ts) on llama.cpp: one context with a sequence for each of the largest n
+ * (each sequence gets its own KV cells; batching on, node-llama-cpp's default "maximumParallelism"
+ * order), a batch big enough for all n prompts at once, and the bench's --threads.
+ */
+export async function measureLlamaCurve(spec: BenchSpec, sequences: readonly number[], opts: { gpu: false | 'cuda' | 'vulkan' | 'auto'; threads: number }): Promise<EngineCurve> {
+  const { getLlama } = await import('node-llama-cpp');
+  const llama = await getLlama({ gpu: opts.gpu, build: 'never', logLevel: 'error' as never });
+  const model = await llama.loadModel({ modelPath: spec.model, gpuLayers: opts.gpu === false ? 0 : 'max' });
+  const maxN = Math.max(...sequences);
+  const P = spec.prompt.length;
+  const context = await model.createContext({
+    threads: opts.threads,
+    contextSize: P + curveMaxTokens(maxN, P, spec.genTokens) + 8, // per sequence
+    sequences: maxN,
+    batchSize: Math.min(Math.max(512, maxN * P), 8192),
+    batching: { dispatchSchedule: 'nextCycle', itemPrioritizationStrategy: 'maximumParallelism' },
+  });
+  try {
+    const point = async (n: number, prompt: readonly number[], decodeTokens: number) => {
+      const { t0, stamps } = await timeSequences(n, decodeTokens, (i) => {
+        const seq = context.getSequence();
+        const tokens = seq.evaluate(curvePrompt(prompt, i) as never, { temperature: 0 });
+        return { tokens: (async function* () { for await (const _ of tokens) yield 1; })(), stop: () => seq.dispose() };
+      });
+      return curvePoint(prompt.length, t0, stamps);
+    };
+    for (const n of sequences) await point(n, spec.prompt.slice(0, Math.min(8, P)), 2); // warm-up
+    const points: CurvePoint[] = [];
+    for (const n of sequences) {
+      const runs: CurvePoint[] = [];
+      for (let r = 0; r < spec.runs; r++) runs.push(await point(n, spec.prompt, spec.genTokens));
+      points.push(medianPoint(runs));
+      process.stderr.write(`bench: llama.cpp curve ${n} sequences: prefill ${points.at(-1)!.prefillTokensPerSecond.toFixed(1)} tok/s, decode ${points.at(-1)!.decodeTokensPerSecond.toFixed(1)} tok/s\n`);
+    }
+    return { engine: 'llama.cpp (node-llama-cpp)', backend: backendName(llama.gpu, opts), points };
+  } finally {
+    await context.dispose();
+    await model.dispose();
+  }
 }

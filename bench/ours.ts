@@ -3,6 +3,10 @@ import type { WebGpuEngine } from '../engine/engine.ts';
 import { compileGrammar, GrammarInputError } from '../engine/grammar/index.ts';
 import { loadEngine } from '../engine/node.ts';
 import type { TokenConstraint } from '../engine/types.ts';
+import { readModelConfig } from '../engine/arch/index.ts';
+import { parseGguf } from '../engine/gguf/parse.ts';
+import { FileSource } from '../engine/loader/file-source.ts';
+import { curveMaxTokens, curvePoint, curvePrompt, medianPoint, timeSequences, type CurvePoint, type EngineCurve } from './curve.ts';
 import { median, type BenchSpec, type Measurement } from './measure.ts';
 
 export async function measureOurs(spec: BenchSpec, adapter: string | undefined): Promise<Measurement> {
@@ -56,6 +60,56 @@ async function measureConcurrent(engine: WebGpuEngine, prompt: number[], genToke
   const seconds = (performance.now() - t0) / 1000;
   const tokens = results.reduce((sum, r) => sum + r.completionTokens, 0);
   return { concurrentSequences: n, concurrentTokensPerSecond: round(tokens / seconds) };
+}
+
+/**
+ * The batching curve (bench/curve.ts): for each n in `sequences`, n different prompts at once, prefill and
+ * decode timed apart. A fresh engine with a slot and KV pages for every sequence of the largest n, so no
+ * request waits for admission.
+ */
+export async function measureOursCurve(spec: BenchSpec, sequences: readonly number[], adapter: string | undefined): Promise<EngineCurve> {
+  const maxN = Math.max(...sequences);
+  const P = spec.prompt.length;
+  const contextLength = P + curveMaxTokens(maxN, P, spec.genTokens) + 8;
+  const engine = await loadEngine({ model: spec.model, adapter, contextLength, maxSequences: maxN, kvCacheBytes: await kvCacheBytesFor(spec.model, contextLength, maxN) });
+  try {
+    const point = async (n: number, prompt: readonly number[], decodeTokens: number) => {
+      const done: Promise<unknown>[] = [];
+      const { t0, stamps } = await timeSequences(n, decodeTokens, (i) => {
+        const abort = new AbortController();
+        const gen = engine.generate({ tokens: curvePrompt(prompt, i), maxTokens: curveMaxTokens(n, prompt.length, decodeTokens), temperature: 0, stopAtEndOfGeneration: false, signal: abort.signal });
+        done.push(gen.result.catch(() => undefined));
+        return { tokens: (async function* () { for await (const c of gen) yield c.tokens.length; })(), stop: () => abort.abort() };
+      });
+      await Promise.all(done); // aborted sequences leave at the next step: the engine is idle again
+      return curvePoint(prompt.length, t0, stamps);
+    };
+    // Warm-up at every batch size: pipelines compiled and buffers touched for n rows.
+    for (const n of sequences) await point(n, spec.prompt.slice(0, Math.min(8, P)), 2);
+    const points: CurvePoint[] = [];
+    for (const n of sequences) {
+      const runs: CurvePoint[] = [];
+      for (let r = 0; r < spec.runs; r++) runs.push(await point(n, spec.prompt, spec.genTokens));
+      points.push(medianPoint(runs));
+      process.stderr.write(`bench: svc curve ${n} sequences: prefill ${points.at(-1)!.prefillTokensPerSecond.toFixed(1)} tok/s, decode ${points.at(-1)!.decodeTokensPerSecond.toFixed(1)} tok/s\n`);
+    }
+    return { engine: 'svc (WebGPU)', backend: engine.stats().adapter, points };
+  } finally {
+    await engine.dispose();
+  }
+}
+
+/** KV cache bytes for `sequences` slots of `contextLength` positions (f32 K and V, 16-position pages), at least the engine's default. */
+async function kvCacheBytesFor(model: string, contextLength: number, sequences: number): Promise<number> {
+  const source = new FileSource(model);
+  try {
+    const gguf = await parseGguf(source);
+    const cfg = readModelConfig(gguf.metadata, new Set(gguf.tensors.map((t) => t.name)));
+    const pageBytes = 16 * cfg.nKvHeads * cfg.headDim * 4;
+    return Math.max(512 * 2 ** 20, 2 * cfg.nLayers * pageBytes * Math.ceil(contextLength / 16) * sequences);
+  } finally {
+    await source.close();
+  }
 }
 
 const BENCH_SCHEMA = {

@@ -13,12 +13,14 @@ import { parseGguf } from '../engine/gguf/parse.ts';
 import { FileSource } from '../engine/loader/file-source.ts';
 import { createTokenizer } from '../engine/tokenizer/index.ts';
 import { intOption } from '../cli/options.ts';
-import { measureLlamaCpp } from './llama-peer.ts';
+import { measureLlamaCpp, measureLlamaCurve } from './llama-peer.ts';
 import { benchPrompt, type BenchSpec, type Measurement } from './measure.ts';
 import { efficiency, weightTraffic } from './efficiency.ts';
 import { limitsChoices, measureLimits, type LimitsRun } from './limits.ts';
 import { formatLimitsTable } from './limits-table.ts';
-import { measureOurs } from './ours.ts';
+import { measureOurs, measureOursCurve } from './ours.ts';
+import { parseCurve, type EngineCurve } from './curve.ts';
+import { formatCurveTable } from './curve-table.ts';
 import { formatTable } from './table.ts';
 
 const program = new Command()
@@ -28,7 +30,8 @@ const program = new Command()
   .option('-p, --prompt-tokens <n>', 'prompt length in tokens', intOption('--prompt-tokens', 1), 128)
   .option('-n, --gen-tokens <n>', 'tokens to generate', intOption('--gen-tokens', 2), 64)
   .option('-r, --runs <n>', 'timed runs per engine (median reported)', intOption('--runs', 1), 3)
-  .option('-c, --concurrency <n>', 'also measure aggregate throughput of n sequences at once', intOption('--concurrency', 1, 64), 4)
+  .option('-c, --concurrency <n>', 'also measure aggregate throughput of n sequences at once, prefill included (1 = skip)', intOption('--concurrency', 1, 64), 4)
+  .option('--curve [list]', 'batching curve: prefill and decode tok/s apart for each number of concurrent sequences (default 1,4,8,16)', parseCurve)
   .option('--adapter <choice>', 'our WebGPU adapter: auto, gpu, swiftshader, llvmpipe')
   .option('--llama-gpu <kind>', 'llama.cpp backend: false (CPU), auto, cuda, vulkan', 'false')
   .option('--threads <n>', 'llama.cpp CPU threads', intOption('--threads', 1), 1)
@@ -37,7 +40,9 @@ const program = new Command()
   .option('--out <dir>', 'results folder', 'bench/results')
   .parse();
 
-const o = program.opts<{ model?: string; limits?: boolean; promptTokens: number; genTokens: number; runs: number; concurrency: number; adapter?: string; llamaGpu: string; threads: number; llama: boolean; label: string; out: string }>();
+const o = program.opts<{ model?: string; limits?: boolean; promptTokens: number; genTokens: number; runs: number; concurrency: number; adapter?: string; llamaGpu: string; threads: number; llama: boolean; label: string; out: string; curve?: number[] | true }>();
+// Commander passes `true` for a bare --curve without calling the parser.
+const curve = o.curve === true ? parseCurve(true) : o.curve;
 
 if (!o.model && !o.limits) program.error('bench: give --model <path>, --limits, or both');
 
@@ -70,6 +75,12 @@ if (o.llama) {
   const gpu = o.llamaGpu === 'false' ? false : (o.llamaGpu as 'auto' | 'cuda' | 'vulkan');
   results.push(await measureLlamaCpp(spec, { gpu, threads: o.threads }));
 }
+const curves: EngineCurve[] = [];
+if (curve) {
+  process.stderr.write(`bench: batching curve for ${curve.join(', ')} sequences, ${prompt.length} prompt tokens each, ${o.genTokens} decode tokens each\n`);
+  curves.push(await measureOursCurve(spec, curve, o.adapter));
+  if (o.llama) curves.push(await measureLlamaCurve(spec, curve, { gpu: o.llamaGpu === 'false' ? false : (o.llamaGpu as 'auto' | 'cuda' | 'vulkan'), threads: o.threads }));
+}
 // Percentages only where the same run probed the adapter the engine used (its backend is the choice name).
 const traffic = weightTraffic(gguf.tensors);
 for (const r of results) r.efficiency = efficiency(r, traffic, limits?.measured.find((l) => l.adapter === r.backend));
@@ -80,9 +91,11 @@ const report = {
   model: { path: model, name: gguf.metadata.optionalString('general.name'), architecture: gguf.metadata.optionalString('general.architecture'), bytes: gguf.fileSize, weightBytesPerToken: traffic.bytes, weightParams: traffic.params },
   spec: { promptTokens: prompt.length, genTokens: o.genTokens, runs: o.runs, concurrency: o.concurrency },
   results,
+  ...(curves.length > 0 ? { curve: { sequences: curve, decodeTokensPerSequence: o.genTokens, engines: curves } } : {}),
   ...(limits ? { limits } : {}),
 };
 process.stdout.write(formatTable(report.results) + '\n');
+if (curves.length > 0) process.stdout.write('\nBatching curve (prefill and decode timed apart; bench/curve.ts):\n' + formatCurveTable(curves) + '\n');
 writeReport(`${date.slice(0, 10)}-${o.label}-${model.split('/').pop()!.replace(/\.gguf$/, '')}.json`, report);
 process.exit(0);
 
