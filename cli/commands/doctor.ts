@@ -25,6 +25,7 @@ export function registerDoctor(program: Command): void {
         chosen: sel.choice,
         adapter: describeAdapter(sel.adapterInfo),
         featureLevel: sel.featureLevel,
+        why: sel.reason,
         software: sel.caps.software,
         skipped: sel.skipped,
         adapterFeatures: sel.adapterFeatures,
@@ -40,6 +41,7 @@ export function registerDoctor(program: Command): void {
       }
       const out: string[] = [];
       out.push(`adapter:        ${report.chosen} (${report.adapter})`);
+      out.push(`why:            ${report.why}`);
       out.push(`feature level:  ${report.featureLevel}${report.software ? ', software (CPU) adapter' : ''}`);
       for (const s of report.skipped) out.push(`skipped:        ${s.name}: ${s.reason}`);
       out.push(`engine uses:    shader-f16 ${yes(report.engineUses.f16)}, subgroups ${yes(report.engineUses.subgroups)}${report.engineUses.subgroupSize ? ` (size ${report.engineUses.subgroupSize.join('-')})` : ''}, timestamp-query ${yes(report.engineUses.timestamps)}`);

@@ -7,8 +7,10 @@ export const ADAPTER_CHOICES: readonly AdapterChoice[] = ['auto', 'gpu', 'swifts
 /** One way of getting an adapter on this platform, tried in order. */
 export interface AdapterCandidate {
   name: Exclude<AdapterChoice, 'auto'>;
+  /** Why `auto` tries this candidate where it does in the order (`svc doctor` prints it for the chosen one). */
+  why?: string;
   /** Returns an adapter, or a sentence saying why there is none. */
-  open(): Promise<{ adapter: GPUAdapter; software: boolean; featureLevel: 'core' | 'compatibility' } | string>;
+  open(): Promise<{ adapter: GPUAdapter; software: boolean; featureLevel: 'core' | 'compatibility'; blockingSubmit?: boolean } | string>;
 }
 
 export interface SelectedDevice {
@@ -18,6 +20,13 @@ export interface SelectedDevice {
   caps: GpuCaps;
   choice: Exclude<AdapterChoice, 'auto'>;
   featureLevel: 'core' | 'compatibility';
+  /**
+   * `queue.submit` runs the work before returning, on the calling thread (Dawn's OpenGL ES backend on
+   * llvmpipe), instead of handing it to the device.
+   */
+  blockingSubmit: boolean;
+  /** Why this adapter: the candidate's place in the automatic order, or that the caller forced it. */
+  reason: string;
   /** Adapters that were tried before this one, and why each was passed over. */
   skipped: { name: string; reason: string }[];
   /** Every feature the adapter offers (the device enables only those the engine uses). */
@@ -81,7 +90,7 @@ export async function selectDevice(candidates: AdapterCandidate[], choice: Adapt
       skipped.push({ name: candidate.name, reason: opened });
       continue;
     }
-    const { adapter, software, featureLevel } = opened;
+    const { adapter, software, featureLevel, blockingSubmit = false } = opened;
     const requiredFeatures = WANTED_FEATURES.filter((f) => adapter.features.has(f));
     const requiredLimits: Record<string, number> = {};
     const limits = adapterLimits(adapter);
@@ -94,6 +103,8 @@ export async function selectDevice(candidates: AdapterCandidate[], choice: Adapt
       caps: readCaps(device, adapterInfo, software),
       choice: candidate.name,
       featureLevel,
+      blockingSubmit,
+      reason: choice === 'auto' ? (candidate.why ?? `first adapter in the automatic order that opened`) : `forced (adapter choice "${choice}")`,
       skipped,
       adapterFeatures: [...adapter.features].map(String).sort(),
       adapterLimits: limits,
