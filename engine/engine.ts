@@ -11,6 +11,7 @@ import { Sequence } from './generate/sequence.ts';
 import type { SelectedDevice } from './gpu/select.ts';
 import { parseGguf, type GgufFile } from './gguf/parse.ts';
 import { PagedKvCache } from './kv/paged-cache.ts';
+import { PrefixCache, type PrefixCacheStats } from './kv/prefix-cache.ts';
 import type { ModelSource } from './loader/source.ts';
 import { loadWeights, type LoadProgress } from './model/load-weights.ts';
 import type { MatrixKernels } from './model/matrix.ts';
@@ -33,6 +34,12 @@ export interface EngineOptions {
   kvCacheBytes?: number;
   /** Positions per KV page (default 16). */
   pageSize?: number;
+  /**
+   * Share the KV pages of common prompt prefixes between requests (default true): a request whose
+   * prompt begins with full pages an earlier one computed skips their prefill. Cached pages no request
+   * uses are evicted, least recently used first, whenever a request needs the room.
+   */
+  prefixCache?: boolean;
   onProgress?: LoadProgress;
 }
 
@@ -47,6 +54,8 @@ export interface EngineStats {
   lastStepDispatches: number;
   activeSequences: number;
   waitingSequences: number;
+  /** The prefix cache's counters, or null when it is off. */
+  prefixCache: PrefixCacheStats | null;
 }
 
 export class WebGpuEngine implements TextEngine {
@@ -91,7 +100,7 @@ export class WebGpuEngine implements TextEngine {
       maxSeqLength: contextLength,
       budgetBytes: Math.max(opts.kvCacheBytes ?? 512 * 2 ** 20, fullContextBytes + 2 * cfg.nLayers * pageSize * kvDim * 4),
     });
-    const transformer = new Transformer(ctx, cfg, weights, cache, matrices, { maxTokensPerStep, maxRowsPerStep: maxSequences });
+    const transformer = new Transformer(ctx, cfg, weights, cache, matrices, { maxTokensPerStep, maxRowsPerStep: maxSequences }, selected.blockingSubmit ? yieldToHost : undefined);
     const scheduler = new Scheduler(transformer, cache.allocator, () => cache.syncPageTable());
     let parameterCount = 0;
     for (const t of gguf.tensors) parameterCount += t.elements;
@@ -105,7 +114,28 @@ export class WebGpuEngine implements TextEngine {
       source: source.name,
     };
     await source.close?.();
-    return new WebGpuEngine(info, cfg, tokenizer, selected, weights, cache, transformer, scheduler);
+    const engine = new WebGpuEngine(info, cfg, tokenizer, selected, weights, cache, transformer, scheduler);
+    engine.setPrefixCache(opts.prefixCache ?? true);
+    return engine;
+  }
+
+  /**
+   * Turn prefix sharing on or off (EngineOptions.prefixCache). Turning it off drops every cached page
+   * no request is using; running requests keep the pages they share.
+   */
+  setPrefixCache(enabled: boolean): void {
+    const current = this.scheduler.prefixCache;
+    if (enabled === (current !== undefined)) return;
+    const pages = this.cache.allocator;
+    if (enabled) {
+      const prefix = new PrefixCache(pages);
+      pages.reclaimer = (n) => void prefix.evict(n);
+      this.scheduler.prefixCache = prefix;
+    } else {
+      current!.clear();
+      pages.reclaimer = undefined;
+      this.scheduler.prefixCache = undefined;
+    }
   }
 
   /** Starts a generation. Invalid options throw EngineInputError at once (naming the option). */
@@ -195,6 +225,7 @@ export class WebGpuEngine implements TextEngine {
       lastStepDispatches: this.transformer.lastDispatches,
       activeSequences: this.scheduler.activeCount,
       waitingSequences: this.scheduler.waitingCount,
+      prefixCache: this.scheduler.prefixCache?.stats() ?? null,
     };
   }
 
@@ -212,4 +243,10 @@ export class WebGpuEngine implements TextEngine {
     for (const b of this.weights.buffers) b.destroy();
     this.selected.device.destroy();
   }
+}
+
+/** Let the thread's queued work (I/O callbacks, timers) run: setImmediate where it exists (Node), else a task. */
+function yieldToHost(): Promise<void> {
+  const g = globalThis as { setImmediate?: (fn: () => void) => void };
+  return new Promise((resolve) => (g.setImmediate ? g.setImmediate(resolve) : setTimeout(resolve, 0)));
 }

@@ -93,6 +93,12 @@ export class Transformer implements StepRunner {
     private readonly cache: PagedKvCache,
     matrices: MatrixKernels,
     limits: { maxTokensPerStep: number; maxRowsPerStep: number },
+    /**
+     * Where `queue.submit` runs the work before it returns (llvmpipe through Dawn's OpenGL ES backend), a
+     * step is submitted a layer at a time and this is awaited in between, so the thread's other work
+     * (HTTP, timers) waits for one layer rather than a whole step.
+     */
+    private readonly yieldBetweenLayers?: () => Promise<void>,
   ) {
     this.maxTokensPerStep = limits.maxTokensPerStep;
     this.maxRowsPerStep = limits.maxRowsPerStep;
@@ -250,9 +256,18 @@ export class Transformer implements StepRunner {
     const device = this.ctx.device;
     const arena = this.arena;
     arena.reset();
-    const enc = device.createCommandEncoder({ label: 'step' });
-    const pass = enc.beginComputePass({ label: 'step' });
-    this.encodeForward(pass, T);
+    // One command buffer per step, or per layer where submit blocks (see yieldBetweenLayers).
+    const segments: GPUCommandBuffer[] = [];
+    const split = this.yieldBetweenLayers !== undefined;
+    let enc = device.createCommandEncoder({ label: 'step' });
+    let pass = enc.beginComputePass({ label: 'step' });
+    this.encodeForward(pass, T, split ? () => {
+      pass.end();
+      segments.push(enc.finish());
+      enc = device.createCommandEncoder({ label: 'step' });
+      pass = enc.beginComputePass({ label: 'step' });
+      return pass;
+    } : undefined);
     if (R > 0) this.encodeHead(pass, R);
     pass.end();
     this.lastDispatches = arena.slotsUsed;
@@ -266,6 +281,10 @@ export class Transformer implements StepRunner {
       }
     }
     arena.flush();
+    for (const segment of segments) {
+      device.queue.submit([segment]);
+      await this.yieldBetweenLayers!();
+    }
     device.queue.submit([enc.finish()]);
     if (R === 0) {
       await device.queue.onSubmittedWorkDone();
@@ -294,7 +313,9 @@ export class Transformer implements StepRunner {
     return this.capturedLogits.slice(row * V, (row + 1) * V);
   }
 
-  private encodeForward(pass: GPUComputePassEncoder, T: number): void {
+  /** `afterLayer` (if given) is called after each layer but the last; it may replace the pass. */
+  private encodeForward(firstPass: GPUComputePassEncoder, T: number, afterLayer?: () => GPUComputePassEncoder): void {
+    let pass = firstPass;
     const cfg = this.cfg;
     const a = this.arena;
     const k = this.k;
@@ -337,6 +358,7 @@ export class Transformer implements StepRunner {
       for (const p of L.gateUp) p.encode(pass, a, T);
       k.swiglu.encode(pass, a, L.swiglu, { tokens: T, n: cfg.ffnDim, gateOffset: 0, upOffset: cfg.ffnDim, inStride: 2 * cfg.ffnDim });
       L.down.encode(pass, a, T);
+      if (afterLayer && L !== this.layers[this.layers.length - 1]) pass = afterLayer();
     }
   }
 

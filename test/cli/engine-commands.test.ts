@@ -50,13 +50,17 @@ describe('svc doctor', () => {
   it('reports the chosen adapter, its features and limits, and why others were skipped', async () => {
     const r = await runCli(['doctor', '--json']);
     expect(r.code).toBe(0);
-    const report = JSON.parse(r.stdout) as { chosen: string; skipped: { name: string; reason: string }[]; limits: Record<string, number>; adapterFeatures: string[] };
+    const report = JSON.parse(r.stdout) as { chosen: string; why: string; skipped: { name: string; reason: string }[]; limits: Record<string, number>; adapterFeatures: string[] };
     expect(['gpu', 'swiftshader', 'llvmpipe']).toContain(report.chosen);
+    // Without a GPU the faster software adapter comes first, and doctor says so.
+    if (report.chosen !== 'gpu') expect(report.chosen).toBe('llvmpipe');
+    expect(report.why).toMatch(report.chosen === 'gpu' ? /real GPU/ : /faster software adapter/);
     expect(report.limits.maxStorageBufferBindingSize).toBeGreaterThan(0);
     if (report.chosen !== 'gpu') expect(report.skipped.map((s) => s.name)).toContain('gpu');
     for (const s of report.skipped) expect(s.reason.length).toBeGreaterThan(10);
     const forced = await runCli(['doctor', '--json', '--adapter', 'llvmpipe']);
     expect(JSON.parse(forced.stdout).chosen).toBe('llvmpipe');
+    expect(JSON.parse(forced.stdout).why).toMatch(/forced/);
     const wrong = await runCli(['doctor', '--adapter', 'quantum']);
     expect(wrong.code).not.toBe(0);
     expect(wrong.stderr).toMatch(/--adapter "quantum" is not one of/);
