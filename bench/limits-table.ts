@@ -11,9 +11,7 @@ export function formatLimitsTable(reports: readonly AdapterLimitsReport[]): stri
     r.dispatchUs.toFixed(1),
     r.roundTripUs.toFixed(0),
   ]);
-  const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
-  const line = (cells: string[]) => '| ' + cells.map((c, i) => c.padEnd(widths[i])).join(' | ') + ' |';
-  const table = [line(head), '|' + widths.map((w) => '-'.repeat(w + 2)).join('|') + '|', ...body.map(line)];
+  const table = markdownTable(head, body);
   const details = reports.flatMap((r) => {
     const layouts = [...new Set(r.streamReadVariants.map((v) => v.layout))];
     const reads = layouts.map((l) => `${l} ` + r.streamReadVariants.filter((v) => v.layout === l).map((v) => `${v.workgroupSize}:${v.GBps.toFixed(2)}`).join(' '));
@@ -22,5 +20,16 @@ export function formatLimitsTable(reports: readonly AdapterLimitsReport[]): stri
     );
     return [`${r.adapter} read GB/s by layout and workgroup size: ${reads.join('; ')}`, `${r.adapter} FMA GFLOP/s by accumulators and workgroup size: ${fmas.join('; ')}`];
   });
-  return [...table, ...details].join('\n');
+  const kernelHead = ['adapter', 'kernel', 'weights', 'dispatches', 'ms', 'GB/s', '% read'];
+  const kernelBody = reports.flatMap((r) =>
+    (r.kernels ?? []).map((k) => [r.adapter, `matvec ${k.variant} ${k.type}`, `${k.shape}, ${(k.weightBytes / 2 ** 20).toFixed(0)} MiB`, String(k.dispatches), k.ms.toFixed(2), k.GBps.toFixed(2), k.percentOfRead.toFixed(0)]),
+  );
+  const kernels = kernelBody.length > 0 ? ['', 'Decode matrix-vector kernels (t = 1) against the streaming-read limit:', ...markdownTable(kernelHead, kernelBody)] : [];
+  return [...table, ...details, ...kernels].join('\n');
+}
+
+function markdownTable(head: string[], body: string[][]): string[] {
+  const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
+  const line = (cells: string[]) => '| ' + cells.map((c, i) => c.padEnd(widths[i])).join(' | ') + ' |';
+  return [line(head), '|' + widths.map((w) => '-'.repeat(w + 2)).join('|') + '|', ...body.map(line)];
 }

@@ -4,13 +4,24 @@
  */
 import { ADAPTER_CHOICES, describeAdapter, NoAdapterError, type AdapterChoice } from '../engine/gpu/select.ts';
 import { adapterChoiceFromEnv, openNodeDevice } from '../engine/platform/node.ts';
+import { typeName } from '../engine/gguf/types.ts';
+import { matvecVariant } from '../kernels/matvec.ts';
 import { measureAdapterLimits, type AdapterLimits, type ProbeOptions } from '../kernels/probes/limits.ts';
+import { MATVEC_PROBE_TYPES, matvecShapes, measureMatVec, type MatVecRate } from '../kernels/probes/measure-matvec.ts';
+import { KernelContext } from '../kernels/runtime/context.ts';
+
+/** A decode kernel's weight streaming rate, as a share of the same adapter's streaming-read limit. */
+export interface KernelStanding extends MatVecRate {
+  percentOfRead: number;
+}
 
 export interface AdapterLimitsReport extends AdapterLimits {
   /** The adapter choice (swiftshader, llvmpipe, gpu), as the engine's measurement names its backend. */
   adapter: string;
   description: string;
   featureLevel: string;
+  /** The engine's decode matrix-vector kernels on this adapter (the variant it picks), per weight type. */
+  kernels: KernelStanding[];
 }
 
 export interface LimitsRun {
@@ -41,7 +52,15 @@ export async function measureLimits(choices: readonly AdapterChoice[], opts: Pro
     }
     try {
       const limits = await measureAdapterLimits(sel.device, sel.caps, { ...opts, onProgress: (what) => log(`limits: ${sel.choice}: ${what}`) });
-      run.measured.push({ adapter: sel.choice, description: describeAdapter(sel.adapterInfo), featureLevel: sel.featureLevel, ...limits });
+      const ctx = new KernelContext(sel.device, sel.caps);
+      const kernels: KernelStanding[] = [];
+      for (const type of MATVEC_PROBE_TYPES) {
+        log(`limits: ${sel.choice}: ${typeName(type)} matrix-vector kernel`);
+        for (const r of await measureMatVec(ctx, type, matvecVariant(sel.caps), matvecShapes()(type))) {
+          kernels.push({ ...r, percentOfRead: (100 * r.GBps) / limits.streamReadGBps });
+        }
+      }
+      run.measured.push({ adapter: sel.choice, description: describeAdapter(sel.adapterInfo), featureLevel: sel.featureLevel, ...limits, kernels });
     } finally {
       sel.device.destroy();
     }

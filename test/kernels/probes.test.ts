@@ -6,6 +6,9 @@ import { describe, expect, it } from 'vitest';
 import { EmptyProbe } from '../../kernels/probes/empty.ts';
 import { FmaProbe, fmaReference } from '../../kernels/probes/fma.ts';
 import { measureAdapterLimits } from '../../kernels/probes/limits.ts';
+import { MATVEC_PROBE_TYPES, measureMatVec } from '../../kernels/probes/measure-matvec.ts';
+import { matvecVariant } from '../../kernels/matvec.ts';
+import { typeName } from '../../engine/gguf/types.ts';
 import { STREAM_LAYOUTS, StreamReadProbe, type StreamLayout } from '../../kernels/probes/stream-read.ts';
 import { readF32, readU32, runPass, testContext } from '../helpers/gpu.ts';
 import { rng } from '../helpers/random.ts';
@@ -104,5 +107,17 @@ describe('adapter probes', () => {
     expect(Math.max(...limits.streamReadVariants.map((v) => v.GBps))).toBe(limits.streamReadGBps);
     // Plain JSON: what the bench writes and doctor --json prints.
     expect(JSON.parse(JSON.stringify(limits))).toEqual(limits);
+  });
+
+  it('the matrix-vector probe checks each kernel\'s output and times every product of a shape', async () => {
+    const ctx = await testContext();
+    const shapes = [{ label: 'two shapes', products: [{ n: 70, k: 512, copies: 2 }, { n: 33, k: 256, copies: 3 }] }];
+    for (const type of MATVEC_PROBE_TYPES) {
+      const [rate] = await measureMatVec(ctx, type, matvecVariant(ctx.caps), shapes, 1);
+      expect(rate.type).toBe(typeName(type));
+      expect(rate.dispatches).toBe(5);
+      expect(rate.weightBytes).toBeGreaterThan(0);
+      expect(Number.isFinite(rate.GBps) && rate.GBps > 0).toBe(true);
+    }
   });
 });

@@ -1,0 +1,117 @@
+/**
+ * How fast each decode matrix-vector kernel streams its weights, so a kernel can be read as a share of
+ * the adapter's streaming-read limit (measure-stream.ts). Two shapes per weight type:
+ *   - "long": one product over a matrix bigger than the CPU's last-level cache (the kernel's own rate);
+ *   - "model": a decode step's products for SmolLM2-135M-like layers (576 wide, 1536 FFN), each layer
+ *     with its own weights, so the short dispatches and their launch cost count as they do in decode.
+ * The weights are a constant byte pattern (every scale a small normal f16), so timing does not depend
+ * on the values; correctness is the kernel tests' job.
+ */
+import { dequantize } from '../../engine/gguf/quant/index.ts';
+import { GgmlType, tensorByteSize, typeName } from '../../engine/gguf/types.ts';
+import { MatVecKernel, type MatVecVariant } from '../matvec.ts';
+import { gpuLayout } from '../quant/layouts.ts';
+import { ParamArena } from '../runtime/arena.ts';
+import type { KernelContext } from '../runtime/context.ts';
+import { readWords } from './readback.ts';
+import { bestOf, onePass, submitMs } from './timing.ts';
+
+/** The decode weight types whose matrix-vector kernels are measured. */
+export const MATVEC_PROBE_TYPES = [GgmlType.Q8_0, GgmlType.Q4_0, GgmlType.Q4_K, GgmlType.Q6_K, GgmlType.F16] as const;
+
+const PATTERN = 0x11;
+const X = 0.5;
+
+export interface MatVecShape {
+  label: string;
+  /** Products of one step: rows n, columns k, how many distinct matrices of that shape. */
+  products: { n: number; k: number; copies: number }[];
+}
+
+export interface MatVecRate {
+  type: string;
+  variant: MatVecVariant;
+  shape: string;
+  weightBytes: number;
+  dispatches: number;
+  ms: number;
+  GBps: number;
+}
+
+const LAYERS = 30;
+
+export function matvecShapes(longBytes = 96 * 2 ** 20): (type: GgmlType) => MatVecShape[] {
+  return (type) => {
+    const row = gpuLayout(type).rowBytes(1536);
+    return [
+      { label: 'long 1536-wide', products: [{ n: Math.floor(longBytes / row), k: 1536, copies: 1 }] },
+      {
+        label: `model ${LAYERS} layers`,
+        products: [
+          { n: 576, k: 576, copies: 2 * LAYERS },
+          { n: 192, k: 576, copies: 2 * LAYERS },
+          { n: 1536, k: 576, copies: 2 * LAYERS },
+          { n: 576, k: 1536, copies: LAYERS },
+        ],
+      },
+    ];
+  };
+}
+
+/** Time `variant` on every shape; the best of `runs` submits of one pass holding the step's products. */
+export async function measureMatVec(ctx: KernelContext, type: GgmlType, variant: MatVecVariant, shapes: MatVecShape[], runs = 5): Promise<MatVecRate[]> {
+  const layout = gpuLayout(type);
+  const kernel = new MatVecKernel(ctx, type, 1, variant);
+  const out: MatVecRate[] = [];
+  for (const shape of shapes) {
+    const bufs: GPUBuffer[] = [];
+    const jobs: { group: GPUBindGroup; n: number; k: number }[] = [];
+    let weightBytes = 0;
+    const maxK = Math.max(...shape.products.map((p) => p.k));
+    const maxN = Math.max(...shape.products.map((p) => p.n));
+    const x = ctx.storage('mv-x', maxK * 4, new Float32Array(maxK).fill(X));
+    const y = ctx.storage('mv-y', maxN * 4);
+    bufs.push(x, y);
+    for (const p of shape.products) {
+      const bytes = p.n * layout.rowBytes(p.k);
+      for (let c = 0; c < p.copies; c++) {
+        const w = ctx.storage('mv-w', bytes, new Uint8Array(bytes).fill(PATTERN));
+        bufs.push(w);
+        jobs.push({ group: kernel.bind(w, x, y), n: p.n, k: p.k });
+        weightBytes += bytes;
+      }
+    }
+    const arena = new ParamArena(ctx, jobs.length);
+    const once = () => {
+      const commands = onePass(ctx.device, (pass) => {
+        arena.reset();
+        for (const j of jobs) kernel.encode(pass, arena, j.group, { t: 1, n: j.n, k: j.k });
+      });
+      arena.flush();
+      return submitMs(ctx.device, commands);
+    };
+    ctx.device.pushErrorScope('validation');
+    await once(); // compile and touch every buffer
+    const error = await ctx.device.popErrorScope();
+    if (error) throw new Error(`matvec probe ${typeName(type)}/${variant}: ${error.message}`);
+    await checkFirstOutput(ctx, type, shape.products[shape.products.length - 1].k, y);
+    const ms = await bestOf(runs, once);
+    out.push({ type: typeName(type), variant, shape: shape.label, weightBytes, dispatches: jobs.length, ms, GBps: weightBytes / ms / 1e6 });
+    for (const b of bufs) b.destroy();
+    arena.buffer.destroy();
+  }
+  return out;
+}
+
+/**
+ * Every row of the pattern matrix dots x to the same value; the last product's first output must be it,
+ * so a kernel that skipped part of its work is caught rather than reported as fast.
+ */
+async function checkFirstOutput(ctx: KernelContext, type: GgmlType, k: number, y: GPUBuffer): Promise<void> {
+  const fileRow = new Uint8Array(tensorByteSize(type, k)).fill(PATTERN);
+  const want = dequantize(type, fileRow, k).reduce((a, v) => a + v * X, 0);
+  const got = new Float32Array(new Uint32Array(await readWords(ctx.device, y, 1)).buffer)[0];
+  if (!(Math.abs(got - want) <= 1e-3 * Math.abs(want) + 1e-6)) {
+    throw new Error(`matvec probe ${typeName(type)}: output ${got} is not the expected ${want}; the kernel did not do the whole product`);
+  }
+}
