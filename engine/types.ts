@@ -93,10 +93,15 @@ export interface GenerationTimings {
   timeToFirstTokenMs: number;
   prefillMs: number;
   decodeMs: number;
+  /** Prompt tokens computed per second of prefill (the prefill tokens below, not the whole prompt). */
   prefillTokensPerSecond: number;
   decodeTokensPerSecond: number;
   /** Time spent waiting for the engine to be free (other requests) before prefill started. */
   queuedMs: number;
+  /** Prompt tokens whose KV came from the prefix cache (whole pages shared with earlier requests). */
+  cachedPromptTokens: number;
+  /** Prompt tokens left for prefill to compute: promptTokens - cachedPromptTokens (at least 1). */
+  prefillTokens: number;
 }
 
 export interface GenerationResult {

@@ -4,6 +4,7 @@
  * is admitted when a cache slot and pages for its whole length are free, so it never stalls mid-way.
  */
 import type { PageAllocator } from '../kv/page-allocator.ts';
+import type { PrefixCache } from '../kv/prefix-cache.ts';
 import { sampleCandidates } from './candidate-sampler.ts';
 import { needsCandidates } from './options.ts';
 import { Sequence, type StopReason } from './sequence.ts';
@@ -29,6 +30,8 @@ export class Scheduler {
     private readonly pages: PageAllocator,
     /** Called before each step so the page table reaches the GPU. */
     private readonly syncPages: () => void,
+    /** Shares full KV pages between sequences by token prefix; undefined turns sharing off. */
+    public prefixCache?: PrefixCache,
   ) {}
 
   get activeCount(): number {
@@ -73,12 +76,19 @@ export class Scheduler {
       const seq = this.waiting[0];
       const slot = this.pages.acquireSlot();
       if (slot === undefined) return;
+      // The cached run of the prompt's full pages, mapped first so that reserve() cannot evict them; the
+      // prompt's last token is always computed, so the sampler has its logits.
+      const shared = this.prefixCache?.match(seq.prompt, seq.prompt.length - 1) ?? [];
+      this.pages.share(slot, shared);
       if (!this.pages.reserve(slot, seq.maxLength)) {
         this.pages.release(slot);
         return;
       }
       this.waiting.shift();
       seq.slot = slot;
+      seq.cached = seq.cachedPromptTokens = shared.length * this.pages.pageSize;
+      seq.listedPages = shared.length;
+      this.prefixCache?.recordLookup(seq.cachedPromptTokens);
       seq.admittedAt = performance.now();
       this.running.push(seq);
     }
@@ -144,6 +154,7 @@ export class Scheduler {
       if (tokens.length > budget || !this.hold(seq)) continue;
       const mask = this.maskOf(seq);
       if (mask === false) continue;
+      this.assertWritable(seq, tokens.length);
       let last = -1;
       tokens.forEach((t, i) => (last = r.addToken(t, seq.cached + i, seq.slot)));
       seq.pendingWrite = tokens.length;
@@ -157,6 +168,7 @@ export class Scheduler {
       if (endsPrompt && (this.rowSeq.length >= r.maxRowsPerStep || !this.hold(seq))) continue;
       const mask = endsPrompt ? this.maskOf(seq) : null;
       if (mask === false) continue;
+      this.assertWritable(seq, n);
       let last = -1;
       for (let i = 0; i < n; i++) last = r.addToken(seq.prompt[seq.cached + i], seq.cached + i, seq.slot);
       budget -= n;
@@ -164,6 +176,27 @@ export class Scheduler {
       if (endsPrompt) this.addRow(seq, last, mask);
     }
     return budget < r.maxTokensPerStep;
+  }
+
+  /**
+   * The pages that positions `cached`... `cached + n - 1` of the sequence go to are its own: a page it
+   * shares (a cached prefix, or its own page the prefix cache lists) is full and is never written again.
+   */
+  private assertWritable(seq: Sequence, n: number): void {
+    const ps = this.pages.pageSize;
+    for (let p = seq.cached - (seq.cached % ps); p < seq.cached + n; p += ps) {
+      const page = this.pages.pageAt(seq.slot, p);
+      if (this.pages.refCount(page) !== 1) throw new Error(`sequence ${seq.id} would write position ${Math.max(p, seq.cached)} into page ${page}, which is shared (${this.pages.refCount(page)} references)`);
+    }
+  }
+
+  /** List the sequence's newly full pages (prompt and generated tokens written so far) in the prefix cache. */
+  private listPages(seq: Sequence): void {
+    const full = Math.floor(seq.cached / this.pages.pageSize);
+    if (!this.prefixCache || full <= seq.listedPages) return;
+    const tokens = seq.cached <= seq.prompt.length ? seq.prompt : [...seq.prompt, ...seq.generated];
+    this.prefixCache.insert(tokens, this.pages.pagesOfSlot(seq.slot).slice(0, full));
+    seq.listedPages = full;
   }
 
   /** Pin the sequence's constraint for this step; false (and noted) if its thread is busy now. */
@@ -212,6 +245,7 @@ export class Scheduler {
     for (const seq of this.running) {
       seq.cached += seq.pendingWrite;
       seq.pendingWrite = 0;
+      this.listPages(seq);
     }
     this.rowSeq.forEach((seq, row) => {
       let { token, logprob } = this.runner.sampled(row);

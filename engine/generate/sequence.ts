@@ -17,6 +17,10 @@ export class Sequence {
   cached = 0;
   /** Tokens added to the step now running (counted as cached once it completes). */
   pendingWrite = 0;
+  /** Prompt tokens whose KV pages came from the prefix cache at admission (not computed). */
+  cachedPromptTokens = 0;
+  /** Leading full pages of this sequence the prefix cache lists already. */
+  listedPages = 0;
   /** Generated tokens a constraint forced (jump-forward). */
   forced = 0;
   readonly generated: number[] = [];
@@ -140,6 +144,7 @@ export class Sequence {
     const prefillMs = first - admitted;
     const decodeMs = now - first;
     const n = this.generated.length;
+    const prefillTokens = this.prompt.length - this.cachedPromptTokens;
     this.queue.finish({
       finishReason: reason === 'max-tokens' || reason === 'context-full' ? 'length' : 'stop',
       stoppedBy: reason,
@@ -153,8 +158,10 @@ export class Sequence {
         queuedMs: admitted - this.createdAt,
         prefillMs,
         decodeMs,
-        prefillTokensPerSecond: prefillMs > 0 ? (this.prompt.length / prefillMs) * 1000 : 0,
+        prefillTokensPerSecond: prefillMs > 0 ? (prefillTokens / prefillMs) * 1000 : 0,
         decodeTokensPerSecond: decodeMs > 0 && n > 1 ? ((n - 1) / decodeMs) * 1000 : 0,
+        cachedPromptTokens: this.cachedPromptTokens,
+        prefillTokens,
       },
     });
   }

@@ -165,7 +165,13 @@ function confidence(prep: PreparedRun, answer: string, logprobs: readonly number
 }
 
 function usageOf(r: GenerationResult) {
-  return { prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens };
+  return {
+    prompt_tokens: r.promptTokens,
+    completion_tokens: r.completionTokens,
+    total_tokens: r.promptTokens + r.completionTokens,
+    // Prompt tokens the prefix cache served (OpenAI reports prompt caching here too).
+    prompt_tokens_details: { cached_tokens: r.timings.cachedPromptTokens },
+  };
 }
 
 function note(ctx: RequestContext, r: GenerationResult): void {

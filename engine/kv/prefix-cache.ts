@@ -1,0 +1,145 @@
+/**
+ * The prefix cache: full KV pages shared between sequences by token prefix (a specialist's system
+ * prompt, a conversation's history). A hash chain over page-sized token blocks: a block's key is its
+ * parent block's identity plus its own tokens, so a block matches only after the same whole prefix.
+ * Only full pages are listed, and a sequence only appends after its full pages, so no sequence ever
+ * writes into a page it shares.
+ *
+ * The cache holds one reference (PageAllocator refs) on each page it lists. When the allocator runs out
+ * of free pages it asks the cache to evict: pages only the cache holds go, least recently used first,
+ * so the cache never takes capacity from the sequences.
+ */
+import type { PageAllocator } from './page-allocator.ts';
+
+interface Block {
+  /** Identity for the children's keys; never reused. */
+  readonly id: number;
+  readonly key: string;
+  readonly page: number;
+  readonly parent: Block | undefined;
+  readonly children: Set<Block>;
+  /** Blocks before this one (0 for the first page of a prompt). */
+  readonly depth: number;
+  /** Tick of the last match or insert through this block (a path's blocks share one tick). */
+  lastUse: number;
+}
+
+export interface PrefixCacheStats {
+  /** Pages the cache lists now. */
+  blocks: number;
+  lookups: number;
+  /** Lookups that found at least one page. */
+  hits: number;
+  /** Prompt tokens found in the cache, over all lookups. */
+  hitTokens: number;
+  /** Blocks listed, and blocks dropped (evicted, or cleared when the cache is turned off). */
+  inserted: number;
+  evicted: number;
+}
+
+export class PrefixCache {
+  private readonly blocks = new Map<string, Block>();
+  private readonly roots = new Set<Block>();
+  private nextId = 1;
+  private clock = 0;
+  private readonly counts = { lookups: 0, hits: 0, hitTokens: 0, inserted: 0, evicted: 0 };
+
+  constructor(private readonly pages: PageAllocator) {}
+
+  get pageSize(): number {
+    return this.pages.pageSize;
+  }
+
+  stats(): PrefixCacheStats {
+    return { blocks: this.blocks.size, ...this.counts };
+  }
+
+  /**
+   * The pages of the longest cached run of full blocks that begins `tokens`, covering at most
+   * `maxTokens` tokens (a prompt leaves its last token to compute, so the sampler has logits).
+   */
+  match(tokens: readonly number[], maxTokens = tokens.length): number[] {
+    const ps = this.pageSize;
+    const n = Math.floor(Math.min(maxTokens, tokens.length) / ps);
+    const out: number[] = [];
+    const tick = ++this.clock;
+    let parent: Block | undefined;
+    for (let i = 0; i < n; i++) {
+      const b = this.blocks.get(keyOf(parent, tokens, i, ps));
+      if (!b) break;
+      b.lastUse = tick;
+      out.push(b.page);
+      parent = b;
+    }
+    return out;
+  }
+
+  /** Count one admitted lookup that found `tokens` cached tokens (match() may run again for a waiting one). */
+  recordLookup(tokens: number): void {
+    this.counts.lookups++;
+    if (tokens > 0) this.counts.hits++;
+    this.counts.hitTokens += tokens;
+  }
+
+  /**
+   * List the full pages `pages` holding `tokens` from position 0 (pages[i] holds tokens
+   * [i * pageSize, (i + 1) * pageSize)). Blocks already listed are kept (and touched); each new block takes
+   * a reference on its page. Returns how many blocks were new.
+   */
+  insert(tokens: readonly number[], pages: readonly number[]): number {
+    const ps = this.pageSize;
+    if (pages.length * ps > tokens.length) throw new Error(`${pages.length} pages of ${ps} need ${pages.length * ps} tokens; got ${tokens.length}`);
+    const tick = ++this.clock;
+    let added = 0;
+    let parent: Block | undefined;
+    for (let i = 0; i < pages.length; i++) {
+      const key = keyOf(parent, tokens, i, ps);
+      let b = this.blocks.get(key);
+      if (!b) {
+        this.pages.retain(pages[i]);
+        b = { id: this.nextId++, key, page: pages[i], parent, children: new Set(), depth: i, lastUse: tick };
+        this.blocks.set(key, b);
+        (parent?.children ?? this.roots).add(b);
+        added++;
+      }
+      b.lastUse = tick;
+      parent = b;
+    }
+    this.counts.inserted += added;
+    return added;
+  }
+
+  /**
+   * Free at least `n` pages by evicting blocks whose page only the cache holds, least recently used
+   * first (deeper first among equals, so a prefix outlives its extensions). Evicting a block drops its
+   * descendants too (their keys name it). Evicts nothing when fewer than `n` pages can be freed.
+   */
+  evict(n: number): number {
+    const candidates = [...this.blocks.values()].filter((b) => this.pages.refCount(b.page) === 1);
+    if (candidates.length < n) return 0;
+    candidates.sort((a, b) => a.lastUse - b.lastUse || b.depth - a.depth);
+    const before = this.pages.freePages;
+    for (const b of candidates) {
+      if (this.pages.freePages - before >= n) break;
+      if (this.blocks.get(b.key) === b) this.remove(b);
+    }
+    return this.pages.freePages - before;
+  }
+
+  /** Drop every block (pages still used by sequences stay theirs). */
+  clear(): void {
+    for (const b of [...this.roots]) this.remove(b);
+  }
+
+  private remove(b: Block): void {
+    for (const c of [...b.children]) this.remove(c);
+    this.blocks.delete(b.key);
+    (b.parent?.children ?? this.roots).delete(b);
+    this.pages.unref(b.page);
+    this.counts.evicted++;
+  }
+}
+
+function keyOf(parent: Block | undefined, tokens: readonly number[], block: number, pageSize: number): string {
+  return `${parent?.id ?? 0}:${tokens.slice(block * pageSize, (block + 1) * pageSize).join(',')}`;
+}
