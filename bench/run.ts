@@ -37,16 +37,17 @@ const program = new Command()
   .option('--threads <n>', 'llama.cpp CPU threads', intOption('--threads', 1), 1)
   .option('--no-llama', 'skip llama.cpp')
   .option('--label <text>', 'machine label for the results file', hostname())
+  .option('--note <text>', 'free text stored with the machine in the results (e.g. which llama.cpp backend a GPU host could load)')
   .option('--out <dir>', 'results folder', 'bench/results')
   .parse();
 
-const o = program.opts<{ model?: string; limits?: boolean; promptTokens: number; genTokens: number; runs: number; concurrency: number; adapter?: string; llamaGpu: string; threads: number; llama: boolean; label: string; out: string; curve?: number[] | true }>();
+const o = program.opts<{ model?: string; limits?: boolean; promptTokens: number; genTokens: number; runs: number; concurrency: number; adapter?: string; llamaGpu: string; threads: number; llama: boolean; label: string; out: string; curve?: number[] | true; note?: string }>();
 // Commander passes `true` for a bare --curve without calling the parser.
 const curve = o.curve === true ? parseCurve(true) : o.curve;
 
 if (!o.model && !o.limits) program.error('bench: give --model <path>, --limits, or both');
 
-const machine = { label: o.label, cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, memoryGiB: Math.round(totalmem() / 2 ** 30) };
+const machine = { label: o.label, cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, memoryGiB: Math.round(totalmem() / 2 ** 30), ...(o.note ? { note: o.note } : {}) };
 const date = new Date().toISOString();
 mkdirSync(o.out, { recursive: true });
 
