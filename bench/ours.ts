@@ -11,7 +11,9 @@ import { median, type BenchSpec, type Measurement } from './measure.ts';
 
 export async function measureOurs(spec: BenchSpec, adapter: string | undefined): Promise<Measurement> {
   const t0 = performance.now();
-  const engine = await loadEngine({ model: spec.model, adapter, contextLength: spec.prompt.length + spec.genTokens + 8, maxSequences: Math.max(1, spec.concurrency) });
+  // Prefix cache off: every run repeats the same prompt, and a cached prompt would time no prefill at all
+  // (llama.cpp's runs each start from an empty sequence).
+  const engine = await loadEngine({ model: spec.model, adapter, contextLength: spec.prompt.length + spec.genTokens + 8, maxSequences: Math.max(1, spec.concurrency), prefixCache: false });
   const loadMs = performance.now() - t0;
   const prompt = spec.prompt;
   const run = async (maxTokens: number) => {
@@ -71,7 +73,8 @@ export async function measureOursCurve(spec: BenchSpec, sequences: readonly numb
   const maxN = Math.max(...sequences);
   const P = spec.prompt.length;
   const contextLength = P + curveMaxTokens(maxN, P, spec.genTokens) + 8;
-  const engine = await loadEngine({ model: spec.model, adapter, contextLength, maxSequences: maxN, kvCacheBytes: await kvCacheBytesFor(spec.model, contextLength, maxN) });
+  // Prefix cache off: the points repeat the same n prompts, so later points would find them cached.
+  const engine = await loadEngine({ model: spec.model, adapter, contextLength, maxSequences: maxN, kvCacheBytes: await kvCacheBytesFor(spec.model, contextLength, maxN), prefixCache: false });
   try {
     const point = async (n: number, prompt: readonly number[], decodeTokens: number) => {
       const done: Promise<unknown>[] = [];
