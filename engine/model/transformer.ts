@@ -5,9 +5,8 @@
  */
 import { AttentionKernel } from '../../kernels/attention.ts';
 import { GatherKernel } from '../../kernels/gather.ts';
-import { KvStoreKernel } from '../../kernels/kv-store.ts';
 import { RmsNormKernel } from '../../kernels/rmsnorm.ts';
-import { RopeKernel } from '../../kernels/rope.ts';
+import { RopeKvStoreKernel } from '../../kernels/rope-kv-store.ts';
 import { ParamArena } from '../../kernels/runtime/arena.ts';
 import type { KernelContext } from '../../kernels/runtime/context.ts';
 import { PenaltiesKernel, writePenaltyEntry, writePenaltyRow, PENALTY_ENTRY_BYTES, PENALTY_ROW_BYTES } from '../../kernels/sampling/penalties.ts';
@@ -26,8 +25,8 @@ interface LayerPlan {
   qkv: BoundProduct[];
   /** Per-head Q/K norm, in place in the qkv rows (qwen3). */
   qkNorm: GPUBindGroup | undefined;
-  rope: GPUBindGroup;
-  kvStore: GPUBindGroup;
+  /** RoPE on Q and K and the KV-cache store, one dispatch. */
+  ropeStore: GPUBindGroup;
   attention: GPUBindGroup;
   o: BoundProduct;
   ffnNorm: GPUBindGroup;
@@ -42,8 +41,7 @@ export class Transformer implements StepRunner {
   private readonly k: {
     rmsnorm: RmsNormKernel;
     qkNorm: RmsNormKernel | undefined;
-    rope: RopeKernel;
-    kvStore: KvStoreKernel;
+    ropeStore: RopeKvStoreKernel;
     attention: AttentionKernel;
     swiglu: SwiGluKernel;
     gather: GatherKernel;
@@ -106,8 +104,7 @@ export class Transformer implements StepRunner {
     this.k = {
       rmsnorm: new RmsNormKernel(ctx),
       qkNorm: cfg.block.qkNorm ? new RmsNormKernel(ctx, undefined, true) : undefined,
-      rope: new RopeKernel(ctx),
-      kvStore: new KvStoreKernel(ctx),
+      ropeStore: new RopeKvStoreKernel(ctx),
       attention: new AttentionKernel(ctx),
       swiglu: new SwiGluKernel(ctx, cfg.block.activation),
       gather: new GatherKernel(ctx),
@@ -140,8 +137,7 @@ export class Transformer implements StepRunner {
       attnNorm: this.k.rmsnorm.bind(ws.x, w.attnNorm, ws.xNorm),
       qkv: side(w.qkv, ws.xNorm, ws.qkv, D, S),
       qkNorm: w.qkNorm && this.k.qkNorm?.bind(ws.qkv, w.qkNorm),
-      rope: this.k.rope.bind(ws.qkv, ws.positions, ropeFactors),
-      kvStore: this.k.kvStore.bind(ws.qkv, ws.qkv, ws.positions, ws.slots, cache.pageTable, cache.k[l], cache.v[l]),
+      ropeStore: this.k.ropeStore.bind(ws.qkv, ws.positions, ws.slots, cache.pageTable, ropeFactors, cache.k[l], cache.v[l]),
       attention: this.k.attention.bind(ws.qkv, cache.k[l], cache.v[l], cache.pageTable, ws.positions, ws.slots, ws.attn),
       o: matrices.product(w.o, ws.attn, ws.x, io(qDim, 0, D, true)),
       ffnNorm: this.k.rmsnorm.bind(ws.x, w.ffnNorm, ws.xNorm),
@@ -320,8 +316,6 @@ export class Transformer implements StepRunner {
     const a = this.arena;
     const k = this.k;
     const hd = cfg.headDim;
-    const qDim = cfg.nHeads * hd;
-    const kvDim = cfg.nKvHeads * hd;
     const S = this.ws.qkvStride;
     const cache = this.cache;
     this.embed.encode(pass, a, T);
@@ -330,10 +324,10 @@ export class Transformer implements StepRunner {
       for (const p of L.qkv) p.encode(pass, a, T);
       // Q heads then K heads of each token, normed where they lie: one dispatch, two weight vectors.
       if (L.qkNorm) k.qkNorm!.encode(pass, a, L.qkNorm, { rows: T * (cfg.nHeads + cfg.nKvHeads), dim: hd, eps: cfg.rmsEps, group: cfg.nHeads + cfg.nKvHeads, xStride: S, wSplit: cfg.nHeads });
-      // Q and K heads are adjacent in each qkv row, so one RoPE dispatch covers both.
-      k.rope.encode(pass, a, L.rope, {
+      k.ropeStore.encode(pass, a, L.ropeStore, {
         tokens: T,
-        heads: cfg.nHeads + cfg.nKvHeads,
+        heads: cfg.nHeads,
+        kvHeads: cfg.nKvHeads,
         headDim: hd,
         nRot: cfg.rope.nRot,
         neox: cfg.rope.neox,
@@ -341,8 +335,9 @@ export class Transformer implements StepRunner {
         freqScale: cfg.rope.freqScale,
         useFactors: this.weights.ropeFactors !== undefined,
         tokenStride: S,
+        pageSize: cache.pageSize,
+        maxPages: cache.maxPagesPerSeq,
       });
-      k.kvStore.encode(pass, a, L.kvStore, { tokens: T, kvDim, pageSize: cache.pageSize, maxPages: cache.maxPagesPerSeq, kOffset: qDim, vOffset: qDim + kvDim, srcStride: S });
       k.attention.encode(pass, a, L.attention, {
         tokens: T,
         heads: cfg.nHeads,

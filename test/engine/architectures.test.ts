@@ -47,6 +47,8 @@ const INIT: SynthInit = { matrixStd: 0.25, embeddingStd: 0.5, outputStd: 0.25, b
 
 /** Dispatches after the layers of a decode step: gather, output norm, output head, two sampling passes. */
 const HEAD = 5;
+/** A llama layer's dispatches: norm, QKV, RoPE + KV store, attention, O (+ residual), norm, gate-up, SwiGLU, down (+ residual). */
+const LAYER = 9;
 
 interface Case {
   preset: keyof typeof PRESETS;
@@ -69,8 +71,8 @@ const CASES: Case[] = [
     preset: 'qwen2-tiny',
     init: INIT,
     prompts: [[496, 57, 118], [93, 154, 215, 276], [190, 251, 312, 373, 434]],
-    // 2 layers × 10, as llama: the Q/K/V biases are added inside the stacked QKV product.
-    dispatches: 1 + 2 * 10 + HEAD,
+    // 2 layers × LAYER, as llama: the Q/K/V biases are added inside the stacked QKV product.
+    dispatches: 1 + 2 * LAYER + HEAD,
     control: { what: 'run as llama (no biases, adjacent-pair RoPE)', edit: asLlama('qwen2') },
   },
   {
@@ -78,14 +80,14 @@ const CASES: Case[] = [
     init: INIT,
     prompts: [[496, 57, 118], [93, 154, 215, 276], [190, 251, 312, 373, 434]],
     // One more per layer: the per-head Q/K norm, in place, one dispatch for both.
-    dispatches: 1 + 2 * 11 + HEAD,
+    dispatches: 1 + 2 * (LAYER + 1) + HEAD,
     control: { what: 'run as llama (no Q/K norms, adjacent-pair RoPE)', edit: asLlama('qwen3') },
   },
   {
     preset: 'phi3-tiny',
     init: INIT,
     prompts: [[496, 57, 118], [93, 154, 215, 276], [190, 251, 312, 373, 434]],
-    dispatches: 1 + 2 * 10 + HEAD,
+    dispatches: 1 + 2 * LAYER + HEAD,
     control: {
       what: 'full instead of partial rotary',
       edit: (m) => m.map(([k, v]) => [k, k === 'phi3.rope.dimension_count' ? gv.u32(PRESETS['phi3-tiny'].headDim) : v]),
@@ -97,7 +99,7 @@ const CASES: Case[] = [
     // token's own embedding from dominating the tied output (which makes greedy repeat it).
     init: { ...INIT, embeddingStd: 0.2 },
     prompts: [[93, 154, 215, 276], [399, 460, 21, 82, 143, 204, 265], [78, 139, 200, 261]],
-    dispatches: 1 + 2 * 10 + HEAD,
+    dispatches: 1 + 2 * LAYER + HEAD,
     control: { what: 'run as llama (no embedding scale, SiLU, adjacent-pair RoPE)', edit: asLlama('gemma') },
   },
 ];
@@ -267,9 +269,9 @@ describe('qwen2 with Q/K/V of different types (attn_v in F16, as Q4_K_M files ke
     const refs = await llamaCppReference(path, prompts, preset.vocab);
     const engine = await loadEngine({ model: path, contextLength: 256, maxSequences: 2 });
     try {
-      // Unstacked: 2 layers × (q, k, v separately) adds 2 dispatches per layer to llama's 10.
+      // Unstacked: 2 layers × (q, k, v separately) adds 2 dispatches per layer to llama's LAYER.
       await engine.generate({ tokens: prompts[0], maxTokens: 2, temperature: 0, stopAtEndOfGeneration: false }).result;
-      expect(engine.stats().lastStepDispatches).toBe(1 + 2 * 12 + HEAD);
+      expect(engine.stats().lastStepDispatches).toBe(1 + 2 * (LAYER + 2) + HEAD);
       for (const ref of refs) {
         expect(smallestGap(ref)).toBeGreaterThan(MIN_GAP);
         const ours = await engine.generate({ tokens: ref.prompt, maxTokens: STEPS, temperature: 0, stopAtEndOfGeneration: false }).result;
@@ -283,11 +285,11 @@ describe('qwen2 with Q/K/V of different types (attn_v in F16, as Q4_K_M files ke
 });
 
 describe('llama keeps its dispatch count', () => {
-  it('stories260K: a decode step is 56 dispatches (embedding + 5 layers × 10 + head)', async () => {
+  it(`stories260K: a decode step is ${1 + 5 * LAYER + HEAD} dispatches (embedding + 5 layers × ${LAYER} + head)`, async () => {
     const engine = await loadEngine({ model: sharedModel('stories260K.gguf'), contextLength: 256, maxSequences: 2 });
     try {
       await engine.generate({ prompt: 'Once upon a time', maxTokens: 3, temperature: 0 }).result;
-      expect(engine.stats().lastStepDispatches).toBe(1 + 5 * 10 + HEAD);
+      expect(engine.stats().lastStepDispatches).toBe(1 + 5 * LAYER + HEAD);
     } finally {
       await engine.dispose();
     }

@@ -1,0 +1,62 @@
+import source from './rope-kv-store.wgsl?raw';
+import type { ParamArena } from './runtime/arena.ts';
+import type { CompiledKernel, KernelContext } from './runtime/context.ts';
+import { grid2d } from './runtime/grid.ts';
+
+const WG = 64;
+
+export interface RopeKvStoreParams {
+  tokens: number;
+  heads: number;
+  kvHeads: number;
+  headDim: number;
+  /** Rotated dimensions per head (≤ headDim, even). */
+  nRot: number;
+  neox: boolean;
+  freqBase: number;
+  freqScale: number;
+  /** Whether the bound `factors` buffer holds n_rot/2 frequency divisors. */
+  useFactors: boolean;
+  /** Elements between consecutive tokens' Q|K|V rows. */
+  tokenStride: number;
+  pageSize: number;
+  /** Page-table entries per sequence. */
+  maxPages: number;
+}
+
+/**
+ * RoPE on Q in place and on K into the paged cache, and V into the cache, from fused Q|K|V rows: what
+ * RopeKernel then KvStoreKernel do, in one dispatch. Bindings: qkv (read-write), positions, tokenSeq,
+ * pageTable, factors (read); kCache, vCache (write).
+ */
+export class RopeKvStoreKernel {
+  readonly kernel: CompiledKernel;
+
+  constructor(ctx: KernelContext) {
+    this.kernel = ctx.kernel({ label: 'rope-kv-store', code: source, bindings: ['write', 'read', 'read', 'read', 'read', 'write', 'write'], constants: { WG } });
+  }
+
+  bind(qkv: GPUBuffer, positions: GPUBuffer, tokenSeq: GPUBuffer, pageTable: GPUBuffer, factors: GPUBuffer, kCache: GPUBuffer, vCache: GPUBuffer): GPUBindGroup {
+    return this.kernel.bind([qkv, positions, tokenSeq, pageTable, factors, kCache, vCache]);
+  }
+
+  encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: RopeKvStoreParams): void {
+    if (p.headDim % 2 !== 0 || p.nRot % 2 !== 0 || p.nRot > p.headDim) throw new Error(`rope-kv-store: head dim ${p.headDim} and rotated dims ${p.nRot} must be even, rotated ≤ head dim`);
+    const s = arena.slot();
+    arena.u32[s] = p.tokens;
+    arena.u32[s + 1] = p.heads;
+    arena.u32[s + 2] = p.kvHeads;
+    arena.u32[s + 3] = p.headDim;
+    arena.u32[s + 4] = p.nRot;
+    arena.u32[s + 5] = p.neox ? 1 : 0;
+    arena.f32[s + 6] = p.freqBase;
+    arena.f32[s + 7] = p.freqScale;
+    arena.u32[s + 8] = p.useFactors ? 1 : 0;
+    arena.u32[s + 9] = p.tokenStride;
+    arena.u32[s + 10] = p.pageSize;
+    arena.u32[s + 11] = p.maxPages;
+    const perToken = (p.heads + p.kvHeads) * (p.headDim / 2) + (p.kvHeads * p.headDim) / 2;
+    const [gx, gy] = grid2d(Math.ceil((p.tokens * perToken) / WG));
+    arena.dispatch(pass, this.kernel, group, s, gx, gy);
+  }
+}

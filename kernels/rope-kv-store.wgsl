@@ -1,0 +1,92 @@
+// RoPE and the KV-cache store in one pass over each token's fused Q|K|V row (the epilogue of the QKV
+// product): Q heads are rotated in place (attention reads them there), K heads are rotated on their way
+// into the paged cache, V is copied. One dispatch instead of two per layer. The angle is computed as in
+// rope.wgsl, so the results are the same bits.
+//
+// Work items per token: (heads + kv_heads) × head_dim/2 element pairs, then kv_dim/2 pairs of V.
+// Pair i of a head with i < n_rot/2 rotates (2i, 2i+1) (normal order) or (i, i + n_rot/2) (NeoX); the
+// pairs past n_rot/2 are the unrotated dims (2i, 2i+1) of partial rotary, passed through.
+
+struct Params {
+  tokens: u32,
+  heads: u32,
+  kv_heads: u32,
+  head_dim: u32,
+  n_rot: u32,
+  neox: u32,
+  freq_base: f32,
+  freq_scale: f32,
+  use_factors: u32,
+  // Token t's row starts at t * token_stride; Q at +0, K at +heads*head_dim, V at + that + kv_dim.
+  token_stride: u32,
+  page_size: u32,
+  max_pages: u32,
+}
+
+override WG: u32 = 64u;
+
+@group(0) @binding(0) var<storage, read_write> qkv: array<f32>;
+@group(0) @binding(1) var<storage, read> positions: array<u32>;
+@group(0) @binding(2) var<storage, read> token_seq: array<u32>;
+@group(0) @binding(3) var<storage, read> page_table: array<u32>;
+@group(0) @binding(4) var<storage, read> factors: array<f32>;
+@group(0) @binding(5) var<storage, read_write> k_cache: array<f32>;
+@group(0) @binding(6) var<storage, read_write> v_cache: array<f32>;
+@group(1) @binding(0) var<uniform> params: Params;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let half_dim = params.head_dim / 2u;
+  let kv_dim = params.kv_heads * params.head_dim;
+  let head_items = (params.heads + params.kv_heads) * half_dim;
+  let per_token = head_items + kv_dim / 2u;
+  let idx = gid.x + gid.y * nwg.x * WG;
+  if (idx >= params.tokens * per_token) { return; }
+  let t = idx / per_token;
+  let item = idx % per_token;
+  let row = t * params.token_stride;
+  let pos = positions[t];
+  let page = page_table[token_seq[t] * params.max_pages + pos / params.page_size];
+  let cache_row = (page * params.page_size + pos % params.page_size) * kv_dim;
+  let q_dim = params.heads * params.head_dim;
+
+  if (item >= head_items) {
+    let d = 2u * (item - head_items);
+    v_cache[cache_row + d] = qkv[row + q_dim + kv_dim + d];
+    v_cache[cache_row + d + 1u] = qkv[row + q_dim + kv_dim + d + 1u];
+    return;
+  }
+  let h = item / half_dim;
+  let i = item % half_dim;
+  let half_rot = params.n_rot / 2u;
+  var a = 2u * i;
+  var b = a + 1u;
+  var x0: f32;
+  var x1: f32;
+  let base = row + h * params.head_dim;
+  if (i < half_rot) {
+    if (params.neox != 0u) {
+      a = i;
+      b = i + half_rot;
+    }
+    var theta = f32(pos) * params.freq_scale * pow(params.freq_base, -2.0 * f32(i) / f32(params.n_rot));
+    if (params.use_factors != 0u) { theta = theta / factors[i]; }
+    let c = cos(theta);
+    let s = sin(theta);
+    let y0 = qkv[base + a];
+    let y1 = qkv[base + b];
+    x0 = y0 * c - y1 * s;
+    x1 = y0 * s + y1 * c;
+  } else {
+    x0 = qkv[base + a];
+    x1 = qkv[base + b];
+  }
+  if (h < params.heads) {
+    qkv[base + a] = x0;
+    qkv[base + b] = x1;
+  } else {
+    let kb = cache_row + (h - params.heads) * params.head_dim;
+    k_cache[kb + a] = x0;
+    k_cache[kb + b] = x1;
+  }
+}
