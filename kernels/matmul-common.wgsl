@@ -16,6 +16,8 @@ struct Params {
   y_stride: u32,
   // Bias variant only (matmul-store-bias.wgsl): index in `bias` of this dispatch's first W row.
   bias_offset: u32,
+  // Gated products only (matmul-x-glu.wgsl): elements from a gate value to its up value in x.
+  glu_up: u32,
 }
 
 @group(0) @binding(0) var<storage, read> w: array<vec4u>;
@@ -24,12 +26,9 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
 @group(1) @binding(0) var<uniform> params: Params;
 
-// x4(i) = x[i .. i+3] comes from matmul-x-aligned.wgsl or matmul-x-unaligned.wgsl, chosen by the
-// wrapper from the x offset and stride, so the usual aligned case is one load with no branch.
-
-fn x1(i: u32) -> f32 {
-  return x[i >> 2u][i & 3u];
-}
+// x4(i) = x[i .. i+3] and x1(i) = x[i] come from matmul-x-aligned.wgsl or matmul-x-unaligned.wgsl,
+// chosen by the wrapper from the x offset and stride, so the usual aligned case is one load with no
+// branch; or from matmul-x-glu.wgsl, where the product's input is act(gate) * up computed as it is read.
 
 // Dot of a decoded unit with the x values at its four column positions (row of x starting at xb).
 fn unit_dot(m: mat4x4f, kk: vec4u, xb: u32) -> f32 {

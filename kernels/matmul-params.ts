@@ -1,10 +1,12 @@
 /** Parameters shared by the weight-product kernels (matvec-*.wgsl, matmul-*.wgsl; struct in matmul-common.wgsl). */
 import type { ParamArena } from './runtime/arena.ts';
-import type { BindingKind, CompiledKernel, KernelContext, KernelSpec } from './runtime/context.ts';
+import { wgsl, type BindingKind, type CompiledKernel, type KernelContext, type KernelSpec } from './runtime/context.ts';
 import store from './matmul-store.wgsl?raw';
 import storeBias from './matmul-store-bias.wgsl?raw';
 import xAligned from './matmul-x-aligned.wgsl?raw';
 import xUnaligned from './matmul-x-unaligned.wgsl?raw';
+import xGlu from './matmul-x-glu.wgsl?raw';
+import { activationWgsl, type Activation } from './activation.ts';
 
 export interface MatmulParams {
   /** Rows of x and of y (tokens). */
@@ -27,6 +29,8 @@ export interface MatmulParams {
   accumulate?: boolean;
   /** Kernels built with a bias: index in the bias buffer of W's row 0 (default 0); the shard's rowOffset is added. */
   biasOffset?: number;
+  /** Gated kernels (ProductOptions.glu): elements from each gate value in x to its up value. */
+  gluUp?: number;
 }
 
 /** Take a slot and write the Params struct; returns the slot's word index. */
@@ -45,6 +49,7 @@ export function writeMatmulParams(arena: ParamArena, p: MatmulParams): number {
   arena.u32[s + 6] = (p.yOffset ?? 0) + (p.rowOffset ?? 0);
   arena.u32[s + 7] = p.yStride ?? p.n;
   arena.u32[s + 8] = (p.biasOffset ?? 0) + (p.rowOffset ?? 0);
+  arena.u32[s + 9] = p.gluUp ?? 0;
   return s;
 }
 
@@ -54,13 +59,20 @@ export interface ProductOptions {
    * fourth binding, the bias (read, f32, one value per row of the whole matrix).
    */
   bias?: boolean;
+  /**
+   * The product's input is act(gate) * up of a fused gate|up buffer, computed as x is read (the FFN's
+   * down projection with its SwiGLU/GeGLU folded in): x[t, k] = act(gate) * up, gate at the x offset,
+   * up `gluUp` elements further. Offsets, strides and gluUp must be multiples of 4.
+   */
+  glu?: Activation;
 }
 
 /** The store() a product kernel is built with, and its bindings: W, x, y, then the bias if it has one. */
 export function productStore(opts: ProductOptions): { code: string; bindings: readonly BindingKind[]; suffix: string } {
+  const glu = opts.glu ? `-glu-${opts.glu}` : '';
   return opts.bias
-    ? { code: storeBias, bindings: ['read', 'read', 'write', 'read'], suffix: '-bias' }
-    : { code: store, bindings: ['read', 'read', 'write'], suffix: '' };
+    ? { code: storeBias, bindings: ['read', 'read', 'write', 'read'], suffix: `-bias${glu}` }
+    : { code: store, bindings: ['read', 'read', 'write'], suffix: glu };
 }
 
 /**
@@ -72,16 +84,24 @@ export class XAlignedPair {
   readonly aligned: CompiledKernel;
   private unaligned: CompiledKernel | undefined;
 
-  /** `spec(x4)` is the kernel's spec with the given x4() source joined into its code. */
+  /**
+   * `spec(x4)` is the kernel's spec with the given x4() and x1() source joined into its code. A gated
+   * product (`glu`) has only the aligned kernel, reading x through matmul-x-glu.wgsl.
+   */
   constructor(
     private readonly ctx: KernelContext,
     private readonly spec: (x4: string) => KernelSpec,
+    private readonly glu?: Activation,
   ) {
-    this.aligned = ctx.kernel(spec(xAligned));
+    this.aligned = ctx.kernel(spec(glu ? wgsl(xGlu, activationWgsl(glu)) : xAligned));
   }
 
   for(p: MatmulParams): CompiledKernel {
     const aligned = (p.xOffset ?? 0) % 4 === 0 && (p.t === 1 || (p.xStride ?? p.k) % 4 === 0);
+    if (this.glu) {
+      if (!aligned || (p.gluUp ?? 0) % 4 !== 0) throw new Error(`${this.aligned.label}: a gated product needs x offset, stride and gluUp that are multiples of 4`);
+      return this.aligned;
+    }
     if (aligned) return this.aligned;
     if (!this.unaligned) {
       const spec = this.spec(xUnaligned);

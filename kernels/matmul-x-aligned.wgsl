@@ -2,3 +2,7 @@
 fn x4(i: u32) -> vec4f {
   return x[i >> 2u];
 }
+
+fn x1(i: u32) -> f32 {
+  return x[i >> 2u][i & 3u];
+}

@@ -7,3 +7,7 @@ fn x4(i: u32) -> vec4f {
   let v = select(lo, vec4f(lo.yzw, hi.x), a == 1u);
   return select(select(v, vec4f(lo.zw, hi.xy), a == 2u), vec4f(lo.w, hi.xyz), a == 3u);
 }
+
+fn x1(i: u32) -> f32 {
+  return x[i >> 2u][i & 3u];
+}

@@ -42,10 +42,10 @@ export class MatMulKernel {
     const bindings = store.bindings;
     if (variant === 'tiles') {
       if (ctx.caps.maxInvocationsPerWorkgroup < 128) throw new Error('matmul: the tiles variant needs 128 invocations per workgroup');
-      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(tiles, common, x4, decode), bindings }));
+      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(tiles, common, x4, decode), bindings }), opts.glu);
       ({ tileN: this.tileN, tileT: this.tileT } = TILES);
     } else {
-      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(regs, common, x4, decode), bindings, constants: { WG_N: REGS.WG_N, WG_T: REGS.WG_T } }));
+      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(regs, common, x4, decode), bindings, constants: { WG_N: REGS.WG_N, WG_T: REGS.WG_T } }), opts.glu);
       ({ tileN: this.tileN, tileT: this.tileT } = REGS);
     }
   }

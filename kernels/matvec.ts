@@ -66,14 +66,14 @@ export class MatVecKernel {
       // One row per subgroup at the smallest size the device may pick; larger subgroups loop over rows.
       this.rowsPerGroup = Math.max(1, Math.floor(WG / Math.max(4, ctx.caps.subgroupMinSize)));
       const constants = { WG, ROWS: this.rowsPerGroup, TT: t };
-      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(subgroup, common, x4, decode), bindings: BINDINGS, constants }));
+      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(subgroup, common, x4, decode), bindings: BINDINGS, constants }), opts.glu);
     } else if (variant === 'coop') {
       this.rowsPerGroup = WG / LANES;
-      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(coop, common, x4, decode), bindings: BINDINGS, constants: { WG, LANES, TT: t } }));
+      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(coop, common, x4, decode), bindings: BINDINGS, constants: { WG, LANES, TT: t } }), opts.glu);
     } else {
       this.rowsPerGroup = ROWS_WG * 4;
       const code = unrollRowsOfX(rows, t);
-      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(code, common, x4, decode), bindings: BINDINGS, constants: { WG: ROWS_WG } }));
+      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(code, common, x4, decode), bindings: BINDINGS, constants: { WG: ROWS_WG } }), opts.glu);
     }
   }
 

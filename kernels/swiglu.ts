@@ -1,6 +1,7 @@
+import { activationWgsl, type Activation } from './activation.ts';
 import source from './swiglu.wgsl?raw';
 import type { ParamArena } from './runtime/arena.ts';
-import type { CompiledKernel, KernelContext } from './runtime/context.ts';
+import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
 import { grid2d } from './runtime/grid.ts';
 
 const WG = 64;
@@ -24,10 +25,9 @@ export class SwiGluKernel {
   readonly kernel: CompiledKernel;
   constructor(
     ctx: KernelContext,
-    readonly activation: 'silu' | 'gelu' = 'silu',
+    readonly activation: Activation = 'silu',
   ) {
-    const gelu = activation === 'gelu';
-    this.kernel = ctx.kernel({ label: gelu ? 'geglu' : 'swiglu', code: source, bindings: ['read', 'read', 'write'], constants: { WG, GELU: gelu ? 1 : 0 } });
+    this.kernel = ctx.kernel({ label: activation === 'gelu' ? 'geglu' : 'swiglu', code: wgsl(source, activationWgsl(activation)), bindings: ['read', 'read', 'write'], constants: { WG } });
   }
 
   bind(gate: GPUBuffer, up: GPUBuffer, out: GPUBuffer): GPUBindGroup {

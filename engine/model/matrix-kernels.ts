@@ -9,16 +9,17 @@ import { gpuLayout } from '../../kernels/quant/layouts.ts';
 import { planRowShards } from '../../kernels/quant/shards.ts';
 import type { KernelContext } from '../../kernels/runtime/context.ts';
 import type { GgmlType } from '../gguf/types.ts';
+import type { Activation } from '../../kernels/activation.ts';
 import type { BoundProduct, MatrixKernels } from './matrix.ts';
 
 export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
   const products = new Map<string, WeightMatmul>();
   const lookups = new Map<GgmlType, EmbeddingKernel>();
-  const productFor = (t: GgmlType, bias: boolean) => {
-    const key = `${t}${bias ? '+bias' : ''}`;
+  const productFor = (t: GgmlType, bias: boolean, glu: Activation | undefined) => {
+    const key = `${t}${bias ? '+bias' : ''}${glu ? `+${glu}` : ''}`;
     let p = products.get(key);
     if (!p) {
-      products.set(key, (p = new WeightMatmul(ctx, t, { bias })));
+      products.set(key, (p = new WeightMatmul(ctx, t, { bias, glu })));
       // Compile every variant (one matvec per row count, plus the tiled product) now, at load, so no
       // request pays for a pipeline the first time a batch of that size occurs.
       for (let rows = 1; rows <= MAX_MATVEC_T + 1; rows++) p.kernelFor(rows);
@@ -39,7 +40,7 @@ export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
     },
     repack: (type, raw, rows, cols) => gpuLayout(type).repack(raw, rows, cols),
     product(w, x, y, io): BoundProduct {
-      const mm = productFor(w.type, w.bias !== undefined);
+      const mm = productFor(w.type, w.bias !== undefined, io.glu?.activation);
       const bound = w.shards.map((s) => ({ group: mm.bind(s.buffer, x, y, w.bias), rowOffset: s.rowStart, n: s.rows }));
       return {
         encode(pass, arena, tokens) {
@@ -54,6 +55,7 @@ export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
               yStride: io.yStride,
               rowOffset: b.rowOffset,
               accumulate: io.accumulate,
+              gluUp: io.glu?.upOffset,
             });
           }
         },

@@ -4,6 +4,7 @@
  */
 import type { GgmlType } from '../gguf/types.ts';
 import type { ParamArena } from '../../kernels/runtime/arena.ts';
+import type { Activation } from '../../kernels/activation.ts';
 
 /** A 2-D GGUF weight: `rows` output rows of `cols` inputs, split into row shards that fit one binding. */
 export interface WeightMatrix {
@@ -25,6 +26,12 @@ export interface MatrixIo {
   yStride: number;
   /** y += W·x instead of y = W·x (fuses the residual add). */
   accumulate: boolean;
+  /**
+   * The input is act(gate) * up of a fused gate|up buffer, computed as it is read (an FFN's down
+   * projection with its gated activation folded in); up sits `upOffset` elements after its gate. x
+   * offset, stride and upOffset must be multiples of 4.
+   */
+  glu?: { activation: Activation; upOffset: number };
 }
 
 /** A product bound to its buffers once; `encode` records its dispatches for `tokens` rows of x. */

@@ -31,7 +31,8 @@ interface LayerPlan {
   o: BoundProduct;
   ffnNorm: GPUBindGroup;
   gateUp: BoundProduct[];
-  swiglu: GPUBindGroup;
+  /** The gated activation as its own pass; absent where the down product applies it as it reads x. */
+  swiglu?: GPUBindGroup;
   down: BoundProduct;
 }
 
@@ -122,6 +123,8 @@ export class Transformer implements StepRunner {
     if (!weights.ropeFactors) this.ropeFactorsDummy = ctx.storage('rope.factors.none', 16, new Float32Array([1, 1, 1, 1]));
     const ropeFactors = weights.ropeFactors ?? this.ropeFactorsDummy!;
     const io = (xStride: number, yOffset: number, yStride: number, accumulate = false) => ({ xOffset: 0, xStride, yOffset, yStride, accumulate });
+    // The down product reads act(gate) * up straight from the gate|up rows (aligned vec4 reads need F % 4 = 0).
+    const fuseGlu = F % 4 === 0;
 
     // Products whose outputs sit side by side in each token's row of y, in order.
     const side = (ms: WeightMatrix[], x: GPUBuffer, y: GPUBuffer, xStride: number, yStride: number) => {
@@ -142,8 +145,9 @@ export class Transformer implements StepRunner {
       o: matrices.product(w.o, ws.attn, ws.x, io(qDim, 0, D, true)),
       ffnNorm: this.k.rmsnorm.bind(ws.x, w.ffnNorm, ws.xNorm),
       gateUp: side(w.gateUp, ws.xNorm, ws.gateUp, D, 2 * F),
-      swiglu: this.k.swiglu.bind(ws.gateUp, ws.gateUp, ws.act),
-      down: matrices.product(w.down, ws.act, ws.x, io(F, 0, D, true)),
+      ...(fuseGlu
+        ? { down: matrices.product(w.down, ws.gateUp, ws.x, { ...io(2 * F, 0, D, true), glu: { activation: cfg.block.activation, upOffset: F } }) }
+        : { swiglu: this.k.swiglu.bind(ws.gateUp, ws.gateUp, ws.act), down: matrices.product(w.down, ws.act, ws.x, io(F, 0, D, true)) }),
     }));
     this.head = {
       gather: this.k.gather.bind(ws.x, ws.lastIndex, ws.xLast),
@@ -351,7 +355,7 @@ export class Transformer implements StepRunner {
       L.o.encode(pass, a, T);
       k.rmsnorm.encode(pass, a, L.ffnNorm, { rows: T, dim: cfg.dim, eps: cfg.rmsEps });
       for (const p of L.gateUp) p.encode(pass, a, T);
-      k.swiglu.encode(pass, a, L.swiglu, { tokens: T, n: cfg.ffnDim, gateOffset: 0, upOffset: cfg.ffnDim, inStride: 2 * cfg.ffnDim });
+      if (L.swiglu) k.swiglu.encode(pass, a, L.swiglu, { tokens: T, n: cfg.ffnDim, gateOffset: 0, upOffset: cfg.ffnDim, inStride: 2 * cfg.ffnDim });
       L.down.encode(pass, a, T);
       if (afterLayer && L !== this.layers[this.layers.length - 1]) pass = afterLayer();
     }

@@ -47,8 +47,8 @@ const INIT: SynthInit = { matrixStd: 0.25, embeddingStd: 0.5, outputStd: 0.25, b
 
 /** Dispatches after the layers of a decode step: gather, output norm, output head, two sampling passes. */
 const HEAD = 5;
-/** A llama layer's dispatches: norm, QKV, RoPE + KV store, attention, O (+ residual), norm, gate-up, SwiGLU, down (+ residual). */
-const LAYER = 9;
+/** A llama layer's dispatches: norm, QKV, RoPE + KV store, attention, O (+ residual), norm, gate-up, down (SwiGLU folded in, + residual). */
+const LAYER = 8;
 
 interface Case {
   preset: keyof typeof PRESETS;
