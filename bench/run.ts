@@ -22,6 +22,8 @@ import { measureOurs, measureOursCurve } from './ours.ts';
 import { parseCurve, type EngineCurve } from './curve.ts';
 import { formatCurveTable } from './curve-table.ts';
 import { formatTable } from './table.ts';
+import { loadEngine } from '../engine/node.ts';
+import { formatPrefixScenario, prefixScenario, type PrefixScenarioResult } from './prefix-scenario.ts';
 
 const program = new Command()
   .name('bench')
@@ -39,6 +41,7 @@ const program = new Command()
   .option('--label <text>', 'machine label for the results file', hostname())
   .option('--note <text>', 'free text stored with the machine in the results (e.g. which llama.cpp backend a GPU host could load)')
   .option('--out <dir>', 'results folder', 'bench/results')
+  .option('--prefix-scenario', 'also time 16 requests sharing one system prompt with the prefix cache off and on (bench/prefix-scenario.ts)')
   .parse();
 
 const o = program.opts<{ model?: string; limits?: boolean; promptTokens: number; genTokens: number; runs: number; concurrency: number; adapter?: string; llamaGpu: string; threads: number; llama: boolean; label: string; out: string; curve?: number[] | true; note?: string }>();
@@ -82,6 +85,16 @@ if (curve) {
   curves.push(await measureOursCurve(spec, curve, o.adapter));
   if (o.llama) curves.push(await measureLlamaCurve(spec, curve, { gpu: o.llamaGpu === 'false' ? false : (o.llamaGpu as 'auto' | 'cuda' | 'vulkan'), threads: o.threads }));
 }
+let prefix: PrefixScenarioResult | undefined;
+if (program.opts<{ prefixScenario?: boolean }>().prefixScenario) {
+  process.stderr.write(`bench: prefix scenario, 16 requests sharing one system prompt, prefix cache off then on\n`);
+  const engine = await loadEngine({ model, adapter: o.adapter, contextLength: 1024 });
+  try {
+    prefix = await prefixScenario(engine, { genTokens: o.genTokens });
+  } finally {
+    await engine.dispose();
+  }
+}
 // Percentages only where the same run probed the adapter the engine used (its backend is the choice name).
 const traffic = weightTraffic(gguf.tensors);
 for (const r of results) r.efficiency = efficiency(r, traffic, limits?.measured.find((l) => l.adapter === r.backend));
@@ -94,9 +107,11 @@ const report = {
   results,
   ...(curves.length > 0 ? { curve: { sequences: curve, decodeTokensPerSequence: o.genTokens, engines: curves } } : {}),
   ...(limits ? { limits } : {}),
+  ...(prefix ? { prefixScenario: prefix } : {}),
 };
 process.stdout.write(formatTable(report.results) + '\n');
 if (curves.length > 0) process.stdout.write('\nBatching curve (prefill and decode timed apart; bench/curve.ts):\n' + formatCurveTable(curves) + '\n');
+if (prefix) process.stdout.write('\n' + formatPrefixScenario(prefix) + '\n');
 writeReport(`${date.slice(0, 10)}-${o.label}-${model.split('/').pop()!.replace(/\.gguf$/, '')}.json`, report);
 process.exit(0);
 
