@@ -7,3 +7,7 @@
 fn y_put(i: u32, v: f32) {
   x[i] = v;
 }
+
+fn x_row(row: u32) -> u32 {
+  return row;
+}

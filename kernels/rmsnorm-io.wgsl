@@ -6,3 +6,7 @@
 fn y_put(i: u32, v: f32) {
   y[i] = v;
 }
+
+fn x_row(row: u32) -> u32 {
+  return row;
+}

@@ -20,8 +20,10 @@ struct Params {
 
 @group(1) @binding(0) var<uniform> params: Params;
 
+// x_row(row): which row of x output row `row` normalizes (itself, or a picked one), from rmsnorm-io-*.wgsl.
 fn x_base(row: u32) -> u32 {
-  return params.x_offset + (row / params.group) * params.x_stride + (row % params.group) * params.dim;
+  let xr = x_row(row);
+  return params.x_offset + (xr / params.group) * params.x_stride + (xr % params.group) * params.dim;
 }
 
 fn y_base(row: u32) -> u32 {

@@ -1,8 +1,9 @@
 import source from './rmsnorm.wgsl?raw';
 import serial from './rmsnorm-serial.wgsl?raw';
 import rows from './rmsnorm-rows.wgsl?raw';
-import io from './rmsnorm-io.wgsl?raw';
+import ioFile from './rmsnorm-io.wgsl?raw';
 import ioInPlace from './rmsnorm-io-inplace.wgsl?raw';
+import ioGather from './rmsnorm-io-gather.wgsl?raw';
 import type { ParamArena } from './runtime/arena.ts';
 import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
 import { grid2d } from './runtime/grid.ts';
@@ -37,22 +38,29 @@ export class RmsNormKernel {
   readonly kernel: CompiledKernel;
   /** One invocation per row without barriers, for CPU adapters; else a workgroup per row. */
   readonly serial: boolean;
+  readonly inPlace: boolean;
+  /**
+   * `io`: 'out' reads x and writes y; 'in-place' normalizes x where it lies; 'gather' writes y[r] =
+   * norm(x[idx[r]]) (a fourth binding, idx), picking rows and norming them in one pass.
+   */
   constructor(
     ctx: KernelContext,
     variant: 'serial' | 'workgroup' = ctx.caps.software ? 'serial' : 'workgroup',
-    readonly inPlace = false,
+    readonly io: 'out' | 'in-place' | 'gather' = 'out',
   ) {
     this.serial = variant === 'serial';
-    const label = `rmsnorm${this.serial ? '-serial' : ''}${inPlace ? '-inplace' : ''}`;
-    const code = wgsl(this.serial ? serial : source, rows, inPlace ? ioInPlace : io);
-    const bindings = inPlace ? (['write', 'read'] as const) : (['read', 'read', 'write'] as const);
+    this.inPlace = io === 'in-place';
+    const label = `rmsnorm${this.serial ? '-serial' : ''}${io === 'out' ? '' : `-${io}`}`;
+    const code = wgsl(this.serial ? serial : source, rows, { out: ioFile, 'in-place': ioInPlace, gather: ioGather }[io]);
+    const bindings = this.inPlace ? (['write', 'read'] as const) : io === 'gather' ? (['read', 'read', 'write', 'read'] as const) : (['read', 'read', 'write'] as const);
     this.kernel = ctx.kernel({ label, code, bindings, constants: { WG: this.serial ? SERIAL_WG : 64 } });
   }
 
-  /** Out of place: bind(x, weight, y). In place: bind(x, weight). */
-  bind(x: GPUBuffer, weight: GPUBuffer, y?: GPUBuffer): GPUBindGroup {
+  /** Out of place: bind(x, weight, y). In place: bind(x, weight). Gather: bind(x, weight, y, idx). */
+  bind(x: GPUBuffer, weight: GPUBuffer, y?: GPUBuffer, idx?: GPUBuffer): GPUBindGroup {
     if ((y === undefined) !== this.inPlace) throw new Error(`${this.kernel.label}: ${this.inPlace ? 'in place, so no y buffer' : 'needs a y buffer'}`);
-    return this.kernel.bind(y ? [x, weight, y] : [x, weight]);
+    if ((idx !== undefined) !== (this.io === 'gather')) throw new Error(`${this.kernel.label}: ${this.io === 'gather' ? 'needs the row indices' : 'takes no row indices'}`);
+    return this.kernel.bind(y ? (idx ? [x, weight, y, idx] : [x, weight, y]) : [x, weight]);
   }
 
   encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: RmsNormParams): void {

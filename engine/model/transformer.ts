@@ -4,7 +4,6 @@
  * parameters and inputs, and one small readback of the sampled tokens; nothing is allocated per token.
  */
 import { AttentionKernel } from '../../kernels/attention.ts';
-import { GatherKernel } from '../../kernels/gather.ts';
 import { RmsNormKernel } from '../../kernels/rmsnorm.ts';
 import { RopeKvStoreKernel } from '../../kernels/rope-kv-store.ts';
 import { ParamArena } from '../../kernels/runtime/arena.ts';
@@ -45,14 +44,15 @@ export class Transformer implements StepRunner {
     ropeStore: RopeKvStoreKernel;
     attention: AttentionKernel;
     swiglu: SwiGluKernel;
-    gather: GatherKernel;
+    /** The output norm of the rows to sample, picked from the step's tokens in the same pass. */
+    headNorm: RmsNormKernel;
     sample: SampleKernel;
     topk: TopKKernel;
     penalties: PenaltiesKernel;
   };
   private readonly layers: LayerPlan[];
   private readonly embed: BoundProduct;
-  private readonly head: { gather: GPUBindGroup; norm: GPUBindGroup; product: BoundProduct; sample: SampleGroups; topk: GPUBindGroup; penalties: GPUBindGroup };
+  private readonly head: { norm: GPUBindGroup; product: BoundProduct; sample: SampleGroups; topk: GPUBindGroup; penalties: GPUBindGroup };
   // CPU mirrors of the step inputs, allocated once.
   private readonly tokens: Uint32Array;
   private readonly positions: Uint32Array;
@@ -104,11 +104,11 @@ export class Transformer implements StepRunner {
     const ws = (this.ws = new Workspace(ctx, cfg, limits.maxTokensPerStep, limits.maxRowsPerStep));
     this.k = {
       rmsnorm: new RmsNormKernel(ctx),
-      qkNorm: cfg.block.qkNorm ? new RmsNormKernel(ctx, undefined, true) : undefined,
+      qkNorm: cfg.block.qkNorm ? new RmsNormKernel(ctx, undefined, 'in-place') : undefined,
       ropeStore: new RopeKvStoreKernel(ctx),
       attention: new AttentionKernel(ctx),
       swiglu: new SwiGluKernel(ctx, cfg.block.activation),
-      gather: new GatherKernel(ctx),
+      headNorm: new RmsNormKernel(ctx, undefined, 'gather'),
       sample: new SampleKernel(ctx),
       topk: new TopKKernel(ctx),
       penalties: new PenaltiesKernel(ctx),
@@ -150,8 +150,7 @@ export class Transformer implements StepRunner {
         : { swiglu: this.k.swiglu.bind(ws.gateUp, ws.gateUp, ws.act), down: matrices.product(w.down, ws.act, ws.x, io(F, 0, D, true)) }),
     }));
     this.head = {
-      gather: this.k.gather.bind(ws.x, ws.lastIndex, ws.xLast),
-      norm: this.k.rmsnorm.bind(ws.xLast, weights.outputNorm, ws.xLastNorm),
+      norm: this.k.headNorm.bind(ws.x, weights.outputNorm, ws.xLastNorm, ws.lastIndex),
       product: matrices.product(weights.output, ws.xLastNorm, ws.logits, io(D, 0, cfg.vocabSize)),
       sample: this.k.sample.bind(ws.logits, ws.mask, ws.sampleSettings, ws.samplePartials, ws.sampleOut),
       topk: this.k.topk.bind(ws.logits, ws.mask, ws.sampleSettings, ws.topkOut),
@@ -367,8 +366,7 @@ export class Transformer implements StepRunner {
     const k = this.k;
     const h = this.head;
     const V = cfg.vocabSize;
-    k.gather.encode(pass, a, h.gather, { rows: R, dim: cfg.dim });
-    k.rmsnorm.encode(pass, a, h.norm, { rows: R, dim: cfg.dim, eps: cfg.rmsEps });
+    k.headNorm.encode(pass, a, h.norm, { rows: R, dim: cfg.dim, eps: cfg.rmsEps });
     h.product.encode(pass, a, R);
     if (this.anyPenalty) k.penalties.encode(pass, a, h.penalties, { rows: R, logitsStride: V });
     k.sample.encode(pass, a, h.sample, { rows: R, vocab: V, logitsStride: V, maskWords: this.ws.maskWords });

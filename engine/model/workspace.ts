@@ -27,7 +27,6 @@ export class Workspace {
   /** Per token: [gate | up]. */
   readonly gateUp: GPUBuffer;
   readonly act: GPUBuffer;
-  readonly xLast: GPUBuffer;
   readonly xLastNorm: GPUBuffer;
   readonly logits: GPUBuffer;
   // Outputs and their readback copies.
@@ -62,7 +61,6 @@ export class Workspace {
     this.attn = f('act.attn', T * qDim);
     this.gateUp = f('act.gate-up', T * 2 * cfg.ffnDim);
     this.act = f('act.ffn', T * cfg.ffnDim);
-    this.xLast = f('act.x-last', maxRows * cfg.dim);
     this.xLastNorm = f('act.x-last-norm', maxRows * cfg.dim);
     this.logits = f('act.logits', maxRows * cfg.vocabSize);
     this.samplePartials = this.track(ctx.storage('act.sample-partials', samplePartialsBytes(maxRows, cfg.vocabSize)));

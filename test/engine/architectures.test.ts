@@ -45,8 +45,8 @@ const MIN_GAP = 0.01;
  */
 const INIT: SynthInit = { matrixStd: 0.25, embeddingStd: 0.5, outputStd: 0.25, biasStd: 0.5, normJitter: 0.2 };
 
-/** Dispatches after the layers of a decode step: gather, output norm, output head, two sampling passes. */
-const HEAD = 5;
+/** Dispatches after the layers of a decode step: gathered output norm, output head, two sampling passes. */
+const HEAD = 4;
 /** A llama layer's dispatches: norm, QKV, RoPE + KV store, attention, O (+ residual), norm, gate-up, down (SwiGLU folded in, + residual). */
 const LAYER = 8;
 

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { AddKernel } from '../../kernels/add.ts';
-import { GatherKernel } from '../../kernels/gather.ts';
 import { SwiGluKernel } from '../../kernels/swiglu.ts';
 import { readF32, runPass, testContext } from '../helpers/gpu.ts';
 import { maxRelError, randomF32 } from '../helpers/random.ts';
@@ -57,20 +56,5 @@ describe('elementwise kernels', () => {
     const want = x.slice();
     for (let i = 0; i < 150; i++) want[100 + i] += y[50 + i];
     expect(maxRelError(await readF32(ctx, bx, 300), want)).toBeLessThan(1e-6);
-  });
-
-  it('gather copies the selected rows', async () => {
-    const ctx = await testContext();
-    const dim = 33;
-    const x = randomF32(10 * dim, 6);
-    const idx = Uint32Array.from([9, 0, 4]);
-    const k = new GatherKernel(ctx);
-    const bx = ctx.storage('x', x.byteLength, x);
-    const bi = ctx.storage('i', idx.byteLength, idx);
-    const by = ctx.storage('y', idx.length * dim * 4);
-    await runPass(ctx, (pass, arena) => k.encode(pass, arena, k.bind(bx, bi, by), { rows: 3, dim }));
-    const want = new Float32Array(3 * dim);
-    idx.forEach((r, i) => want.set(x.subarray(r * dim, (r + 1) * dim), i * dim));
-    expect(Array.from(await readF32(ctx, by, 3 * dim))).toEqual(Array.from(want));
   });
 });

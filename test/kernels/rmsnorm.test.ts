@@ -15,6 +15,22 @@ function reference(x: Float32Array, w: Float32Array, rows: number, dim: number, 
 }
 
 describe.each(['workgroup', 'serial'] as const)('rmsnorm kernel (%s)', (variant) => {
+  it('gather: norms the picked rows of x into consecutive rows of y (the output head\'s input)', async () => {
+    const ctx = await testContext();
+    const dim = 100;
+    const x = randomF32(10 * dim, 6, 3);
+    const w = randomF32(dim, 8, 1);
+    const idx = Uint32Array.from([9, 0, 4, 4]);
+    const k = new RmsNormKernel(ctx, variant, 'gather');
+    const by = ctx.storage('y', idx.length * dim * 4);
+    const group = k.bind(ctx.storage('x', x.byteLength, x), ctx.storage('w', w.byteLength, w), by, ctx.storage('i', idx.byteLength, idx));
+    await runPass(ctx, (pass, arena) => k.encode(pass, arena, group, { rows: idx.length, dim, eps: 1e-5 }));
+    const picked = new Float32Array(idx.length * dim);
+    idx.forEach((r, i) => picked.set(x.subarray(r * dim, (r + 1) * dim), i * dim));
+    expect(maxRelError(await readF32(ctx, by, idx.length * dim), reference(picked, w, idx.length, dim, 1e-5))).toBeLessThan(1e-5);
+    expect(() => k.bind(by, by, by)).toThrow(/row indices/);
+  });
+
   for (const [rows, dim] of [[1, 64], [3, 100], [7, 288], [2, 2048], [40, 64]] as const) {
     it(`matches the reference for ${rows}x${dim}`, async () => {
       const ctx = await testContext();
@@ -59,7 +75,7 @@ describe.each(['workgroup', 'serial'] as const)('rmsnorm kernel over heads insid
     const ctx = await testContext();
     const x = randomF32(p.offset + p.tokens * p.stride + 5, 71, 3);
     const w = randomF32(2 * p.dim, 72, 2);
-    const k = new RmsNormKernel(ctx, variant, true);
+    const k = new RmsNormKernel(ctx, variant, 'in-place');
     const bx = ctx.storage('x', x.byteLength, x);
     const group = k.bind(bx, ctx.storage('w', w.byteLength, w));
     await runPass(ctx, (pass, arena) => k.encode(pass, arena, group, { rows, dim: p.dim, eps: p.eps, xOffset: p.offset, group: p.heads, xStride: p.stride, wSplit: p.split }));
@@ -87,7 +103,7 @@ describe.each(['workgroup', 'serial'] as const)('rmsnorm kernel over heads insid
   it('binds two buffers in place and three otherwise', async () => {
     const ctx = await testContext();
     const b = ctx.storage('b', 64);
-    expect(() => new RmsNormKernel(ctx, variant, true).bind(b, b, b)).toThrow(/in place/);
+    expect(() => new RmsNormKernel(ctx, variant, 'in-place').bind(b, b, b)).toThrow(/in place/);
     expect(() => new RmsNormKernel(ctx, variant).bind(b, b)).toThrow(/needs a y buffer/);
   });
 });
