@@ -26,6 +26,7 @@ export async function measureOurs(spec: BenchSpec, adapter: string | undefined):
   const decode: number[] = [];
   const ttft: number[] = [];
   let dispatches = 0;
+  const before = engine.stats().steps;
   for (let i = 0; i < spec.runs; i++) {
     const r = await run(spec.genTokens);
     prefill.push(r.timings.prefillTokensPerSecond);
@@ -33,6 +34,11 @@ export async function measureOurs(spec: BenchSpec, adapter: string | undefined):
     ttft.push(r.timings.timeToFirstTokenMs);
     dispatches = engine.stats().lastStepDispatches;
   }
+  // How long the device sat without work per step (host scheduling, encoding, readback): what pipelined
+  // decode would hide. On a blocking-submit adapter (llvmpipe) it also counts the yields between layers.
+  const after = engine.stats().steps;
+  const steps = Math.max(1, after.count - before.count);
+  const idle = { msPerStep: (after.ms - before.ms) / steps, deviceIdleMsPerStep: (after.deviceIdleMs - before.deviceIdleMs) / steps };
   const constrained = await measureConstrained(engine, prompt, spec.genTokens);
   const batched = spec.concurrency > 1 ? await measureConcurrent(engine, prompt, spec.genTokens, spec.concurrency) : {};
   const st = engine.stats();
@@ -48,7 +54,7 @@ export async function measureOurs(spec: BenchSpec, adapter: string | undefined):
     timeToFirstTokenMs: median(ttft),
     gpuMemoryBytes: st.weightsBytes + st.kvCacheBytes + st.workspaceBytes,
     dispatchesPerToken: dispatches,
-    extra: { ...constrained, ...batched },
+    extra: { ...idle, ...constrained, ...batched },
   };
 }
 

@@ -54,6 +54,8 @@ export interface EngineStats {
   lastStepDispatches: number;
   activeSequences: number;
   waitingSequences: number;
+  /** Steps run so far, their total wall time, and the part of it in which the device had no work. */
+  steps: { count: number; ms: number; deviceIdleMs: number };
   /** The prefix cache's counters, or null when it is off. */
   prefixCache: PrefixCacheStats | null;
 }
@@ -226,6 +228,7 @@ export class WebGpuEngine implements TextEngine {
       activeSequences: this.scheduler.activeCount,
       waitingSequences: this.scheduler.waitingCount,
       prefixCache: this.scheduler.prefixCache?.stats() ?? null,
+      steps: { count: this.scheduler.stepTiming.steps, ms: this.scheduler.stepTiming.ms, deviceIdleMs: this.scheduler.stepTiming.deviceIdleMs },
     };
   }
 

@@ -22,6 +22,11 @@ export class Scheduler {
   private readonly held: TokenConstraint[] = [];
   /** Sequences left out of the step because their constraint's thread was busy. */
   private readonly notReady: Sequence[] = [];
+  /**
+   * Steps run, their wall time from one step's end to the next one's (or from its start after a pause),
+   * and how much of that the device had no work: scheduling, encoding and readback between steps.
+   */
+  readonly stepTiming = { steps: 0, ms: 0, deviceIdleMs: 0 };
   /** Held for each step; diagnostics (logits) take it to use the runner between steps. */
   readonly lock = new AsyncLock();
 
@@ -107,6 +112,8 @@ export class Scheduler {
   }
 
   private async loop(): Promise<void> {
+    // End of the previous step of this busy period: the time from there to the next submit is idle device time.
+    let lastEnd: number | undefined;
     for (;;) {
       for (const seq of [...this.running]) if (seq.aborted) this.end(seq, 'aborted');
       this.admit();
@@ -114,11 +121,20 @@ export class Scheduler {
       try {
         const built = await this.lock.run(async () => {
           try {
+            const begun = performance.now();
             if (!this.buildStep()) return false;
             this.syncPages();
+            const runStart = performance.now();
             await this.runner.run();
+            const runEnd = performance.now();
             // Read the results before releasing the runner to anyone else.
             this.collect();
+            const end = performance.now();
+            const t = this.stepTiming;
+            t.steps++;
+            t.ms += end - (lastEnd ?? begun);
+            t.deviceIdleMs += runStart - (lastEnd ?? begun) + (this.runner.lastHostMs ?? 0) + (end - runEnd);
+            lastEnd = end;
             return true;
           } finally {
             for (const c of this.held.splice(0)) c.release?.();

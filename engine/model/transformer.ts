@@ -77,6 +77,8 @@ export class Transformer implements StepRunner {
   private readonly ropeFactorsDummy: GPUBuffer | undefined;
   /** Dispatches recorded by the last step (for the bench's dispatches-per-token figure). */
   lastDispatches = 0;
+  /** See StepRunner.lastHostMs. */
+  lastHostMs = 0;
   /** When set, the next run() also reads back the sampled rows' full logits (diagnostics only). */
   captureLogits = false;
   private logitsRead: GPUBuffer | undefined;
@@ -251,6 +253,7 @@ export class Transformer implements StepRunner {
     const T = this.nTokens;
     const R = this.nRows;
     if (T === 0) return;
+    const started = performance.now();
     this.upload();
     const device = this.ctx.device;
     const arena = this.arena;
@@ -280,13 +283,23 @@ export class Transformer implements StepRunner {
       }
     }
     arena.flush();
+    // Where submit blocks, the device works only inside submit(); elsewhere it works from the first submit on.
+    const firstSubmit = performance.now();
+    let insideSubmit = 0;
+    const submit = (commands: GPUCommandBuffer) => {
+      const t = performance.now();
+      device.queue.submit([commands]);
+      insideSubmit += performance.now() - t;
+    };
     for (const segment of segments) {
-      device.queue.submit([segment]);
+      submit(segment);
       await this.yieldBetweenLayers!();
     }
-    device.queue.submit([enc.finish()]);
+    submit(enc.finish());
+    const hostMs = () => (split ? performance.now() - started - insideSubmit : firstSubmit - started);
     if (R === 0) {
       await device.queue.onSubmittedWorkDone();
+      this.lastHostMs = hostMs();
       return;
     }
     await ws.sampleRead.mapAsync(GPUMapMode.READ, 0, R * SAMPLE_OUT_WORDS * 4);
@@ -303,6 +316,7 @@ export class Transformer implements StepRunner {
       this.capturedLogits = new Float32Array(this.logitsRead.getMappedRange(0, bytes).slice(0));
       this.logitsRead.unmap();
     }
+    this.lastHostMs = hostMs();
   }
 
   /** Logits of row `row` from the last run with captureLogits set. */

@@ -38,7 +38,14 @@ describe('blocking-submit adapters yield between layers', () => {
     engines.push(engine);
     expect(engine.device.blockingSubmit).toBe(true);
     await ticksDuringGeneration(engine); // compiles the pipelines
+    const before = engine.stats().steps;
     const { ticks, steps } = await ticksDuringGeneration(engine);
     expect(ticks).toBeGreaterThanOrEqual(steps * (LAYERS - 1));
+    // Every step is counted, and the device's idle share is part of the steps' time, not more.
+    const after = engine.stats().steps;
+    expect(after.count - before.count).toBe(steps);
+    const idle = after.deviceIdleMs - before.deviceIdleMs;
+    expect(idle).toBeGreaterThan(0);
+    expect(idle).toBeLessThan(after.ms - before.ms);
   });
 });
