@@ -34,8 +34,8 @@ export async function measureOurs(spec: BenchSpec, adapter: string | undefined):
     ttft.push(r.timings.timeToFirstTokenMs);
     dispatches = engine.stats().lastStepDispatches;
   }
-  // How long the device sat without work per step (host scheduling, encoding, readback): what pipelined
-  // decode would hide. On a blocking-submit adapter (llvmpipe) it also counts the yields between layers.
+  // How long the device sat without work per step (host scheduling and encoding before the first submit,
+  // readback and bookkeeping after it): what pipelined decode would hide.
   const after = engine.stats().steps;
   const steps = Math.max(1, after.count - before.count);
   const idle = { msPerStep: (after.ms - before.ms) / steps, deviceIdleMsPerStep: (after.deviceIdleMs - before.deviceIdleMs) / steps };

@@ -29,10 +29,7 @@ export interface StepRunner {
   addToken(token: number, position: number, slot: number): number;
   /** Ask for the logits after token `tokenIndex` to be sampled; returns the row index. */
   addRow(tokenIndex: number, spec: SampleRowSpec): number;
-  /**
-   * Of the last run(), the milliseconds in which the device had nothing to do: encoding and uploads
-   * before the first submit, and on blocking-submit adapters everything outside the submit calls.
-   */
+  /** Of the last run(), the milliseconds before its first submit (uploads, encoding): the device had no work. */
   readonly lastHostMs?: number;
   /** Run the step on the GPU: one command buffer, one readback of the sampled rows. */
   run(): Promise<void>;
