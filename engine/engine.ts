@@ -40,6 +40,11 @@ export interface EngineOptions {
    * uses are evicted, least recently used first, whenever a request needs the room.
    */
   prefixCache?: boolean;
+  /**
+   * Where submit does the work on this thread (llvmpipe): about how long the thread may be held before
+   * the step yields to other work (default 16 ms; 0 yields after every layer). See SegmentPlanner.
+   */
+  yieldEveryMs?: number;
   onProgress?: LoadProgress;
 }
 
@@ -102,7 +107,7 @@ export class WebGpuEngine implements TextEngine {
       maxSeqLength: contextLength,
       budgetBytes: Math.max(opts.kvCacheBytes ?? 512 * 2 ** 20, fullContextBytes + 2 * cfg.nLayers * pageSize * kvDim * 4),
     });
-    const transformer = new Transformer(ctx, cfg, weights, cache, matrices, { maxTokensPerStep, maxRowsPerStep: maxSequences }, selected.blockingSubmit ? yieldToHost : undefined);
+    const transformer = new Transformer(ctx, cfg, weights, cache, matrices, { maxTokensPerStep, maxRowsPerStep: maxSequences, yieldEveryMs: opts.yieldEveryMs }, selected.blockingSubmit ? yieldToHost : undefined);
     const scheduler = new Scheduler(transformer, cache.allocator, () => cache.syncPageTable());
     let parameterCount = 0;
     for (const t of gguf.tensors) parameterCount += t.elements;

@@ -12,6 +12,8 @@ import { PenaltiesKernel, writePenaltyEntry, writePenaltyRow, PENALTY_ENTRY_BYTE
 import { SampleKernel, writeSampleRow, SAMPLE_ROW_BYTES, SAMPLE_OUT_WORDS, type SampleGroups } from '../../kernels/sampling/sample.ts';
 import { readTopKRow, TopKKernel, TOPK_ROW_WORDS, type TopKRow } from '../../kernels/sampling/topk.ts';
 import { SwiGluKernel } from '../../kernels/swiglu.ts';
+import { MAX_MATVEC_T } from '../../kernels/matvec.ts';
+import { SegmentPlanner } from './segment-planner.ts';
 import type { ModelConfig } from '../arch/types.ts';
 import type { SampleRowSpec, StepRunner } from '../generate/step.ts';
 import type { PagedKvCache } from '../kv/paged-cache.ts';
@@ -77,6 +79,7 @@ export class Transformer implements StepRunner {
   private readonly ropeFactorsDummy: GPUBuffer | undefined;
   /** Dispatches recorded by the last step (for the bench's dispatches-per-token figure). */
   lastDispatches = 0;
+  private readonly segments: SegmentPlanner;
   /** See StepRunner.lastHostMs. */
   lastHostMs = 0;
   /** When set, the next run() also reads back the sampled rows' full logits (diagnostics only). */
@@ -93,14 +96,15 @@ export class Transformer implements StepRunner {
     private readonly weights: ModelWeights,
     private readonly cache: PagedKvCache,
     matrices: MatrixKernels,
-    limits: { maxTokensPerStep: number; maxRowsPerStep: number },
+    limits: { maxTokensPerStep: number; maxRowsPerStep: number; yieldEveryMs?: number },
     /**
      * Where `queue.submit` runs the work before it returns (llvmpipe through Dawn's OpenGL ES backend), a
-     * step is submitted a layer at a time and this is awaited in between, so the thread's other work
-     * (HTTP, timers) waits for one layer rather than a whole step.
+     * step is submitted in segments of layers (sized by SegmentPlanner) and this is awaited in between,
+     * so the thread's other work (HTTP, timers) waits for one segment rather than a whole step.
      */
     private readonly yieldBetweenLayers?: () => Promise<void>,
   ) {
+    this.segments = new SegmentPlanner(cfg.nLayers, MAX_MATVEC_T, limits.yieldEveryMs);
     this.maxTokensPerStep = limits.maxTokensPerStep;
     this.maxRowsPerStep = limits.maxRowsPerStep;
     const ws = (this.ws = new Workspace(ctx, cfg, limits.maxTokensPerStep, limits.maxRowsPerStep));
@@ -258,12 +262,13 @@ export class Transformer implements StepRunner {
     const device = this.ctx.device;
     const arena = this.arena;
     arena.reset();
-    // One command buffer per step, or per layer where submit blocks (see yieldBetweenLayers).
+    // One command buffer per step, or per segment of layers where submit blocks (see yieldBetweenLayers).
     const segments: GPUCommandBuffer[] = [];
     const split = this.yieldBetweenLayers !== undefined;
     let enc = device.createCommandEncoder({ label: 'step' });
     let pass = enc.beginComputePass({ label: 'step' });
-    this.encodeForward(pass, T, split ? () => {
+    const perSegment = this.segments.layersPerSegment(T);
+    this.encodeForward(pass, T, perSegment, split ? () => {
       pass.end();
       segments.push(enc.finish());
       enc = device.createCommandEncoder({ label: 'step' });
@@ -294,6 +299,7 @@ export class Transformer implements StepRunner {
     if (R === 0) {
       await device.queue.onSubmittedWorkDone();
       this.lastHostMs = hostMs;
+      if (split) this.segments.observe(T, performance.now() - started - hostMs);
       return;
     }
     await ws.sampleRead.mapAsync(GPUMapMode.READ, 0, R * SAMPLE_OUT_WORDS * 4);
@@ -311,6 +317,7 @@ export class Transformer implements StepRunner {
       this.logitsRead.unmap();
     }
     this.lastHostMs = hostMs;
+    if (split) this.segments.observe(T, performance.now() - started - hostMs);
   }
 
   /** Logits of row `row` from the last run with captureLogits set. */
@@ -320,8 +327,8 @@ export class Transformer implements StepRunner {
     return this.capturedLogits.slice(row * V, (row + 1) * V);
   }
 
-  /** `afterLayer` (if given) is called after each layer but the last; it may replace the pass. */
-  private encodeForward(firstPass: GPUComputePassEncoder, T: number, afterLayer?: () => GPUComputePassEncoder): void {
+  /** `afterLayer` (if given) is called after every `perSegment` layers but not after the last; it may replace the pass. */
+  private encodeForward(firstPass: GPUComputePassEncoder, T: number, perSegment: number, afterLayer?: () => GPUComputePassEncoder): void {
     let pass = firstPass;
     const cfg = this.cfg;
     const a = this.arena;
@@ -330,6 +337,7 @@ export class Transformer implements StepRunner {
     const S = this.ws.qkvStride;
     const cache = this.cache;
     this.embed.encode(pass, a, T);
+    let done = 0;
     for (const L of this.layers) {
       k.rmsnorm.encode(pass, a, L.attnNorm, { rows: T, dim: cfg.dim, eps: cfg.rmsEps });
       for (const p of L.qkv) p.encode(pass, a, T);
@@ -364,7 +372,7 @@ export class Transformer implements StepRunner {
       for (const p of L.gateUp) p.encode(pass, a, T);
       if (L.swiglu) k.swiglu.encode(pass, a, L.swiglu, { tokens: T, n: cfg.ffnDim, gateOffset: 0, upOffset: cfg.ffnDim, inStride: 2 * cfg.ffnDim });
       L.down.encode(pass, a, T);
-      if (afterLayer && L !== this.layers[this.layers.length - 1]) pass = afterLayer();
+      if (afterLayer && ++done % perSegment === 0 && done < this.layers.length) pass = afterLayer();
     }
   }
 

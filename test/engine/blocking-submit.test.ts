@@ -1,7 +1,8 @@
 /**
  * llvmpipe runs a command buffer inside queue.submit on the calling thread, so one submit per step
- * would hold the event loop (HTTP, timers) for a whole forward pass. There the engine submits a layer
- * at a time and yields in between: other work gets the thread between layers.
+ * would hold the event loop (HTTP, timers) for a whole forward pass. There the engine submits segments
+ * of layers and yields in between: other work gets the thread between them. With yieldEveryMs 0 a
+ * segment is one layer, whatever the model's speed (SegmentPlanner sizes them otherwise).
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import type { WebGpuEngine } from '../../engine/engine.ts';
@@ -34,7 +35,7 @@ describe('blocking-submit adapters yield between layers', () => {
   });
 
   it('llvmpipe: the event loop runs between the layers of every step', async () => {
-    const engine = await loadEngine({ model: STORIES_260K, adapter: 'llvmpipe', grammars: 'in-process' });
+    const engine = await loadEngine({ model: STORIES_260K, adapter: 'llvmpipe', grammars: 'in-process', yieldEveryMs: 0 });
     engines.push(engine);
     expect(engine.device.blockingSubmit).toBe(true);
     await ticksDuringGeneration(engine); // compiles the pipelines
