@@ -1,22 +1,17 @@
+import angle from './rope-angle.wgsl?raw';
 import source from './rope-kv-store.wgsl?raw';
 import type { ParamArena } from './runtime/arena.ts';
-import type { CompiledKernel, KernelContext } from './runtime/context.ts';
+import type { RopeSettings } from './rope.ts';
+import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
 import { grid2d } from './runtime/grid.ts';
 
 const WG = 64;
 
-export interface RopeKvStoreParams {
+export interface RopeKvStoreParams extends RopeSettings {
   tokens: number;
   heads: number;
   kvHeads: number;
   headDim: number;
-  /** Rotated dimensions per head (≤ headDim, even). */
-  nRot: number;
-  neox: boolean;
-  freqBase: number;
-  freqScale: number;
-  /** Whether the bound `factors` buffer holds n_rot/2 frequency divisors. */
-  useFactors: boolean;
   /** Elements between consecutive tokens' Q|K|V rows. */
   tokenStride: number;
   pageSize: number;
@@ -33,7 +28,7 @@ export class RopeKvStoreKernel {
   readonly kernel: CompiledKernel;
 
   constructor(ctx: KernelContext) {
-    this.kernel = ctx.kernel({ label: 'rope-kv-store', code: source, bindings: ['write', 'read', 'read', 'read', 'read', 'write', 'write'], constants: { WG } });
+    this.kernel = ctx.kernel({ label: 'rope-kv-store', code: wgsl(source, angle), bindings: ['write', 'read', 'read', 'read', 'read', 'write', 'write'], constants: { WG } });
   }
 
   bind(qkv: GPUBuffer, positions: GPUBuffer, tokenSeq: GPUBuffer, pageTable: GPUBuffer, factors: GPUBuffer, kCache: GPUBuffer, vCache: GPUBuffer): GPUBindGroup {

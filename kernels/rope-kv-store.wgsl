@@ -1,7 +1,7 @@
 // RoPE and the KV-cache store in one pass over each token's fused Q|K|V row (the epilogue of the QKV
 // product): Q heads are rotated in place (attention reads them there), K heads are rotated on their way
-// into the paged cache, V is copied. One dispatch instead of two per layer. The angle is computed as in
-// rope.wgsl, so the results are the same bits.
+// into the paged cache, V is copied. One dispatch instead of two per layer. The angle comes from
+// rope-angle.wgsl, as in rope.wgsl, so the results are the same bits.
 //
 // Work items per token: (heads + kv_heads) × head_dim/2 element pairs, then kv_dim/2 pairs of V.
 // Pair i of a head with i < n_rot/2 rotates (2i, 2i+1) (normal order) or (i, i + n_rot/2) (NeoX); the
@@ -69,8 +69,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
       a = i;
       b = i + half_rot;
     }
-    var theta = f32(pos) * params.freq_scale * pow(params.freq_base, -2.0 * f32(i) / f32(params.n_rot));
-    if (params.use_factors != 0u) { theta = theta / factors[i]; }
+    let theta = rope_theta(pos, i, params.n_rot, params.freq_base, params.freq_scale, params.use_factors);
     let c = cos(theta);
     let s = sin(theta);
     let y0 = qkv[base + a];

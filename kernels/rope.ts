@@ -1,14 +1,13 @@
+import angle from './rope-angle.wgsl?raw';
 import source from './rope.wgsl?raw';
 import type { ParamArena } from './runtime/arena.ts';
-import type { CompiledKernel, KernelContext } from './runtime/context.ts';
+import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
 import { grid2d } from './runtime/grid.ts';
 
 const WG = 64;
 
-export interface RopeParams {
-  tokens: number;
-  heads: number;
-  headDim: number;
+/** How a model rotates: shared by RoPE in place and the fused RoPE + KV-store epilogue. */
+export interface RopeSettings {
   /** Rotated dimensions per head (≤ headDim, even). */
   nRot: number;
   neox: boolean;
@@ -16,6 +15,12 @@ export interface RopeParams {
   freqScale: number;
   /** Whether the bound `factors` buffer holds n_rot/2 frequency divisors. */
   useFactors: boolean;
+}
+
+export interface RopeParams extends RopeSettings {
+  tokens: number;
+  heads: number;
+  headDim: number;
   xOffset?: number;
   /** Elements between consecutive tokens in x (default heads × headDim). */
   tokenStride?: number;
@@ -25,7 +30,7 @@ export interface RopeParams {
 export class RopeKernel {
   readonly kernel: CompiledKernel;
   constructor(ctx: KernelContext) {
-    this.kernel = ctx.kernel({ label: 'rope', code: source, bindings: ['write', 'read', 'read'], constants: { WG } });
+    this.kernel = ctx.kernel({ label: 'rope', code: wgsl(source, angle), bindings: ['write', 'read', 'read'], constants: { WG } });
   }
 
   bind(x: GPUBuffer, positions: GPUBuffer, factors: GPUBuffer): GPUBindGroup {

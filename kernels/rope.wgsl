@@ -35,8 +35,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   let h = th % params.heads;
   let t = th / params.heads;
   let base = params.x_offset + t * params.token_stride + h * params.head_dim;
-  var theta = f32(positions[t]) * params.freq_scale * pow(params.freq_base, -2.0 * f32(i) / f32(params.n_rot));
-  if (params.use_factors != 0u) { theta = theta / factors[i]; }
+  let theta = rope_theta(positions[t], i, params.n_rot, params.freq_base, params.freq_scale, params.use_factors);
   let c = cos(theta);
   let s = sin(theta);
   var a: u32;
