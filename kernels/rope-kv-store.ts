@@ -1,7 +1,7 @@
 import angle from './rope-angle.wgsl?raw';
 import source from './rope-kv-store.wgsl?raw';
 import type { ParamArena } from './runtime/arena.ts';
-import type { RopeSettings } from './rope.ts';
+import { writeRopeSettings, type RopeSettings } from './rope.ts';
 import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
 import { grid2d } from './runtime/grid.ts';
 
@@ -42,11 +42,7 @@ export class RopeKvStoreKernel {
     arena.u32[s + 1] = p.heads;
     arena.u32[s + 2] = p.kvHeads;
     arena.u32[s + 3] = p.headDim;
-    arena.u32[s + 4] = p.nRot;
-    arena.u32[s + 5] = p.neox ? 1 : 0;
-    arena.f32[s + 6] = p.freqBase;
-    arena.f32[s + 7] = p.freqScale;
-    arena.u32[s + 8] = p.useFactors ? 1 : 0;
+    writeRopeSettings(arena, s + 4, p);
     arena.u32[s + 9] = p.tokenStride;
     arena.u32[s + 10] = p.pageSize;
     arena.u32[s + 11] = p.maxPages;

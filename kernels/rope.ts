@@ -17,6 +17,15 @@ export interface RopeSettings {
   useFactors: boolean;
 }
 
+/** The five RopeSettings words, in the order both kernels' Params declare them, from word `at`. */
+export function writeRopeSettings(arena: ParamArena, at: number, r: RopeSettings): void {
+  arena.u32[at] = r.nRot;
+  arena.u32[at + 1] = r.neox ? 1 : 0;
+  arena.f32[at + 2] = r.freqBase;
+  arena.f32[at + 3] = r.freqScale;
+  arena.u32[at + 4] = r.useFactors ? 1 : 0;
+}
+
 export interface RopeParams extends RopeSettings {
   tokens: number;
   heads: number;
@@ -42,11 +51,7 @@ export class RopeKernel {
     arena.u32[s] = p.tokens;
     arena.u32[s + 1] = p.heads;
     arena.u32[s + 2] = p.headDim;
-    arena.u32[s + 3] = p.nRot;
-    arena.u32[s + 4] = p.neox ? 1 : 0;
-    arena.f32[s + 5] = p.freqBase;
-    arena.f32[s + 6] = p.freqScale;
-    arena.u32[s + 7] = p.useFactors ? 1 : 0;
+    writeRopeSettings(arena, s + 3, p);
     arena.u32[s + 8] = p.xOffset ?? 0;
     arena.u32[s + 9] = p.tokenStride ?? p.heads * p.headDim;
     const [gx, gy] = grid2d(Math.ceil((p.tokens * p.heads * (p.nRot / 2)) / WG));
