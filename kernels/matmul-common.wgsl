@@ -18,6 +18,8 @@ struct Params {
   bias_offset: u32,
   // Gated products only (matmul-x-glu.wgsl): elements from a gate value to its up value in x.
   glu_up: u32,
+  // Norm-fused products only (matvec-x-norm.wgsl): the RMSNorm epsilon.
+  norm_eps: f32,
 }
 
 @group(0) @binding(0) var<storage, read> w: array<vec4u>;
@@ -29,10 +31,5 @@ struct Params {
 // x4(i) = x[i .. i+3] and x1(i) = x[i] come from matmul-x-aligned.wgsl or matmul-x-unaligned.wgsl,
 // chosen by the wrapper from the x offset and stride, so the usual aligned case is one load with no
 // branch; or from matmul-x-glu.wgsl, where the product's input is act(gate) * up computed as it is read.
-
-// Dot of a decoded unit with the x values at its four column positions (row of x starting at xb).
-fn unit_dot(m: mat4x4f, kk: vec4u, xb: u32) -> f32 {
-  return dot(m[0], x4(xb + kk.x)) + dot(m[1], x4(xb + kk.y)) + dot(m[2], x4(xb + kk.z)) + dot(m[3], x4(xb + kk.w));
-}
 
 // store(t, n, v) comes from matmul-store.wgsl or, for products with a bias, matmul-store-bias.wgsl.

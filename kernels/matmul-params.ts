@@ -31,6 +31,8 @@ export interface MatmulParams {
   biasOffset?: number;
   /** Gated kernels (ProductOptions.glu): elements from each gate value in x to its up value. */
   gluUp?: number;
+  /** Norm-fused kernels (ProductOptions.norm): the RMSNorm epsilon. */
+  normEps?: number;
 }
 
 /** Take a slot and write the Params struct; returns the slot's word index. */
@@ -50,6 +52,7 @@ export function writeMatmulParams(arena: ParamArena, p: MatmulParams): number {
   arena.u32[s + 7] = p.yStride ?? p.n;
   arena.u32[s + 8] = (p.biasOffset ?? 0) + (p.rowOffset ?? 0);
   arena.u32[s + 9] = p.gluUp ?? 0;
+  arena.f32[s + 10] = p.normEps ?? 0;
   return s;
 }
 
@@ -65,14 +68,22 @@ export interface ProductOptions {
    * up `gluUp` elements further. Offsets, strides and gluUp must be multiples of 4.
    */
   glu?: Activation;
+  /**
+   * The product's input is RMSNorm(x) with a norm weight bound after the other buffers (the norm before
+   * the QKV and gate|up products, folded into them). Matrix-vector GPU variants only (coop, subgroup),
+   * so decode-sized batches; x offsets and k must be multiples of 4.
+   */
+  norm?: boolean;
 }
 
 /** The store() a product kernel is built with, and its bindings: W, x, y, then the bias if it has one. */
 export function productStore(opts: ProductOptions): { code: string; bindings: readonly BindingKind[]; suffix: string } {
   const glu = opts.glu ? `-glu-${opts.glu}` : '';
+  const norm = opts.norm ? '-norm' : '';
+  const extra: BindingKind[] = opts.norm ? ['read'] : [];
   return opts.bias
-    ? { code: storeBias, bindings: ['read', 'read', 'write', 'read'], suffix: `-bias${glu}` }
-    : { code: store, bindings: ['read', 'read', 'write'], suffix: glu };
+    ? { code: storeBias, bindings: ['read', 'read', 'write', 'read', ...extra], suffix: `-bias${glu}${norm}` }
+    : { code: store, bindings: ['read', 'read', 'write', ...extra], suffix: `${glu}${norm}` };
 }
 
 /**

@@ -37,9 +37,13 @@ export class WeightMatmul {
     return k;
   }
 
-  bind(w: GPUBuffer | GPUBufferBinding, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding, bias?: GPUBuffer | GPUBufferBinding): GPUBindGroup {
+  /** W, x, y, then the bias and the norm weight where the product was built with them. */
+  bind(w: GPUBuffer | GPUBufferBinding, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding, bias?: GPUBuffer | GPUBufferBinding, norm?: GPUBuffer | GPUBufferBinding): GPUBindGroup {
     if ((bias !== undefined) !== (this.opts.bias ?? false)) throw new Error(`WeightMatmul: ${this.opts.bias ? 'a bias buffer is required' : 'built without a bias'}`);
-    return this.kernelFor(1).bind(w, x, y, bias);
+    if ((norm !== undefined) !== (this.opts.norm ?? false)) throw new Error(`WeightMatmul: ${this.opts.norm ? 'a norm weight is required' : 'built without a norm'}`);
+    const k = this.kernelFor(1);
+    if (!(k instanceof MatVecKernel)) throw new Error('WeightMatmul: no matrix-vector kernel for one row');
+    return k.bind(w, x, y, bias, norm);
   }
 
   encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: MatmulParams): void {

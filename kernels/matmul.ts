@@ -39,6 +39,7 @@ export class MatMulKernel {
     const store = productStore(opts);
     const decode = wgsl(gpuLayout(type).wgsl, store.code);
     const label = `matmul-${variant}-${typeName(type)}${store.suffix}`;
+    if (opts.norm) throw new Error(`${label}: norm-fused products are matrix-vector only (decode-sized batches)`);
     const bindings = store.bindings;
     if (variant === 'tiles') {
       if (ctx.caps.maxInvocationsPerWorkgroup < 128) throw new Error('matmul: the tiles variant needs 128 invocations per workgroup');

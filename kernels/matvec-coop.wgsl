@@ -11,6 +11,7 @@ var<workgroup> red: array<f32, WG * MAX_T>;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: u32) {
+  norm_prologue(lid);
   let n = (wg.x + wg.y * 65535u) * (WG / LANES) + lid / LANES;
   let lane = lid % LANES;
   let live = n < params.n;
@@ -28,7 +29,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
     for (var i = units * 16u + lane; i < params.k; i += LANES) {
       let v = w_elem(r, i);
       for (var t = 0u; t < TT; t++) {
-        acc[t] += v * x1(params.x_offset + t * params.x_stride + i);
+        acc[t] += v * x_at(params.x_offset + t * params.x_stride, i);
       }
     }
   }
@@ -46,7 +47,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
   // Lane 0 wrote its own slots last, so it needs no further barrier to read them.
   if (live && lane == 0u) {
     for (var t = 0u; t < TT; t++) {
-      store(t, n, red[t * WG + lid]);
+      store(t, n, red[t * WG + lid] * out_scale(t));
     }
   }
 }

@@ -18,7 +18,9 @@ fn main(
   @builtin(num_subgroups) nsg: u32,
   @builtin(subgroup_invocation_id) lane: u32,
   @builtin(subgroup_size) size: u32,
+  @builtin(local_invocation_index) lid: u32,
 ) {
+  norm_prologue(lid);
   let first = (wg.x + wg.y * 65535u) * ROWS;
   let units = params.k / 16u;
   for (var j = sg; j < ROWS; j += nsg) {
@@ -36,12 +38,12 @@ fn main(
     for (var i = units * 16u + lane; i < params.k; i += size) {
       let v = w_elem(r, i);
       for (var t = 0u; t < TT; t++) {
-        acc[t] += v * x1(params.x_offset + t * params.x_stride + i);
+        acc[t] += v * x_at(params.x_offset + t * params.x_stride, i);
       }
     }
     for (var t = 0u; t < TT; t++) {
       let v = subgroupAdd(acc[t]);
-      if (lane == 0u) { store(t, n, v); }
+      if (lane == 0u) { store(t, n, v * out_scale(t)); }
     }
   }
 }

@@ -5,6 +5,8 @@ import { productStore, writeMatmulParams, XAlignedPair, type MatmulParams, type 
 import coop from './matvec-coop.wgsl?raw';
 import rows from './matvec-rows.wgsl?raw';
 import subgroup from './matvec-subgroup.wgsl?raw';
+import xNorm from './matvec-x-norm.wgsl?raw';
+import xPlain from './matvec-x-plain.wgsl?raw';
 import { gpuLayout } from './quant/layouts.ts';
 import type { ParamArena } from './runtime/arena.ts';
 import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
@@ -61,15 +63,18 @@ export class MatVecKernel {
     const BINDINGS = store.bindings;
     const decode = wgsl(gpuLayout(type).wgsl, store.code);
     const label = `matvec-${variant}-${typeName(type)}-t${t}${store.suffix}`;
+    if (opts.norm && (variant === 'rows' || opts.glu)) throw new Error(`${label}: a norm-fused product needs a GPU variant (coop, subgroup) and no GLU`);
+    // How the GPU variants read x: plainly, or as RMSNorm(x) with the norm weight in the last binding.
+    const xRead = opts.norm ? xNorm.replaceAll('NORM_BINDING', String(BINDINGS.length - 1)) : xPlain;
     if (variant === 'subgroup') {
       if (!ctx.caps.subgroups) throw new Error('matvec: the subgroup variant needs the subgroups feature');
       // One row per subgroup at the smallest size the device may pick; larger subgroups loop over rows.
       this.rowsPerGroup = Math.max(1, Math.floor(WG / Math.max(4, ctx.caps.subgroupMinSize)));
       const constants = { WG, ROWS: this.rowsPerGroup, TT: t };
-      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(subgroup, common, x4, decode), bindings: BINDINGS, constants }), opts.glu);
+      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(subgroup, common, x4, xRead, decode), bindings: BINDINGS, constants }), opts.glu);
     } else if (variant === 'coop') {
       this.rowsPerGroup = WG / LANES;
-      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(coop, common, x4, decode), bindings: BINDINGS, constants: { WG, LANES, TT: t } }), opts.glu);
+      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(coop, common, x4, xRead, decode), bindings: BINDINGS, constants: { WG, LANES, TT: t } }), opts.glu);
     } else {
       this.rowsPerGroup = ROWS_WG * 4;
       const code = unrollRowsOfX(rows, t);
@@ -82,8 +87,8 @@ export class MatVecKernel {
   }
 
   /** The bind group serves this kernel's every variant; x's binding size must be a multiple of 16 bytes (ctx.storage sizes are). */
-  bind(w: GPUBuffer | GPUBufferBinding, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding, bias?: GPUBuffer | GPUBufferBinding): GPUBindGroup {
-    return this.kernel.bind(bias ? [w, x, y, bias] : [w, x, y]);
+  bind(w: GPUBuffer | GPUBufferBinding, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding, bias?: GPUBuffer | GPUBufferBinding, norm?: GPUBuffer | GPUBufferBinding): GPUBindGroup {
+    return this.kernel.bind([w, x, y, ...(bias ? [bias] : []), ...(norm ? [norm] : [])]);
   }
 
   encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: MatmulParams): void {

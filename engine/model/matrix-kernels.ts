@@ -4,7 +4,7 @@
  */
 import { EmbeddingKernel } from '../../kernels/embedding.ts';
 import { WeightMatmul } from '../../kernels/matmul-select.ts';
-import { MAX_MATVEC_T } from '../../kernels/matvec.ts';
+import { MAX_MATVEC_T, matvecVariant } from '../../kernels/matvec.ts';
 import { gpuLayout } from '../../kernels/quant/layouts.ts';
 import { planRowShards } from '../../kernels/quant/shards.ts';
 import type { KernelContext } from '../../kernels/runtime/context.ts';
@@ -15,17 +15,20 @@ import type { BoundProduct, MatrixKernels } from './matrix.ts';
 export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
   const products = new Map<string, WeightMatmul>();
   const lookups = new Map<GgmlType, EmbeddingKernel>();
-  const productFor = (t: GgmlType, bias: boolean, glu: Activation | undefined) => {
-    const key = `${t}${bias ? '+bias' : ''}${glu ? `+${glu}` : ''}`;
+  const productFor = (t: GgmlType, bias: boolean, glu: Activation | undefined, norm: boolean) => {
+    const key = `${t}${bias ? '+bias' : ''}${glu ? `+${glu}` : ''}${norm ? '+norm' : ''}`;
     let p = products.get(key);
     if (!p) {
-      products.set(key, (p = new WeightMatmul(ctx, t, { bias, glu })));
+      products.set(key, (p = new WeightMatmul(ctx, t, { bias, glu, norm })));
       // Compile every variant (one matvec per row count, plus the tiled product) now, at load, so no
       // request pays for a pipeline the first time a batch of that size occurs.
-      for (let rows = 1; rows <= MAX_MATVEC_T + 1; rows++) p.kernelFor(rows);
+      for (let rows = 1; rows <= (norm ? MAX_MATVEC_T : MAX_MATVEC_T + 1); rows++) p.kernelFor(rows);
     }
     return p;
   };
+  // The norm folds into the GPU matrix-vector variants only; CPU rasterisers keep the norm pass (there a
+  // second pass over x per invocation would cost more than the dispatch it saves).
+  const fuseNormUpTo = matvecVariant(ctx.caps) === 'rows' ? 0 : MAX_MATVEC_T;
   const lookupFor = (t: GgmlType) => {
     let k = lookups.get(t);
     if (!k) lookups.set(t, (k = new EmbeddingKernel(ctx, t)));
@@ -34,14 +37,16 @@ export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
   const maxBinding = Math.min(ctx.caps.maxStorageBinding, ctx.caps.maxBufferSize);
 
   return {
+    fuseNormUpTo,
     layout(type, rows, cols) {
       const shards = planRowShards(type, rows, cols, maxBinding, ctx.caps.minStorageOffsetAlignment);
       return { gpuRowBytes: gpuLayout(type).rowBytes(cols), shardRows: shards[0].rows };
     },
     repack: (type, raw, rows, cols) => gpuLayout(type).repack(raw, rows, cols),
     product(w, x, y, io): BoundProduct {
-      const mm = productFor(w.type, w.bias !== undefined, io.glu?.activation);
-      const bound = w.shards.map((s) => ({ group: mm.bind(s.buffer, x, y, w.bias), rowOffset: s.rowStart, n: s.rows }));
+      if (io.norm && (fuseNormUpTo === 0 || w.cols % 4 !== 0)) throw new Error(`${w.name}: this device's products cannot fold in the norm`);
+      const mm = productFor(w.type, w.bias !== undefined, io.glu?.activation, io.norm !== undefined);
+      const bound = w.shards.map((s) => ({ group: mm.bind(s.buffer, x, y, w.bias, io.norm?.weight), rowOffset: s.rowStart, n: s.rows }));
       return {
         encode(pass, arena, tokens) {
           for (const b of bound) {
@@ -56,6 +61,7 @@ export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
               rowOffset: b.rowOffset,
               accumulate: io.accumulate,
               gluUp: io.glu?.upOffset,
+              normEps: io.norm?.eps,
             });
           }
         },

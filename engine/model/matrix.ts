@@ -32,6 +32,12 @@ export interface MatrixIo {
    * offset, stride and upOffset must be multiples of 4.
    */
   glu?: { activation: Activation; upOffset: number };
+  /**
+   * The input is RMSNorm(x) with this weight (one f32 per column) and epsilon, computed inside the
+   * product: the norm before the QKV and gate|up products folded into them. Only for decode-sized
+   * batches on GPU kernel variants (MatrixKernels.canFuseNorm).
+   */
+  norm?: { weight: GPUBuffer; eps: number };
 }
 
 /** A product bound to its buffers once; `encode` records its dispatches for `tokens` rows of x. */
@@ -46,6 +52,8 @@ export interface MatrixKernels {
   repack(type: GgmlType, raw: Uint8Array, rows: number, cols: number): Uint8Array;
   /** y[t, :] (+)= W · x[t, :] (+ w.bias) for t < tokens. */
   product(w: WeightMatrix, x: GPUBuffer, y: GPUBuffer, io: MatrixIo): BoundProduct;
+  /** Whether products may take `io.norm` here, and for at most how many rows of x. */
+  readonly fuseNormUpTo: number;
   /** y[t, :] = scale × row ids[t] of W (embedding lookup), for t < tokens. */
   embedding(w: WeightMatrix, ids: GPUBuffer, y: GPUBuffer, scale?: number): BoundProduct;
 }

@@ -32,6 +32,12 @@ interface LayerPlan {
   o: BoundProduct;
   ffnNorm: GPUBindGroup;
   gateUp: BoundProduct[];
+  /**
+   * The QKV and gate|up products reading the residual stream with their RMSNorm folded in, for steps of
+   * up to `fuseNormUpTo` tokens on devices whose products can (MatrixKernels.fuseNormUpTo); such a step
+   * skips both norm passes.
+   */
+  normed?: { qkv: BoundProduct[]; gateUp: BoundProduct[] };
   /** The gated activation as its own pass; absent where the down product applies it as it reads x. */
   swiglu?: GPUBindGroup;
   down: BoundProduct;
@@ -80,6 +86,8 @@ export class Transformer implements StepRunner {
   /** Dispatches recorded by the last step (for the bench's dispatches-per-token figure). */
   lastDispatches = 0;
   private readonly segments: SegmentPlanner;
+  /** Steps of at most this many tokens use the norm-fused products (0: never). */
+  private readonly fuseNormUpTo: number;
   /** See StepRunner.lastHostMs. */
   lastHostMs = 0;
   /** When set, the next run() also reads back the sampled rows' full logits (diagnostics only). */
@@ -105,6 +113,7 @@ export class Transformer implements StepRunner {
     private readonly yieldBetweenLayers?: () => Promise<void>,
   ) {
     this.segments = new SegmentPlanner(cfg.nLayers, MAX_MATVEC_T, limits.yieldEveryMs);
+    this.fuseNormUpTo = cfg.dim % 4 === 0 ? matrices.fuseNormUpTo : 0;
     this.maxTokensPerStep = limits.maxTokensPerStep;
     this.maxRowsPerStep = limits.maxRowsPerStep;
     const ws = (this.ws = new Workspace(ctx, cfg, limits.maxTokensPerStep, limits.maxRowsPerStep));
@@ -133,10 +142,10 @@ export class Transformer implements StepRunner {
     const fuseGlu = F % 4 === 0;
 
     // Products whose outputs sit side by side in each token's row of y, in order.
-    const side = (ms: WeightMatrix[], x: GPUBuffer, y: GPUBuffer, xStride: number, yStride: number) => {
+    const side = (ms: WeightMatrix[], x: GPUBuffer, y: GPUBuffer, xStride: number, yStride: number, norm?: GPUBuffer) => {
       let col = 0;
       return ms.map((m) => {
-        const p = matrices.product(m, x, y, io(xStride, col, yStride));
+        const p = matrices.product(m, x, y, { ...io(xStride, col, yStride), norm: norm && { weight: norm, eps: cfg.rmsEps } });
         col += m.rows;
         return p;
       });
@@ -151,6 +160,7 @@ export class Transformer implements StepRunner {
       o: matrices.product(w.o, ws.attn, ws.x, io(qDim, 0, D, true)),
       ffnNorm: this.k.rmsnorm.bind(ws.x, w.ffnNorm, ws.xNorm),
       gateUp: side(w.gateUp, ws.xNorm, ws.gateUp, D, 2 * F),
+      normed: this.fuseNormUpTo > 0 ? { qkv: side(w.qkv, ws.x, ws.qkv, D, S, w.attnNorm), gateUp: side(w.gateUp, ws.x, ws.gateUp, D, 2 * F, w.ffnNorm) } : undefined,
       ...(fuseGlu
         ? { down: matrices.product(w.down, ws.gateUp, ws.x, { ...io(2 * F, 0, D, true), glu: { activation: cfg.block.activation, upOffset: F } }) }
         : { swiglu: this.k.swiglu.bind(ws.gateUp, ws.gateUp, ws.act), down: matrices.product(w.down, ws.act, ws.x, io(F, 0, D, true)) }),
@@ -338,9 +348,13 @@ export class Transformer implements StepRunner {
     const cache = this.cache;
     this.embed.encode(pass, a, T);
     let done = 0;
+    const fused = T <= this.fuseNormUpTo;
     for (const L of this.layers) {
-      k.rmsnorm.encode(pass, a, L.attnNorm, { rows: T, dim: cfg.dim, eps: cfg.rmsEps });
-      for (const p of L.qkv) p.encode(pass, a, T);
+      if (fused) for (const p of L.normed!.qkv) p.encode(pass, a, T);
+      else {
+        k.rmsnorm.encode(pass, a, L.attnNorm, { rows: T, dim: cfg.dim, eps: cfg.rmsEps });
+        for (const p of L.qkv) p.encode(pass, a, T);
+      }
       // Q heads then K heads of each token, normed where they lie: one dispatch, two weight vectors.
       if (L.qkNorm) k.qkNorm!.encode(pass, a, L.qkNorm, { rows: T * (cfg.nHeads + cfg.nKvHeads), dim: hd, eps: cfg.rmsEps, group: cfg.nHeads + cfg.nKvHeads, xStride: S, wSplit: cfg.nHeads });
       k.ropeStore.encode(pass, a, L.ropeStore, {
@@ -368,8 +382,11 @@ export class Transformer implements StepRunner {
         qStride: S,
       });
       L.o.encode(pass, a, T);
-      k.rmsnorm.encode(pass, a, L.ffnNorm, { rows: T, dim: cfg.dim, eps: cfg.rmsEps });
-      for (const p of L.gateUp) p.encode(pass, a, T);
+      if (fused) for (const p of L.normed!.gateUp) p.encode(pass, a, T);
+      else {
+        k.rmsnorm.encode(pass, a, L.ffnNorm, { rows: T, dim: cfg.dim, eps: cfg.rmsEps });
+        for (const p of L.gateUp) p.encode(pass, a, T);
+      }
       if (L.swiglu) k.swiglu.encode(pass, a, L.swiglu, { tokens: T, n: cfg.ffnDim, gateOffset: 0, upOffset: cfg.ffnDim, inStride: 2 * cfg.ffnDim });
       L.down.encode(pass, a, T);
       if (afterLayer && ++done % perSegment === 0 && done < this.layers.length) pass = afterLayer();

@@ -1,0 +1,33 @@
+/**
+ * The kernels a real GPU gets (workgroup attention and norms, coop / subgroup matrix-vector products
+ * with the RMSNorm folded into the QKV and gate|up products, tiled prefill) keep llama.cpp's greedy
+ * tokens: the engine runs on SwiftShader, which offers subgroups and core limits, with its caps marked
+ * as not software, so the device layer picks the GPU variants there. No GPU is needed.
+ */
+import { readFileSync } from 'node:fs';
+import { afterAll, describe, expect, it } from 'vitest';
+import { WebGpuEngine } from '../../engine/engine.ts';
+import { FileSource } from '../../engine/loader/file-source.ts';
+import { openNodeDevice } from '../../engine/platform/node.ts';
+import { sharedModel } from '../helpers/models.ts';
+
+const fixtures = JSON.parse(readFileSync(new URL('../fixtures/llama-greedy.json', import.meta.url), 'utf8')) as Record<string, { promptTokens: number[]; greedy: number[] }[]>;
+
+describe('GPU kernel variants keep parity with llama.cpp (stories260K on SwiftShader as a GPU)', () => {
+  let engine: WebGpuEngine | undefined;
+  afterAll(async () => {
+    await engine?.dispose();
+  });
+
+  it('decode steps fold the norms into the products (6 dispatches per layer) and the greedy tokens equal llama.cpp\'s', async () => {
+    const selected = await openNodeDevice('swiftshader');
+    selected.caps = { ...selected.caps, software: false };
+    engine = await WebGpuEngine.load(selected, new FileSource(sharedModel('stories260K.gguf')), { contextLength: 256, maxSequences: 2 });
+    for (const f of fixtures['stories260K.gguf']) {
+      const r = await engine.generate({ tokens: f.promptTokens, maxTokens: f.greedy.length, temperature: 0, stopAtEndOfGeneration: false }).result;
+      expect(r.tokens).toEqual(f.greedy);
+    }
+    // embedding + 5 layers × (QKV with norm, RoPE + KV store, attention, O, gate|up with norm, down) + head.
+    expect(engine.stats().lastStepDispatches).toBe(1 + 5 * 6 + 4);
+  });
+});

@@ -1,0 +1,58 @@
+/**
+ * Norm-fused products: the GPU matrix-vector variants read RMSNorm(x) (the norm before the QKV and
+ * gate|up products folded in) and match RMSNorm followed by the plain product, for every weight type,
+ * 1 and several rows of x, with a bias and accumulating. CPU rasterisers' variant and the tiled
+ * prefill kernel refuse the option.
+ */
+import { describe, expect, it } from 'vitest';
+import { GgmlType, typeName } from '../../engine/gguf/types.ts';
+import { MatMulKernel } from '../../kernels/matmul.ts';
+import { MatVecKernel, type MatVecVariant } from '../../kernels/matvec.ts';
+import { readF32, runPass, testContext } from '../helpers/gpu.ts';
+import { maxRelError, randomF32 } from '../helpers/random.ts';
+import { randomWeights, referenceProduct, uploadRows, WEIGHT_TYPES } from '../quant/weights.ts';
+
+const ctx = await testContext();
+const VARIANTS: MatVecVariant[] = ctx.caps.subgroups ? ['coop', 'subgroup'] : ['coop'];
+const EPS = 1e-5;
+
+function rmsnormRows(x: Float32Array, g: Float32Array, t: number, k: number, offset: number, stride: number): Float32Array {
+  const out = new Float32Array(t * k);
+  for (let i = 0; i < t; i++) {
+    let ss = 0;
+    for (let j = 0; j < k; j++) ss += x[offset + i * stride + j] ** 2;
+    const s = 1 / Math.sqrt(ss / k + EPS);
+    for (let j = 0; j < k; j++) out[i * k + j] = x[offset + i * stride + j] * s * g[j];
+  }
+  return out;
+}
+
+describe.each(VARIANTS)('norm-fused matvec (%s)', (variant) => {
+  for (const type of WEIGHT_TYPES) {
+    for (const t of [1, 5]) {
+      it(`${typeName(type)}, ${t} row${t > 1 ? 's' : ''} of x: W · RMSNorm(x), with a bias, added to y`, async () => {
+        const n = 70;
+        const k = type === GgmlType.Q4_K || type === GgmlType.Q6_K ? 512 : 288;
+        const w = randomWeights(type, n, k, 50 + type + t);
+        const [offset, stride] = [4, k + 8];
+        const x = randomF32(offset + t * stride, 3 + t, 4);
+        const g = randomF32(k, 9, 1);
+        const bias = randomF32(n, 11);
+        const y0 = randomF32(t * n, 12);
+        const kern = new MatVecKernel(ctx, type, t, variant, { bias: true, norm: true });
+        const by = ctx.storage('y', y0.byteLength, y0);
+        const group = kern.bind(uploadRows(ctx, w), ctx.storage('x', x.byteLength, x), by, ctx.storage('b', bias.byteLength, bias), ctx.storage('g', g.byteLength, g));
+        await runPass(ctx, (pass, arena) => kern.encode(pass, arena, group, { t, n, k, xOffset: offset, xStride: stride, accumulate: true, normEps: EPS }));
+        const want = referenceProduct(w, rmsnormRows(x, g, t, k, offset, stride), t).map((v, i) => v + bias[i % n] + y0[i]);
+        expect(maxRelError(await readF32(ctx, by, t * n), want)).toBeLessThan(1e-4);
+      });
+    }
+  }
+});
+
+describe('norm-fused products are GPU matrix-vector only', () => {
+  it('the CPU rasteriser variant and the tiled kernel refuse them', () => {
+    expect(() => new MatVecKernel(ctx, GgmlType.Q8_0, 1, 'rows', { norm: true })).toThrow(/GPU variant/);
+    expect(() => new MatMulKernel(ctx, GgmlType.Q8_0, undefined, { norm: true })).toThrow(/matrix-vector only/);
+  });
+});
