@@ -4,10 +4,11 @@
  */
 import { ADAPTER_CHOICES, describeAdapter, NoAdapterError, type AdapterChoice } from '../engine/gpu/select.ts';
 import { adapterChoiceFromEnv, openNodeDevice } from '../engine/platform/node.ts';
-import { typeName } from '../engine/gguf/types.ts';
 import { matvecVariant } from '../kernels/matvec.ts';
 import { measureAdapterLimits, type AdapterLimits, type ProbeOptions } from '../kernels/probes/limits.ts';
-import { MATVEC_PROBE_TYPES, matvecShapes, measureMatVec, type MatVecRate } from '../kernels/probes/measure-matvec.ts';
+import { MATVEC_PATTERN, MATVEC_PROBE_TYPES, matvecShapes, measureMatVec, type MatVecRate } from '../kernels/probes/measure-matvec.ts';
+import { dequantize } from '../engine/gguf/quant/index.ts';
+import { tensorByteSize, typeName, type GgmlType } from '../ggml/types.ts';
 import { KernelContext } from '../kernels/runtime/context.ts';
 
 /** A decode kernel's weight streaming rate, as a share of the same adapter's streaming-read limit. */
@@ -56,7 +57,7 @@ export async function measureLimits(choices: readonly AdapterChoice[], opts: Pro
       const kernels: KernelStanding[] = [];
       for (const type of MATVEC_PROBE_TYPES) {
         log(`limits: ${sel.choice}: ${typeName(type)} matrix-vector kernel`);
-        for (const r of await measureMatVec(ctx, type, matvecVariant(sel.caps), matvecShapes()(type))) {
+        for (const r of await measureMatVec(ctx, type, matvecVariant(sel.caps), matvecShapes()(type), (k) => patternDot(type, k))) {
           kernels.push({ ...r, percentOfRead: (100 * r.GBps) / limits.streamReadGBps });
         }
       }
@@ -66,4 +67,10 @@ export async function measureLimits(choices: readonly AdapterChoice[], opts: Pro
     }
   }
   return run;
+}
+
+/** One row of the matrix-vector probe's pattern matrix dotted with its x, decoded on the CPU. */
+export function patternDot(type: GgmlType, k: number): number {
+  const row = new Uint8Array(tensorByteSize(type, k)).fill(MATVEC_PATTERN.byte);
+  return dequantize(type, row, k).reduce((a, v) => a + v * MATVEC_PATTERN.x, 0);
 }

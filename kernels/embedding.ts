@@ -1,5 +1,5 @@
 import source from './embedding.wgsl?raw';
-import { typeName, type GgmlType } from '../engine/gguf/types.ts';
+import { typeName, type GgmlType } from '../ggml/types.ts';
 import { gpuLayout } from './quant/layouts.ts';
 import type { ParamArena } from './runtime/arena.ts';
 import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';

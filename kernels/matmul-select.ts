@@ -2,7 +2,7 @@
  * Choosing a weight-product kernel: matrix-vector kernels (one per row count) for decode, the tiled
  * kernel for prefill, each in the variant that suits the adapter (see matvec.ts, matmul.ts).
  */
-import type { GgmlType } from '../engine/gguf/types.ts';
+import type { GgmlType } from '../ggml/types.ts';
 import { MatMulKernel } from './matmul.ts';
 import type { MatmulParams, ProductOptions } from './matmul-params.ts';
 import { MAX_MATVEC_T, MatVecKernel } from './matvec.ts';

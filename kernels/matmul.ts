@@ -1,5 +1,5 @@
-import { typeName, type GgmlType } from '../engine/gguf/types.ts';
-import type { GpuCaps } from '../engine/gpu/caps.ts';
+import { typeName, type GgmlType } from '../ggml/types.ts';
+import type { GpuCaps } from './runtime/caps.ts';
 import common from './matmul-common.wgsl?raw';
 import { productStore, writeMatmulParams, XAlignedPair, type MatmulParams, type ProductOptions } from './matmul-params.ts';
 import regs from './matmul-regs.wgsl?raw';

@@ -4,7 +4,7 @@
  * 1B model never sits in memory.
  */
 import { quantize } from '../../engine/gguf/quant/index.ts';
-import { GgmlType } from '../../engine/gguf/types.ts';
+import { GgmlType } from '../../ggml/types.ts';
 import { gv, type GgufTensorSpec, type GgufWriteSpec, type GgufWriteValue } from '../../engine/gguf/write.ts';
 import type { ModelPreset, RopeLlama3Scaling, SynthArchitecture } from './presets.ts';
 import { Rng } from './random.ts';

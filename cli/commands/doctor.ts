@@ -4,7 +4,7 @@
  * is to be judged against.
  */
 import type { Command } from 'commander';
-import type { GpuCaps } from '../../engine/gpu/caps.ts';
+import type { GpuCaps } from '../../kernels/runtime/caps.ts';
 import { describeAdapter } from '../../engine/gpu/select.ts';
 import { adapterChoiceFromEnv, openNodeDevice } from '../../engine/platform/node.ts';
 import { DEFAULT_STREAM_BYTES, measureAdapterLimits, type AdapterLimits } from '../../kernels/probes/limits.ts';

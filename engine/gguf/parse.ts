@@ -3,7 +3,7 @@
  * Reads only the header through a ModelSource, growing its window as needed; tensor data stays in the source.
  */
 import type { ModelSource } from '../loader/source.ts';
-import { BLOCK_GEOMETRY, GgmlType, typeName } from './types.ts';
+import { BLOCK_GEOMETRY, GgmlType, typeName } from '../../ggml/types.ts';
 
 export type GgufValue = number | bigint | boolean | string | GgufArray;
 export type GgufArray =

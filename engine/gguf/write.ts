@@ -5,7 +5,7 @@
  * files in memory for tests. Web APIs only: Node file sinks live in the loader's `*-node.ts` files.
  */
 import { ValueType } from './parse.ts';
-import { BLOCK_GEOMETRY, GgmlType, typeName } from './types.ts';
+import { BLOCK_GEOMETRY, GgmlType, typeName } from '../../ggml/types.ts';
 
 export type GgufScalarTypeName = 'u8' | 'i8' | 'u16' | 'i16' | 'u32' | 'i32' | 'f32' | 'bool' | 'string' | 'u64' | 'i64' | 'f64';
 

@@ -1,4 +1,4 @@
-import { readCaps, type GpuCaps } from './caps.ts';
+import { readCaps, type GpuCaps } from '../../kernels/runtime/caps.ts';
 
 /** Which adapter to use. `auto` tries a real GPU first, then the software adapters. */
 export type AdapterChoice = 'auto' | 'gpu' | 'swiftshader' | 'llvmpipe' | 'browser';

@@ -5,7 +5,7 @@
 import type { ModelConfig } from '../arch/types.ts';
 import type { GgufFile, GgufTensorInfo } from '../gguf/parse.ts';
 import { dequantize } from '../gguf/quant/index.ts';
-import { GgmlType, SUPPORTED_TYPES, typeName } from '../gguf/types.ts';
+import { GgmlType, SUPPORTED_TYPES, typeName } from '../../ggml/types.ts';
 import type { ModelSource } from '../loader/source.ts';
 import type { KernelContext } from '../../kernels/runtime/context.ts';
 import type { MatrixKernels, WeightMatrix } from './matrix.ts';

@@ -8,7 +8,7 @@ import { MAX_MATVEC_T, matvecVariant } from '../../kernels/matvec.ts';
 import { gpuLayout } from '../../kernels/quant/layouts.ts';
 import { planRowShards } from '../../kernels/quant/shards.ts';
 import type { KernelContext } from '../../kernels/runtime/context.ts';
-import type { GgmlType } from '../gguf/types.ts';
+import type { GgmlType } from '../../ggml/types.ts';
 import type { Activation } from '../../kernels/activation.ts';
 import type { BoundProduct, MatrixKernels } from './matrix.ts';
 

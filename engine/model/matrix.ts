@@ -2,7 +2,7 @@
  * The seam between the model and the matrix kernels: a weight matrix as it sits on the GPU, and bound
  * products over it. The model never looks inside a shard; kernels/ decides layouts and variants.
  */
-import type { GgmlType } from '../gguf/types.ts';
+import type { GgmlType } from '../../ggml/types.ts';
 import type { ParamArena } from '../../kernels/runtime/arena.ts';
 import type { Activation } from '../../kernels/activation.ts';
 

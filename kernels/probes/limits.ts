@@ -3,7 +3,7 @@
  * throughput and the cost of a dispatch and of a submit round trip. The engine's own figures (weight
  * GB/s in decode, GFLOP/s in prefill) mean something only next to these.
  */
-import type { GpuCaps } from '../../engine/gpu/caps.ts';
+import type { GpuCaps } from '../runtime/caps.ts';
 import { KernelContext } from '../runtime/context.ts';
 import { measureDispatch } from './measure-dispatch.ts';
 import { measureFma, type FmaVariant } from './measure-fma.ts';

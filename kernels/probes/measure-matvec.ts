@@ -7,8 +7,7 @@
  * The weights are a constant byte pattern (every scale a small normal f16), so timing does not depend
  * on the values; correctness is the kernel tests' job.
  */
-import { dequantize } from '../../engine/gguf/quant/index.ts';
-import { GgmlType, tensorByteSize, typeName } from '../../engine/gguf/types.ts';
+import { GgmlType, typeName } from '../../ggml/types.ts';
 import { MatVecKernel, type MatVecVariant } from '../matvec.ts';
 import { gpuLayout } from '../quant/layouts.ts';
 import { ParamArena } from '../runtime/arena.ts';
@@ -19,8 +18,10 @@ import { bestOf, onePass, submitMs } from './timing.ts';
 /** The decode weight types whose matrix-vector kernels are measured. */
 export const MATVEC_PROBE_TYPES = [GgmlType.Q8_0, GgmlType.Q4_0, GgmlType.Q4_K, GgmlType.Q6_K, GgmlType.F16] as const;
 
-const PATTERN = 0x11;
-const X = 0.5;
+/** Every byte of every probe matrix (so every f16 scale is a small normal number), and every x value. */
+export const MATVEC_PATTERN = { byte: 0x11, x: 0.5 } as const;
+const PATTERN = MATVEC_PATTERN.byte;
+const X = MATVEC_PATTERN.x;
 
 export interface MatVecShape {
   label: string;
@@ -58,8 +59,12 @@ export function matvecShapes(longBytes = 96 * 2 ** 20): (type: GgmlType) => MatV
   };
 }
 
-/** Time `variant` on every shape; the best of `runs` submits of one pass holding the step's products. */
-export async function measureMatVec(ctx: KernelContext, type: GgmlType, variant: MatVecVariant, shapes: MatVecShape[], runs = 5): Promise<MatVecRate[]> {
+/**
+ * Time `variant` on every shape; the best of `runs` submits of one pass holding the step's products.
+ * `expectedDot(k)`: one row of the pattern matrix dotted with x, as a CPU decoder computes it (the
+ * caller's: kernels/ has no CPU decoders); the first output must equal it before any time counts.
+ */
+export async function measureMatVec(ctx: KernelContext, type: GgmlType, variant: MatVecVariant, shapes: MatVecShape[], expectedDot: (k: number) => number, runs = 5): Promise<MatVecRate[]> {
   const layout = gpuLayout(type);
   const kernel = new MatVecKernel(ctx, type, 1, variant);
   const out: MatVecRate[] = [];
@@ -94,7 +99,7 @@ export async function measureMatVec(ctx: KernelContext, type: GgmlType, variant:
     await once(); // compile and touch every buffer
     const error = await ctx.device.popErrorScope();
     if (error) throw new Error(`matvec probe ${typeName(type)}/${variant}: ${error.message}`);
-    await checkFirstOutput(ctx, type, shape.products[shape.products.length - 1].k, y);
+    await checkFirstOutput(ctx, type, expectedDot(shape.products[shape.products.length - 1].k), y);
     const ms = await bestOf(runs, once);
     out.push({ type: typeName(type), variant, shape: shape.label, weightBytes, dispatches: jobs.length, ms, GBps: weightBytes / ms / 1e6 });
     for (const b of bufs) b.destroy();
@@ -107,9 +112,7 @@ export async function measureMatVec(ctx: KernelContext, type: GgmlType, variant:
  * Every row of the pattern matrix dots x to the same value; the last product's first output must be it,
  * so a kernel that skipped part of its work is caught rather than reported as fast.
  */
-async function checkFirstOutput(ctx: KernelContext, type: GgmlType, k: number, y: GPUBuffer): Promise<void> {
-  const fileRow = new Uint8Array(tensorByteSize(type, k)).fill(PATTERN);
-  const want = dequantize(type, fileRow, k).reduce((a, v) => a + v * X, 0);
+async function checkFirstOutput(ctx: KernelContext, type: GgmlType, want: number, y: GPUBuffer): Promise<void> {
   const got = new Float32Array(new Uint32Array(await readWords(ctx.device, y, 1)).buffer)[0];
   if (!(Math.abs(got - want) <= 1e-3 * Math.abs(want) + 1e-6)) {
     throw new Error(`matvec probe ${typeName(type)}: output ${got} is not the expected ${want}; the kernel did not do the whole product`);

@@ -12,7 +12,7 @@
  *     row moves to a header at the front of the row (padded to 16 bytes), and the rest of each block
  *     follows unchanged (32, 16 or 208 bytes: whole vec4s). Quants are aligned with no padding per block.
  */
-import { GgmlType, typeName } from '../../engine/gguf/types.ts';
+import { GgmlType, typeName } from '../../ggml/types.ts';
 import common from './common.wgsl?raw';
 import bf16 from './bf16.wgsl?raw';
 import f16 from './f16.wgsl?raw';

@@ -3,7 +3,7 @@
  * allows 128 MiB per binding; a 128256 x 2048 Q8_0 embedding is ~295 MB, so kernels run one dispatch
  * per shard, each with its shard's first row as the row offset.
  */
-import { GgmlType, typeName } from '../../engine/gguf/types.ts';
+import { GgmlType, typeName } from '../../ggml/types.ts';
 import { gpuLayout } from './layouts.ts';
 
 export interface RowShard {

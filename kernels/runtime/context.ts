@@ -6,7 +6,7 @@
  *   - group(1) binding(0): its `Params` uniform struct, bound with a dynamic offset into the step's ParamArena,
  *     so one writeBuffer per step carries every dispatch's parameters.
  */
-import type { GpuCaps } from '../../engine/gpu/caps.ts';
+import type { GpuCaps } from './caps.ts';
 
 export type BindingKind = 'read' | 'write';
 

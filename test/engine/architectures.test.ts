@@ -15,7 +15,7 @@ import { synthModel, type SynthModel } from '../../bench/synth/model.ts';
 import { PRESETS, type ModelPreset, type SynthInit } from '../../bench/synth/presets.ts';
 import { WebGpuEngine } from '../../engine/engine.ts';
 import { quantize } from '../../engine/gguf/quant/index.ts';
-import { GgmlType } from '../../engine/gguf/types.ts';
+import { GgmlType } from '../../ggml/types.ts';
 import { gv, writeGguf, type GgufTensorSpec, type GgufWriteValue } from '../../engine/gguf/write.ts';
 import { writeFileAtomically } from '../../engine/loader/file-sink-node.ts';
 import { BytesSource } from '../../engine/loader/source.ts';

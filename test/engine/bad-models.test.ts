@@ -8,7 +8,7 @@ import { synthModel } from '../../bench/synth/model.ts';
 import { PRESETS } from '../../bench/synth/presets.ts';
 import { WebGpuEngine } from '../../engine/engine.ts';
 import { encodeGguf, gv, type GgufWriteValue } from '../../engine/gguf/write.ts';
-import { GgmlType, tensorByteSize } from '../../engine/gguf/types.ts';
+import { GgmlType, tensorByteSize } from '../../ggml/types.ts';
 import { BytesSource } from '../../engine/loader/source.ts';
 import { loadEngine } from '../../engine/node.ts';
 import { openNodeDevice } from '../../engine/platform/node.ts';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { GgufError, parseGguf } from '../../engine/gguf/parse.ts';
-import { GgmlType, typeName } from '../../engine/gguf/types.ts';
+import { GgmlType, typeName } from '../../ggml/types.ts';
 import { encodeGguf, gv } from '../../engine/gguf/write.ts';
 import { FileSource } from '../../engine/loader/file-source.ts';
 import { BytesSource } from '../../engine/loader/source.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseGguf, type GgufFile } from '../../engine/gguf/parse.ts';
-import { GgmlType, typeName } from '../../engine/gguf/types.ts';
+import { GgmlType, typeName } from '../../ggml/types.ts';
 import { FileSource } from '../../engine/loader/file-source.ts';
 import { sharedModel } from '../helpers/models.ts';
 

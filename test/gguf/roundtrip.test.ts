@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseGguf } from '../../engine/gguf/parse.ts';
-import { GgmlType } from '../../engine/gguf/types.ts';
+import { GgmlType } from '../../ggml/types.ts';
 import { encodeGguf, gv, planGguf, writeGguf, GgufWriteError, type GgufWriteSpec } from '../../engine/gguf/write.ts';
 import { FileSource } from '../../engine/loader/file-source.ts';
 import { writeFileAtomically } from '../../engine/loader/file-sink-node.ts';

@@ -9,7 +9,7 @@ import { synthesizeToFile } from '../../bench/synth/synthesize-node.ts';
 import { byteLevelAlphabet, synthesizeVocab, TOKEN_CONTROL, TOKEN_NORMAL } from '../../bench/synth/vocab.ts';
 import { parseGguf, type GgufFile } from '../../engine/gguf/parse.ts';
 import { dequantize } from '../../engine/gguf/quant/index.ts';
-import { GgmlType, typeName } from '../../engine/gguf/types.ts';
+import { GgmlType, typeName } from '../../ggml/types.ts';
 import { planGguf } from '../../engine/gguf/write.ts';
 import { FileSource } from '../../engine/loader/file-source.ts';
 

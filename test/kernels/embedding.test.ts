@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { typeName } from '../../engine/gguf/types.ts';
+import { typeName } from '../../ggml/types.ts';
 import { EmbeddingKernel } from '../../kernels/embedding.ts';
 import { planRowShards } from '../../kernels/quant/index.ts';
 import { readF32, runPass, testContext } from '../helpers/gpu.ts';

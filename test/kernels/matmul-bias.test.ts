@@ -3,7 +3,7 @@
  * and tiled variant, with row shards (each shard adds its own rows' bias), slices and accumulate.
  */
 import { describe, expect, it } from 'vitest';
-import { GgmlType, typeName } from '../../engine/gguf/types.ts';
+import { GgmlType, typeName } from '../../ggml/types.ts';
 import { MatMulKernel, type MatMulVariant } from '../../kernels/matmul.ts';
 import { WeightMatmul } from '../../kernels/matmul-select.ts';
 import { MatVecKernel, type MatVecVariant } from '../../kernels/matvec.ts';

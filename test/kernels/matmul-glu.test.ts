@@ -4,7 +4,7 @@
  * float64 reference of act(gate) * up followed by the product, for SiLU and GELU, and accumulates into y.
  */
 import { describe, expect, it } from 'vitest';
-import { GgmlType, typeName } from '../../engine/gguf/types.ts';
+import { GgmlType, typeName } from '../../ggml/types.ts';
 import { WeightMatmul } from '../../kernels/matmul-select.ts';
 import { readF32, runPass, testContext } from '../helpers/gpu.ts';
 import { maxRelError, randomF32 } from '../helpers/random.ts';

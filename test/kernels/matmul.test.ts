@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { GgmlType, typeName } from '../../engine/gguf/types.ts';
+import { GgmlType, typeName } from '../../ggml/types.ts';
 import { MatMulKernel, type MatMulVariant } from '../../kernels/matmul.ts';
 import { selectMatmul, WeightMatmul } from '../../kernels/matmul-select.ts';
 import { MatVecKernel } from '../../kernels/matvec.ts';

@@ -5,7 +5,7 @@
  * prefill kernel refuse the option.
  */
 import { describe, expect, it } from 'vitest';
-import { GgmlType, typeName } from '../../engine/gguf/types.ts';
+import { GgmlType, typeName } from '../../ggml/types.ts';
 import { MatMulKernel } from '../../kernels/matmul.ts';
 import { MatVecKernel, type MatVecVariant } from '../../kernels/matvec.ts';
 import { readF32, runPass, testContext } from '../helpers/gpu.ts';

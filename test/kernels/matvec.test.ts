@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { GgmlType, typeName } from '../../engine/gguf/types.ts';
+import { GgmlType, typeName } from '../../ggml/types.ts';
 import { MatVecKernel, type MatVecVariant } from '../../kernels/matvec.ts';
 import { gpuLayout, planRowShards } from '../../kernels/quant/index.ts';
 import { readF32, runPass, testContext } from '../helpers/gpu.ts';

@@ -7,8 +7,9 @@ import { EmptyProbe } from '../../kernels/probes/empty.ts';
 import { FmaProbe, fmaReference } from '../../kernels/probes/fma.ts';
 import { measureAdapterLimits } from '../../kernels/probes/limits.ts';
 import { MATVEC_PROBE_TYPES, measureMatVec } from '../../kernels/probes/measure-matvec.ts';
+import { patternDot } from '../../bench/limits.ts';
 import { matvecVariant } from '../../kernels/matvec.ts';
-import { typeName } from '../../engine/gguf/types.ts';
+import { typeName } from '../../ggml/types.ts';
 import { STREAM_LAYOUTS, StreamReadProbe, type StreamLayout } from '../../kernels/probes/stream-read.ts';
 import { readF32, readU32, runPass, testContext } from '../helpers/gpu.ts';
 import { rng } from '../helpers/random.ts';
@@ -113,11 +114,13 @@ describe('adapter probes', () => {
     const ctx = await testContext();
     const shapes = [{ label: 'two shapes', products: [{ n: 70, k: 512, copies: 2 }, { n: 33, k: 256, copies: 3 }] }];
     for (const type of MATVEC_PROBE_TYPES) {
-      const [rate] = await measureMatVec(ctx, type, matvecVariant(ctx.caps), shapes, 1);
+      const [rate] = await measureMatVec(ctx, type, matvecVariant(ctx.caps), shapes, (k) => patternDot(type, k), 1);
       expect(rate.type).toBe(typeName(type));
       expect(rate.dispatches).toBe(5);
       expect(rate.weightBytes).toBeGreaterThan(0);
       expect(Number.isFinite(rate.GBps) && rate.GBps > 0).toBe(true);
     }
+    // A result that is not the product is refused before it is timed.
+    await expect(measureMatVec(ctx, MATVEC_PROBE_TYPES[0], matvecVariant(ctx.caps), shapes, (k) => patternDot(MATVEC_PROBE_TYPES[0], k) + 1, 1)).rejects.toThrow(/did not do the whole product/);
   });
 });

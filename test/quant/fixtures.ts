@@ -1,6 +1,6 @@
 /** Blocks made by llama.cpp itself (see fixtures/make-fixtures.py): input, ggml's bytes, ggml's decode. */
 import { readFileSync } from 'node:fs';
-import { GgmlType } from '../../engine/gguf/types.ts';
+import { GgmlType } from '../../ggml/types.ts';
 
 export interface LlamaFixture {
   type: GgmlType;

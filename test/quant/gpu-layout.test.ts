@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { dequantize, quantize } from '../../engine/gguf/quant/index.ts';
-import { BLOCK_GEOMETRY, GgmlType, typeName } from '../../engine/gguf/types.ts';
-import { COMPAT_CAPS } from '../../engine/gpu/caps.ts';
+import { BLOCK_GEOMETRY, GgmlType, typeName } from '../../ggml/types.ts';
+import { COMPAT_CAPS } from '../../kernels/runtime/caps.ts';
 import { GPU_WEIGHT_TYPES, gpuLayout, planRowShards } from '../../kernels/quant/index.ts';
 import { randomF32 } from '../helpers/random.ts';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { dequantize, quantize } from '../../engine/gguf/quant/index.ts';
-import { GgmlType, typeName } from '../../engine/gguf/types.ts';
+import { GgmlType, typeName } from '../../ggml/types.ts';
 import { FIXTURE_TYPES, llamaFixture } from './fixtures.ts';
 
 function rms(a: Float32Array, b: Float32Array): number {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { floatToBf16, bf16ToFloat, floatToHalf, halfToFloat } from '../../engine/gguf/quant/half.ts';
 import { dequantize, quantize, QUANT_TYPES } from '../../engine/gguf/quant/index.ts';
-import { BLOCK_GEOMETRY, GgmlType, typeName } from '../../engine/gguf/types.ts';
+import { BLOCK_GEOMETRY, GgmlType, typeName } from '../../ggml/types.ts';
 import { rng } from '../helpers/random.ts';
 
 /** Gaussian-ish weights with a few outliers and an all-zero block, like real tensors. */

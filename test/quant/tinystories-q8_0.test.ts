@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parseGguf } from '../../engine/gguf/parse.ts';
 import { dequantize, quantize } from '../../engine/gguf/quant/index.ts';
-import { GgmlType } from '../../engine/gguf/types.ts';
+import { GgmlType } from '../../ggml/types.ts';
 import { FileSource } from '../../engine/loader/file-source.ts';
 import { readSafetensorsF32 } from '../helpers/safetensors.ts';
 

@@ -1,6 +1,6 @@
 /** Random packed weights and float64 references for the weight-product and embedding kernel tests. */
 import { dequantize, quantize } from '../../engine/gguf/quant/index.ts';
-import { GgmlType } from '../../engine/gguf/types.ts';
+import { GgmlType } from '../../ggml/types.ts';
 import { gpuLayout } from '../../kernels/quant/index.ts';
 import type { KernelContext } from '../../kernels/runtime/context.ts';
 import { randomF32 } from '../helpers/random.ts';

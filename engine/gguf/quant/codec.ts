@@ -1,4 +1,4 @@
-import type { GgmlType } from '../types.ts';
+import type { GgmlType } from '../../../ggml/types.ts';
 
 /** CPU reference of one GGML tensor type: the layout exactly as llama.cpp writes it in GGUF files. */
 export interface QuantCodec {

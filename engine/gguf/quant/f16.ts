@@ -1,4 +1,4 @@
-import { GgmlType } from '../types.ts';
+import { GgmlType } from '../../../ggml/types.ts';
 import { scalarCodec } from './codec.ts';
 import { bf16ToFloat, floatToBf16, floatToHalf, halfToFloat } from './half.ts';
 

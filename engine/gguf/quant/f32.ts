@@ -1,4 +1,4 @@
-import { GgmlType } from '../types.ts';
+import { GgmlType } from '../../../ggml/types.ts';
 import { scalarCodec } from './codec.ts';
 
 export const F32 = scalarCodec(

@@ -3,7 +3,7 @@
  * encode f32 into valid blocks (to synthesize test and benchmark models). The GPU decodes the same
  * blocks in its kernels (kernels/quant/); these functions are the ground truth its tests compare with.
  */
-import { GgmlType, typeName } from '../types.ts';
+import { GgmlType, typeName } from '../../../ggml/types.ts';
 import type { QuantCodec } from './codec.ts';
 import { BF16, F16 } from './f16.ts';
 import { F32 } from './f32.ts';

@@ -2,7 +2,7 @@
  * Q4_0: blocks of 32 as { f16 d; u8 qs[16] } (18 bytes). Byte j holds element j in its low nibble and
  * element j + 16 in its high nibble; x = d * (q - 8).
  */
-import { GgmlType } from '../types.ts';
+import { GgmlType } from '../../../ggml/types.ts';
 import { checkBlocks, checkRaw, type QuantCodec } from './codec.ts';
 import { floatToHalf, halfToFloat } from './half.ts';
 

@@ -3,7 +3,7 @@
  * sub-blocks of 32 with a 6-bit scale and 6-bit min each; x = d * sc * q - dmin * m. Each 32 bytes of
  * qs hold a 64-element chunk: low nibbles are its first 32 elements, high nibbles the next 32.
  */
-import { GgmlType } from '../types.ts';
+import { GgmlType } from '../../../ggml/types.ts';
 import { checkBlocks, checkRaw, type QuantCodec } from './codec.ts';
 import { floatToHalf, halfToFloat } from './half.ts';
 

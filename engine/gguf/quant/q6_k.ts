@@ -4,7 +4,7 @@
  * uses 64 bytes of ql and 32 of qh: for l < 32, ql[l] and ql[l + 32] carry the low nibbles of elements
  * l, l + 32 (low nibble) and l + 64, l + 96 (high nibble); qh[l] their top two bits, two bits each.
  */
-import { GgmlType } from '../types.ts';
+import { GgmlType } from '../../../ggml/types.ts';
 import { checkBlocks, checkRaw, type QuantCodec } from './codec.ts';
 import { floatToHalf, halfToFloat } from './half.ts';
 

@@ -1,5 +1,5 @@
 /** Q8_0: blocks of 32 as { f16 d; int8 qs[32] } (34 bytes); x = d * q. */
-import { GgmlType } from '../types.ts';
+import { GgmlType } from '../../../ggml/types.ts';
 import { checkBlocks, checkRaw, roundAway, type QuantCodec } from './codec.ts';
 import { floatToHalf, halfToFloat } from './half.ts';
 
