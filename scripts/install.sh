@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # One-step install on Debian/Ubuntu: the system packages the software WebGPU adapters and browser tests
 # need, then the exact npm dependencies from package-lock.json.
-#   - libvulkan1 + chromium (its chromium-common ships SwiftShader's Vulkan ICD): the core WebGPU
-#     software adapter, and the browser for the in-browser tests;
 #   - libegl1 libegl-mesa0 libgles2 libgl1-mesa-dri: Mesa llvmpipe for Dawn's OpenGL ES backend
-#     (compatibility mode), the fallback adapter.
+#     (compatibility mode), the default adapter without a GPU (the faster CPU one);
+#   - libvulkan1 + chromium (its chromium-common ships SwiftShader's Vulkan ICD): the core WebGPU
+#     software adapter (the last resort, and the GPU kernel variants' test bed), and the browser for
+#     the in-browser tests.
 # On a machine with a GPU, its Vulkan driver is used instead; these packages do no harm there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
