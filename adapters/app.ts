@@ -5,14 +5,13 @@
 import type { TextEngine } from '../engine/types.ts';
 import type { AdmissionLimits } from '../protocol/admission.ts';
 import type { Clock } from '../protocol/clock.ts';
-import { loadPlans } from '../protocol/plans.ts';
 import { Service } from '../protocol/service.ts';
-import { loadSpecialists } from '../protocol/specialists/registry.ts';
 import type { ConnectionLimits } from './http/connection-limits.ts';
 import { HttpServer } from './http/server.ts';
 import type { HttpLogger } from './http/logger.ts';
 import { openDatabase, type Db } from './sqlite/db.ts';
 import { SqliteStore } from './sqlite/store.ts';
+import { loadPlans, loadSpecialists, packageVersion } from './config-node.ts';
 
 export interface AppOptions {
   dataDir: string;
@@ -41,7 +40,7 @@ export function createApp(opts: AppOptions): App {
   const db = openDatabase(opts.dataDir);
   try {
     const store = new SqliteStore(db);
-    const service = new Service({ engine: opts.engine, store, plans, specialists, clock: opts.clock, logger: opts.logger, admission: opts.admission });
+    const service = new Service({ engine: opts.engine, store, plans, specialists, clock: opts.clock, logger: opts.logger, admission: opts.admission, version: packageVersion() });
     const http = new HttpServer({ service, logger: opts.logger, maxBodyBytes: opts.maxBodyBytes, connections: opts.connections });
     return {
       http,

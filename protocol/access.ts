@@ -31,7 +31,7 @@ export interface Reservation {
 }
 
 // Compared against when no key matches, so a miss costs what a hit does.
-const DUMMY_HASH = Buffer.alloc(32);
+const DUMMY_HASH = new Uint8Array(32);
 
 export class AccessControl {
   /** Admitted, not yet counted requests per key and period, so concurrent requests cannot overrun the allowance. */

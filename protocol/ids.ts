@@ -1,5 +1,7 @@
-/** Identifiers handed to clients: random, URL-safe, prefixed by what they name. */
-import { randomBytes } from 'node:crypto';
+/**
+ * Identifiers handed to clients: random, URL-safe, prefixed by what they name. Randomness from WebCrypto
+ * (`crypto.getRandomValues`, in Node and browsers alike), so the protocol runs anywhere.
+ */
 
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 
@@ -7,7 +9,7 @@ const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789
 export function randomBase62(length: number): string {
   let out = '';
   while (out.length < length) {
-    for (const b of randomBytes(length * 2)) {
+    for (const b of crypto.getRandomValues(new Uint8Array(length * 2))) {
       if (b < 248) out += ALPHABET[b % 62];
       if (out.length === length) break;
     }

@@ -5,7 +5,7 @@
  * 24 characters (142 bits) stay secret. Only the SHA-256 of the whole key is stored: with that much
  * entropy a fast hash is enough (nothing to brute-force), and it is compared in constant time.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { sha256 } from '@noble/hashes/sha2.js';
 import { randomBase62 } from './ids.ts';
 
 export type KeyMode = 'live' | 'test';
@@ -18,13 +18,13 @@ export interface NewKey {
   /** The secret, shown to its owner once. */
   key: string;
   prefix: string;
-  hash: Buffer;
+  hash: Uint8Array;
   mode: KeyMode;
 }
 
 export interface PresentedKey {
   prefix: string;
-  hash: Buffer;
+  hash: Uint8Array;
   mode: KeyMode;
 }
 
@@ -43,14 +43,19 @@ export function isWellFormedKey(s: string): boolean {
   return KEY_PATTERN.test(s);
 }
 
-export function hashKey(key: string): Buffer {
-  return createHash('sha256').update(key, 'utf8').digest();
+/** SHA-256 of the key's UTF-8 bytes. Synchronous and platform-free (WebCrypto's digest is async only). */
+export function hashKey(key: string): Uint8Array {
+  return sha256(new TextEncoder().encode(key));
 }
 
 export function keyPrefix(key: string): string {
   return key.slice(0, 'svc_live_'.length + PREFIX_RANDOM_CHARS);
 }
 
+/** Equality in time that depends only on the length, never on where the bytes differ. */
 export function hashesEqual(a: Uint8Array, b: Uint8Array): boolean {
-  return a.length === b.length && timingSafeEqual(a, b);
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a[i] ^ b[i];
+  return diff === 0;
 }

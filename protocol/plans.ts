@@ -2,14 +2,10 @@
  * Plans: which specialists and features each includes and its request limits, from one plain JSON file
  * (config/plans.json) validated at load. A plan whose limits are null (Enterprise) takes them from the account.
  */
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 
 /** For a plan file that does not say; config/plans.json sets it on every plan. */
 export const DEFAULT_MAX_CONCURRENT = 4;
-
-export const DEFAULT_PLANS_PATH = fileURLToPath(new URL('../config/plans.json', import.meta.url));
 
 const featuresSchema = z.strictObject({
   /** `tools` / `functions` on chat completions. */
@@ -108,18 +104,9 @@ export function effectiveLimits(plan: Plan, overrides: LimitOverrides): RequestL
   return { perMinute: overrides.rpmLimit, perMonth: overrides.monthlyLimit };
 }
 
+/** The catalog from the plans file's parsed JSON (reading it is the caller's job: adapters/config-node.ts). */
 export function parsePlans(raw: unknown, source = 'plans'): PlanCatalog {
   const parsed = plansFileSchema.safeParse(raw);
   if (!parsed.success) throw new Error(`${source}:\n${z.prettifyError(parsed.error)}`);
   return new PlanCatalog(parsed.data);
-}
-
-export function loadPlans(path: string = DEFAULT_PLANS_PATH): PlanCatalog {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(readFileSync(path, 'utf8'));
-  } catch (e) {
-    throw new Error(`cannot read plans from ${path}: ${(e as Error).message}`);
-  }
-  return parsePlans(raw, path);
 }

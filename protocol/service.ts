@@ -18,7 +18,6 @@ import type { PlanCatalog } from './plans.ts';
 import { RateLimiter, type RateLimitState } from './rate-limiter.ts';
 import type { SpecialistRegistry } from './specialists/registry.ts';
 import type { Store } from './store.ts';
-import { packageVersion } from './version.ts';
 
 export type Operation = 'health' | 'chat.completions' | 'infer' | 'models.list' | 'models.retrieve' | 'usage';
 
@@ -32,8 +31,8 @@ export interface ServiceOptions {
   logger?: Logger;
   /** Generations running at once and waiting beyond them (default DEFAULT_ADMISSION). */
   admission?: AdmissionLimits;
-  /** Defaults to package.json's. */
-  version?: string;
+  /** Reported by /health; the caller reads it (package.json's in Node: adapters/config-node.ts). */
+  version: string;
 }
 
 type Handler = (svc: ServiceParts, caller: Caller, ctx: RequestContext) => Promise<Outcome>;
@@ -61,7 +60,7 @@ export class Service {
       clock,
       admission: new Admission(opts.admission),
       engine: engineProvider(opts.engine),
-      version: opts.version ?? packageVersion(),
+      version: opts.version,
       startedAt: clock.now(),
       logger,
     };

@@ -22,7 +22,7 @@ export interface KeyRecord {
   id: number;
   accountId: number;
   prefix: string;
-  hash: Buffer;
+  hash: Uint8Array;
   mode: KeyMode;
   createdAt: number;
   revokedAt: number | null;

@@ -113,7 +113,8 @@ export class AccountAdmin {
     // Public prefixes are 8 random characters; on the rare collision draw again.
     for (let attempt = 0; attempt < 5; attempt++) {
       const k = generateKey(mode);
-      if (insert.run(accountId, k.prefix, k.hash, mode, now).changes === 1) {
+      // better-sqlite3 binds Buffers as BLOBs (the protocol's hashes are plain Uint8Arrays).
+      if (insert.run(accountId, k.prefix, Buffer.from(k.hash.buffer, k.hash.byteOffset, k.hash.byteLength), mode, now).changes === 1) {
         const found = this.byPrefix(k.prefix)!;
         return { secret: k.key, key: found.key, account: found.account };
       }

@@ -6,9 +6,10 @@ import { type Command } from 'commander';
 import { AccountAdmin } from '../../adapters/sqlite/accounts.ts';
 import { openDatabase, resolveDataDir } from '../../adapters/sqlite/db.ts';
 import { billingPeriodAt } from '../../protocol/billing-period.ts';
-import { effectiveLimits, loadPlans } from '../../protocol/plans.ts';
+import { effectiveLimits } from '../../protocol/plans.ts';
 import type { AccountRecord } from '../../protocol/store.ts';
 import { intOption } from '../options.ts';
+import { loadPlans } from '../../adapters/config-node.ts';
 
 export const DATA_OPTION_HELP = 'data folder holding svc.sqlite (default: $SVC_DATA_DIR or ./data); the one `svc serve` uses';
 

@@ -1,8 +1,8 @@
 /** `svc plan set | list`: an account's plan, payment and (Enterprise) limits; the plans on offer. */
 import { type Command } from 'commander';
-import { loadPlans } from '../../protocol/plans.ts';
 import { intOption } from '../options.ts';
 import { DATA_OPTION_HELP, describeAccount, withAdmin } from './keys.ts';
+import { loadPlans } from '../../adapters/config-node.ts';
 
 export function registerPlan(program: Command): void {
   const plan = program.command('plan').description("change an account's plan, or list the plans");

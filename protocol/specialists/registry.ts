@@ -1,12 +1,7 @@
-/** The specialists the service offers, read once at start from one JSON file per specialist. */
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+/** The specialists the service offers, parsed once at start from one JSON file per specialist. */
 import { z } from 'zod';
 import { prepareJsonSchema } from '../../engine/grammar/index.ts';
 import { SPECIALIST_NAMES, specialistFileSchema, type Specialist } from './schema.ts';
-
-export const DEFAULT_SPECIALISTS_DIR = fileURLToPath(new URL('../../specialists/', import.meta.url));
 
 export class SpecialistRegistry {
   private readonly byName: ReadonlyMap<string, Specialist>;
@@ -38,24 +33,30 @@ export class SpecialistRegistry {
   }
 }
 
-export function loadSpecialists(dir: string = DEFAULT_SPECIALISTS_DIR): SpecialistRegistry {
-  let files: string[];
-  try {
-    files = readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
-  } catch (e) {
-    throw new Error(`cannot read specialists folder ${dir}: ${(e as Error).message}`);
-  }
+/** One specialist file as read by the caller: its file name and text. */
+export interface SpecialistFile {
+  name: string;
+  text: string;
+  /** Where it came from, for error messages (default: the name). */
+  path?: string;
+}
+
+/**
+ * The registry from the specialist files' texts (one JSON file per specialist, named `<name>.json`).
+ * Reading them is the caller's job (adapters/config-node.ts in Node), so the protocol runs anywhere.
+ */
+export function parseSpecialists(files: readonly SpecialistFile[]): SpecialistRegistry {
   const specialists = files.map((f) => {
-    const path = join(dir, f);
+    const path = f.path ?? f.name;
     let raw: unknown;
     try {
-      raw = JSON.parse(readFileSync(path, 'utf8'));
+      raw = JSON.parse(f.text);
     } catch (e) {
       throw new Error(`${path}: not valid JSON (${(e as Error).message})`);
     }
     const parsed = specialistFileSchema.safeParse(raw);
     if (!parsed.success) throw new Error(`${path}:\n${z.prettifyError(parsed.error)}`);
-    if (`${parsed.data.name}.json` !== f) throw new Error(`${path}: name "${parsed.data.name}" does not match the file name`);
+    if (`${parsed.data.name}.json` !== f.name) throw new Error(`${path}: name "${parsed.data.name}" does not match the file name`);
     checkGuardrail(parsed.data, path);
     return parsed.data;
   });

@@ -5,10 +5,10 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { AccountAdmin } from '../../adapters/sqlite/accounts.ts';
 import { openDatabase } from '../../adapters/sqlite/db.ts';
-import { loadPlans } from '../../protocol/plans.ts';
 import { ManualClock } from '../../protocol/clock.ts';
 import { startServer } from '../http/helpers/harness.ts';
 import { createKey, runCli } from './helpers/cli.ts';
+import { loadPlans } from '../../adapters/config-node.ts';
 
 let dir: string;
 beforeAll(() => {

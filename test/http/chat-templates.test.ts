@@ -6,11 +6,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderChat } from '../../engine/chat/index.ts';
 import type { TextEngine } from '../../engine/types.ts';
-import { loadSpecialists } from '../../protocol/specialists/registry.ts';
 import { QWEN25_TOOLS } from '../chat/templates.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { bearer, postJson, startServer, type Harness } from './helpers/harness.ts';
 import { watched, type Watched } from './helpers/watched.ts';
+import { loadSpecialists } from '../../adapters/config-node.ts';
 
 const system = () => loadSpecialists().get('chat')!.systemPrompt;
 const user = 'Tell me about the weather.';

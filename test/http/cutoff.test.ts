@@ -11,9 +11,9 @@ import { AccountAdmin } from '../../adapters/sqlite/accounts.ts';
 import { openDatabase } from '../../adapters/sqlite/db.ts';
 import { SqliteStore } from '../../adapters/sqlite/store.ts';
 import { billingPeriodAt } from '../../protocol/billing-period.ts';
-import { loadPlans } from '../../protocol/plans.ts';
 import { createKey, startServe, type Served } from '../cli/helpers/cli.ts';
 import { sharedModel } from '../helpers/models.ts';
+import { loadPlans } from '../../adapters/config-node.ts';
 
 const started: Served[] = [];
 afterEach(() => {

@@ -2,10 +2,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EngineInputError, type TextEngine } from '../../engine/types.ts';
 import { renderChat } from '../../engine/chat/index.ts';
-import { loadSpecialists } from '../../protocol/specialists/registry.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { bearer, chatBody, postJson, startServer, type Harness } from './helpers/harness.ts';
 import { watched } from './helpers/watched.ts';
+import { loadSpecialists } from '../../adapters/config-node.ts';
 
 let engine: TextEngine;
 beforeAll(async () => {

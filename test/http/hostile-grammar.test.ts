@@ -4,9 +4,9 @@
  * that make the grammar library fail, every specialist still answers for a key of every plan.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadPlans } from '../../protocol/plans.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { bearer, postJson, startServer, type Harness } from './helpers/harness.ts';
+import { loadPlans } from '../../adapters/config-node.ts';
 
 const engine = () => testEngine('stories260K.gguf', { grammars: { compileTimeoutMs: 1500, memoryMiB: 40 } });
 

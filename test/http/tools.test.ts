@@ -7,9 +7,9 @@ import Ajv from 'ajv';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderChat } from '../../engine/chat/index.ts';
-import { loadSpecialists } from '../../protocol/specialists/registry.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { bearer, postJson, startServer, type Harness } from './helpers/harness.ts';
+import { loadSpecialists } from '../../adapters/config-node.ts';
 
 let h: Harness;
 let client: OpenAI;

@@ -2,9 +2,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { effectiveLimits, loadPlans, parsePlans } from '../../protocol/plans.ts';
-import { loadSpecialists } from '../../protocol/specialists/registry.ts';
+import { effectiveLimits, parsePlans } from '../../protocol/plans.ts';
 import { SPECIALIST_NAMES } from '../../protocol/specialists/schema.ts';
+import { loadPlans, loadSpecialists } from '../../adapters/config-node.ts';
 
 describe('config/plans.json', () => {
   const plans = loadPlans();

@@ -11,10 +11,10 @@ import { compileGrammar } from '../../engine/grammar/index.ts';
 import { contextSentences } from '../../protocol/guardrails/grounded.ts';
 import { guardrailPlan } from '../../protocol/guardrails/plan.ts';
 import type { OutputOptions } from '../../protocol/requests/extensions.ts';
-import { loadSpecialists } from '../../protocol/specialists/registry.ts';
 import { shortestAnswer, SUMMARY_FIRST_WORD, SUMMARY_WORD } from '../grammar/helpers.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { infer, quoted, specialistServer, STORY } from './helpers.ts';
+import { loadSpecialists } from '../../adapters/config-node.ts';
 
 const server = specialistServer();
 const ajv = new Ajv({ strict: false, allErrors: true });

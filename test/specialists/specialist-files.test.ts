@@ -7,11 +7,10 @@ import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeF
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_PLANS_PATH } from '../../protocol/plans.ts';
-import { DEFAULT_SPECIALISTS_DIR } from '../../protocol/specialists/registry.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { bearer, postJson, startServer, type Harness } from '../http/helpers/harness.ts';
 import { infer } from './helpers.ts';
+import { DEFAULT_PLANS_PATH, DEFAULT_SPECIALISTS_DIR } from '../../adapters/config-node.ts';
 
 let h: Harness;
 beforeAll(async () => {

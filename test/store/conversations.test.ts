@@ -8,7 +8,7 @@ import { AccountAdmin } from '../../adapters/sqlite/accounts.ts';
 import { DB_FILE, openDatabase, schemaVersion, type Db } from '../../adapters/sqlite/db.ts';
 import { MIGRATIONS } from '../../adapters/sqlite/migrations.ts';
 import { SqliteStore } from '../../adapters/sqlite/store.ts';
-import { loadPlans } from '../../protocol/plans.ts';
+import { loadPlans } from '../../adapters/config-node.ts';
 
 const open: Db[] = [];
 afterEach(() => {

@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DB_FILE, openDatabase } from '../../adapters/sqlite/db.ts';
 import { AccountAdmin } from '../../adapters/sqlite/accounts.ts';
-import { loadPlans } from '../../protocol/plans.ts';
 import { runCli } from '../cli/helpers/cli.ts';
+import { loadPlans } from '../../adapters/config-node.ts';
 
 const mode = (path: string) => statSync(path).mode & 0o777;
 

@@ -15,7 +15,7 @@ import type { AdmissionLimits } from '../../../protocol/admission.ts';
 import type { TextEngine } from '../../../engine/types.ts';
 import { ManualClock } from '../../../protocol/clock.ts';
 import type { KeyMode } from '../../../protocol/keys.ts';
-import { loadPlans } from '../../../protocol/plans.ts';
+import { loadPlans } from '../../../adapters/config-node.ts';
 
 export const DAY_MS = 86_400_000;
 
