@@ -1,6 +1,7 @@
 /**
- * The protocol and the engine run outside Node (a browser tab, a service worker): bundled for the browser
- * platform they must not pull in any Node built-in, and protocol/ must not use Node's Buffer global.
+ * The protocol, the engine and the in-process client run outside Node (a browser tab, a service worker):
+ * bundled for the browser platform they must not pull in any Node built-in, and protocol/ must not use
+ * Node's Buffer global.
  * Only xgrammar's own Node branch names `url` and `module` (it never runs in a browser).
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -21,7 +22,7 @@ function tsFilesUnder(dir: string): string[] {
 describe('platform-free protocol and engine', () => {
   it('bundle for the browser with no Node built-in', async () => {
     const result = await build({
-      entryPoints: [join(ROOT, 'protocol/service.ts'), join(ROOT, 'engine/browser.ts')],
+      entryPoints: [join(ROOT, 'protocol/service.ts'), join(ROOT, 'engine/browser.ts'), join(ROOT, 'adapters/in-process/client.ts')],
       bundle: true,
       write: false,
       outdir: join(ROOT, '.bundle-check'),

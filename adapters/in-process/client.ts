@@ -1,0 +1,164 @@
+/**
+ * The service called from the same process (or a worker), with no HTTP. The method names and shapes are
+ * those of the provider's official SDK:
+ *   - client.chat.completions.create(req, { signal }): the completion, or with `stream: true` an async
+ *     iterable of the same chunk objects an SSE `data:` line carries;
+ *   - client.infer(req), client.models.list(), client.models.retrieve(id), client.usage(), client.health().
+ * A request goes through everything an HTTP request does (key, plan, rate limits, quotas, usage,
+ * admission, body size and depth limits); a refusal throws ServiceError with the status, the error
+ * object and the headers HTTP would send (`retry-after`, rate-limit state). Platform-free.
+ */
+import type { Outcome, RequestContext } from '../../protocol/context.ts';
+import type { ErrorBody } from '../../protocol/errors.ts';
+import { randomBase62 } from '../../protocol/ids.ts';
+import { silentLogger, type Logger } from '../../protocol/logger.ts';
+import type { Operation, Service } from '../../protocol/service.ts';
+import { errorHeaders, rateLimitHeaders, type Headers } from '../http/headers.ts';
+import { parseJsonBody } from '../kit/json-body.ts';
+
+export type JsonObject = Record<string, unknown>;
+
+export interface ClientOptions {
+  /** The key every request is made with (`svc_live_…` or `svc_test_…`). */
+  apiKey: string;
+  /** Largest request body, as serialized JSON (default 1 MiB, as the HTTP server's). */
+  maxBodyBytes?: number;
+  logger?: Logger;
+}
+
+export interface RequestOptions {
+  /** Aborting stops the generation and frees its place, as a client disconnecting over HTTP does. */
+  signal?: AbortSignal;
+}
+
+/** What the service refused, as the provider's SDK reports an APIError. */
+export class ServiceError extends Error {
+  readonly status: number;
+  readonly error: ErrorBody['error'];
+  readonly type: string;
+  readonly code: string | null;
+  readonly param: string | null;
+  /** The headers an HTTP response would carry, lower-case: `retry-after`, `x-should-retry`, rate limits. */
+  readonly headers: Record<string, string>;
+
+  constructor(status: number, body: ErrorBody, headers: Headers) {
+    super(`${status} ${body.error.message}`);
+    this.name = 'ServiceError';
+    this.status = status;
+    this.error = body.error;
+    this.type = body.error.type;
+    this.code = body.error.code;
+    this.param = body.error.param;
+    this.headers = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, String(v)]));
+  }
+}
+
+export interface SvcClient {
+  chat: {
+    completions: {
+      create(req: JsonObject & { stream: true }, opts?: RequestOptions): Promise<AsyncIterable<JsonObject>>;
+      create(req: JsonObject, opts?: RequestOptions): Promise<JsonObject>;
+    };
+  };
+  infer(req: JsonObject, opts?: RequestOptions): Promise<JsonObject>;
+  models: {
+    list(opts?: RequestOptions): Promise<JsonObject & { data: JsonObject[] }>;
+    retrieve(id: string, opts?: RequestOptions): Promise<JsonObject>;
+  };
+  usage(opts?: RequestOptions): Promise<JsonObject>;
+  health(opts?: RequestOptions): Promise<JsonObject>;
+}
+
+const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+
+export function createClient(service: Service, opts: ClientOptions): SvcClient {
+  const maxBodyBytes = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const logger = opts.logger ?? silentLogger;
+
+  const context = (body: unknown, params: Record<string, string>, signal: AbortSignal): RequestContext => ({
+    requestId: `req_${randomBase62(24)}`,
+    authorization: `Bearer ${opts.apiKey}`,
+    // Through JSON, as over HTTP: the handler gets plain data, bounded in size and depth, never the caller's objects.
+    readBody: async () => {
+      const text = JSON.stringify(body ?? null) ?? 'null';
+      return parseJsonBody(text, new TextEncoder().encode(text).byteLength, maxBodyBytes);
+    },
+    params,
+    signal,
+    logger,
+    record: {},
+  });
+
+  /** `detach` unhooks the caller's signal once the request is over (a long-lived signal must not collect listeners). */
+  const call = async (op: Operation, body: unknown, params: Record<string, string>, o: RequestOptions = {}): Promise<{ outcome: Outcome; ctx: RequestContext; detach: () => void }> => {
+    // The service watches its own signal; the caller's aborts it.
+    const controller = new AbortController();
+    const abort = () => controller.abort(o.signal?.reason ?? new Error('aborted by the caller'));
+    if (o.signal?.aborted) abort();
+    else o.signal?.addEventListener('abort', abort, { once: true });
+    const detach = () => o.signal?.removeEventListener('abort', abort);
+    const ctx = context(body, params, controller.signal);
+    try {
+      return { outcome: await service.handle(op, ctx), ctx, detach };
+    } catch (e) {
+      detach();
+      throw e;
+    }
+  };
+
+  const jsonCall = async (op: Operation, body: unknown, params: Record<string, string>, o?: RequestOptions): Promise<JsonObject> => {
+    const { outcome, detach } = await call(op, body, params, o);
+    detach();
+    if (outcome.kind !== 'json') throw new Error(`${op}: the service answered with a stream`);
+    if (outcome.status >= 400) throw new ServiceError(outcome.status, outcome.body as ErrorBody, { ...rateLimitHeaders(outcome.rateLimit), ...(outcome.error ? errorHeaders(outcome.error) : {}) });
+    return outcome.body as JsonObject;
+  };
+
+  /** As the HTTP adapter: the first event decides between an error and a stream. */
+  const streamCall = async (body: JsonObject, o?: RequestOptions): Promise<JsonObject | AsyncIterable<JsonObject>> => {
+    const { outcome, ctx, detach } = await call('chat.completions', body, {}, o);
+    if (outcome.kind === 'json') {
+      detach();
+      if (outcome.status >= 400) throw new ServiceError(outcome.status, outcome.body as ErrorBody, { ...rateLimitHeaders(outcome.rateLimit), ...(outcome.error ? errorHeaders(outcome.error) : {}) });
+      return outcome.body as JsonObject;
+    }
+    const events = outcome.events[Symbol.asyncIterator]();
+    const refuse = (e: unknown) => {
+      const f = service.failure(e, ctx, outcome.rateLimit);
+      return new ServiceError(f.status, f.body as ErrorBody, { ...rateLimitHeaders(outcome.rateLimit), ...errorHeaders(f.error) });
+    };
+    let first: IteratorResult<object>;
+    try {
+      first = await events.next();
+    } catch (e) {
+      detach();
+      throw refuse(e);
+    }
+    return (async function* chunks(): AsyncGenerator<JsonObject> {
+      try {
+        let step = first;
+        while (!step.done) {
+          yield step.value as JsonObject;
+          step = await events.next();
+        }
+      } catch (e) {
+        throw refuse(e);
+      } finally {
+        // Stops (and counts) a generation the caller left early; a no-op once the stream has ended.
+        await events.return?.();
+        detach();
+      }
+    })();
+  };
+
+  return {
+    chat: { completions: { create: ((req: JsonObject, o?: RequestOptions) => streamCall(req, o)) as SvcClient['chat']['completions']['create'] } },
+    infer: (req, o) => jsonCall('infer', req, {}, o),
+    models: {
+      list: (o) => jsonCall('models.list', undefined, {}, o) as Promise<JsonObject & { data: JsonObject[] }>,
+      retrieve: (id, o) => jsonCall('models.retrieve', undefined, { id }, o),
+    },
+    usage: (o) => jsonCall('usage', undefined, {}, o),
+    health: (o) => jsonCall('health', undefined, {}, o),
+  };
+}
