@@ -25,7 +25,7 @@ export function registerPlan(program: Command): void {
 
   plan
     .command('list')
-    .description('the plans in config/plans.json: limits per key, specialists and features')
+    .description('the plans in config/plans.json: limits per key (per minute, per month, at once), specialists and features')
     .option('--json', 'print JSON')
     .action((opts: { json?: boolean }) => {
       const plans = loadPlans();
@@ -35,7 +35,8 @@ export function registerPlan(program: Command): void {
       }
       for (const id of plans.ids()) {
         const p = plans.get(id)!;
-        const limits = p.requestsPerMinute === null ? 'limits set per account' : `${p.requestsPerMinute}/min, ${p.requestsPerMonth}/month`;
+        const rates = p.requestsPerMinute === null ? 'limits set per account' : `${p.requestsPerMinute}/min, ${p.requestsPerMonth}/month`;
+        const limits = `${rates}, ${p.maxConcurrent} at once`;
         const features = Object.entries(p.features).filter(([, on]) => on).map(([f]) => f);
         process.stdout.write(`${id.padEnd(13)} ${p.name}: ${limits}; specialists ${p.specialists.join(', ')}; features ${features.join(', ') || 'none'}\n`);
       }

@@ -118,7 +118,7 @@ describe('svc plan', () => {
     expect(r.code).toBe(0);
     expect(readdirSync(other)).toContain('svc.sqlite');
     const plans = await runCli(['plan', 'list']);
-    expect(plans.stdout).toContain('solo          Solo: 20/min, 10000/month');
+    expect(plans.stdout).toMatch(/solo {10}Solo: 20\/min, 10000\/month, \d+ at once/);
     expect(plans.stdout).toContain('7-day trial');
   });
 });
