@@ -7,7 +7,8 @@ import type { AdmissionLimits } from '../protocol/admission.ts';
 import type { Clock } from '../protocol/clock.ts';
 import { Service } from '../protocol/service.ts';
 import type { ConnectionLimits } from './http/connection-limits.ts';
-import { HttpServer } from './http/server.ts';
+import { DEFAULT_MAX_BODY_BYTES, HttpServer } from './http/server.ts';
+import { WsGateway, type WsLimits } from './ws/server.ts';
 import type { HttpLogger } from './http/logger.ts';
 import { openDatabase, type Db } from './sqlite/db.ts';
 import { SqliteStore } from './sqlite/store.ts';
@@ -23,10 +24,13 @@ export interface AppOptions {
   maxBodyBytes?: number;
   connections?: Partial<ConnectionLimits>;
   admission?: AdmissionLimits;
+  /** WebSocket limits (adapters/ws/server.ts DEFAULT_WS_LIMITS); the frame limit defaults to maxBodyBytes. */
+  ws?: Partial<WsLimits>;
 }
 
 export interface App {
   http: HttpServer;
+  ws: WsGateway;
   service: Service;
   store: SqliteStore;
   db: Db;
@@ -42,13 +46,16 @@ export function createApp(opts: AppOptions): App {
     const store = new SqliteStore(db);
     const service = new Service({ engine: opts.engine, store, plans, specialists, clock: opts.clock, logger: opts.logger, admission: opts.admission, version: packageVersion() });
     const http = new HttpServer({ service, logger: opts.logger, maxBodyBytes: opts.maxBodyBytes, connections: opts.connections });
+    // WebSocket on the same port, path /v1/ws.
+    const ws = new WsGateway({ server: http.server, service, logger: opts.logger, limits: { maxFrameBytes: opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, ...opts.ws } });
     return {
       http,
+      ws,
       service,
       store,
       db,
       async close(graceMs) {
-        await http.shutdown(graceMs);
+        await Promise.all([ws.shutdown(graceMs), http.shutdown(graceMs)]);
         db.close();
       },
     };

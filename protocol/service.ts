@@ -87,6 +87,20 @@ export class Service {
     }
   }
 
+  /**
+   * Whether an `Authorization` value names a usable key, for transports that authenticate a connection
+   * once before its requests (a WebSocket upgrade): the refusal as an outcome, or null. Each request on
+   * the connection is still authenticated, limited and counted on its own.
+   */
+  checkKey(authorization: string | undefined, logger: RequestContext['logger']): (Outcome & { kind: 'json'; error: ApiError }) | null {
+    try {
+      this.parts.access.authenticate(authorization);
+      return null;
+    } catch (e) {
+      return this.failure(e, { logger, signal: new AbortController().signal });
+    }
+  }
+
   /** An error as an outcome; faults of ours are logged here and reach the caller only as a generic 500. */
   failure(e: unknown, ctx: Pick<RequestContext, 'logger' | 'signal'>, rateLimit?: RateLimitState): Outcome & { kind: 'json'; error: ApiError } {
     const err = toApiError(e);

@@ -10,6 +10,7 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { createApp, type App } from '../../../adapters/app.ts';
 import type { ConnectionLimits } from '../../../adapters/http/connection-limits.ts';
+import type { WsLimits } from '../../../adapters/ws/server.ts';
 import { AccountAdmin } from '../../../adapters/sqlite/accounts.ts';
 import type { AdmissionLimits } from '../../../protocol/admission.ts';
 import type { TextEngine } from '../../../engine/types.ts';
@@ -48,6 +49,7 @@ export interface ServerOptions {
   specialistsDir?: string;
   admission?: AdmissionLimits;
   connections?: Partial<ConnectionLimits>;
+  ws?: Partial<WsLimits>;
 }
 
 export async function startServer(opts: ServerOptions = {}): Promise<Harness> {
@@ -61,7 +63,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<Harness> {
     },
   });
   const logger = pino({ level: 'debug' }, sink);
-  const app = createApp({ dataDir, engine: opts.engine ?? realTestEngine, logger, clock, maxBodyBytes: opts.maxBodyBytes, plansPath: opts.plansPath, specialistsDir: opts.specialistsDir, admission: opts.admission, connections: opts.connections });
+  const app = createApp({ dataDir, engine: opts.engine ?? realTestEngine, logger, clock, maxBodyBytes: opts.maxBodyBytes, plansPath: opts.plansPath, specialistsDir: opts.specialistsDir, admission: opts.admission, connections: opts.connections, ws: opts.ws });
   const { url } = await app.http.listen(0, '127.0.0.1');
   const admin = new AccountAdmin(app.db, loadPlans(opts.plansPath));
   return {
