@@ -6,13 +6,14 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Outcome, RequestContext, RequestRecord } from '../../protocol/context.ts';
-import { ApiError, interrupted, invalidRequest, requestTimeout, shuttingDown } from '../../protocol/errors.ts';
+import { ApiError, invalidRequest, requestTimeout, shuttingDown } from '../../protocol/errors.ts';
 import type { Service } from '../../protocol/service.ts';
 import { readJsonBody } from './body.ts';
 import { applyConnectionLimits, DEFAULT_CONNECTION_LIMITS, serverOptions, type ConnectionLimits } from './connection-limits.ts';
 import { CORS_HEADERS, errorHeaders, preflightHeaders, rateLimitHeaders, requestIdFor, type Headers } from './headers.ts';
 import type { HttpLogger } from './logger.ts';
 import { matchRoute } from './routes.ts';
+import { InFlight, pumpStream } from '../kit/lifecycle.ts';
 import { SSE_HEADERS, sseEvent, writeEvent } from './sse.ts';
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
@@ -35,9 +36,8 @@ export class HttpServer {
   private readonly logger: HttpLogger;
   private readonly maxBodyBytes: number;
   private draining = false;
-  /** One controller per request in progress; aborting it stops that request's generation. */
-  private readonly inFlight = new Set<AbortController>();
-  private onIdle: (() => void) | undefined;
+  /** The requests in progress; aborting one's controller stops its generation. */
+  private readonly inFlight = new InFlight();
   private dropped = 0;
   private dropLoggedAt = -Infinity;
 
@@ -82,18 +82,7 @@ export class HttpServer {
    */
   async shutdown(graceMs = 30_000): Promise<void> {
     this.draining = true;
-    if (this.inFlight.size > 0) {
-      this.logger.info({ inFlight: this.inFlight.size, graceMs }, 'draining');
-      const idle = new Promise<void>((resolve) => (this.onIdle = resolve));
-      const timedOut = await Promise.race([idle.then(() => false), sleep(graceMs).then(() => true)]);
-      if (timedOut) {
-        this.logger.warn({ inFlight: this.inFlight.size }, 'drain timed out; aborting the remaining requests');
-        // The reason travels to the protocol, which answers with it rather than with a cut-off answer.
-        const reason = interrupted(`the server is shutting down and its drain deadline of ${formatSeconds(graceMs)} passed`);
-        for (const c of this.inFlight) c.abort(reason);
-        await Promise.race([idle, sleep(2000)]);
-      }
-    }
+    await this.inFlight.drain(graceMs, this.logger, 'http');
     await new Promise<void>((resolve) => {
       this.server.close(() => resolve());
       this.server.closeAllConnections();
@@ -126,15 +115,13 @@ export class HttpServer {
       return this.sendError(res, err, { ...base, allow: route.allow.join(', ') });
     }
 
-    const controller = new AbortController();
-    this.inFlight.add(controller);
+    const request = this.inFlight.begin();
+    const controller = request.controller;
     // Done when the handler has returned (usage counted) and the response is out or the client gone:
     // a drain must neither cut a response short nor close the database under a request.
     let parts = 2;
     const done = () => {
-      if (--parts > 0) return;
-      this.inFlight.delete(controller);
-      if (this.inFlight.size === 0) this.onIdle?.();
+      if (--parts === 0) request.done();
     };
     res.once('close', () => {
       // Closed before the response finished: the client went away, so its generation stops.
@@ -166,32 +153,21 @@ export class HttpServer {
 
   /** Waits for the first event before committing to 200, so checks that fail up to then answer with their own status. */
   private async sendStream(res: ServerResponse, outcome: Outcome & { kind: 'stream' }, ctx: RequestContext, base: Headers): Promise<void> {
-    const events = outcome.events[Symbol.asyncIterator]();
-    let step: IteratorResult<object>;
-    try {
-      step = await events.next();
-    } catch (e) {
-      const f = this.service.failure(e, ctx, outcome.rateLimit);
-      this.sendJson(res, f.status, f.body, { ...base, ...rateLimitHeaders(outcome.rateLimit), ...errorHeaders(f.error) });
-      return;
-    }
-    try {
-      res.writeHead(200, { ...base, ...rateLimitHeaders(outcome.rateLimit), ...SSE_HEADERS });
-      res.flushHeaders();
-      while (!step.done) {
-        if (!(await writeEvent(res, step.value))) return;
-        step = await events.next();
-      }
-      res.end(sseEvent('[DONE]'));
-    } catch (e) {
+    await pumpStream(this.service, outcome, ctx, {
+      refuse: (f) => this.sendJson(res, f.status, f.body, { ...base, ...rateLimitHeaders(outcome.rateLimit), ...errorHeaders(f.error) }),
+      open: () => {
+        res.writeHead(200, { ...base, ...rateLimitHeaders(outcome.rateLimit), ...SSE_HEADERS });
+        res.flushHeaders();
+      },
+      send: (event) => writeEvent(res, event),
+      end: () => res.end(sseEvent('[DONE]')),
       // Mid-stream the status is sent; the provider's SDKs raise an `error` event as an APIError. Sent
       // whenever the client is still there, an interruption by the server included: ending without it
       // would look like a stream that merely lost its last events.
-      if (!res.destroyed && !res.writableEnded) res.end(sseEvent(this.service.failure(e, ctx).body));
-    } finally {
-      // Stops (and counts) a generation the client left; a no-op when the stream has ended.
-      await events.return?.();
-    }
+      fail: (f) => {
+        if (!res.destroyed && !res.writableEnded) res.end(sseEvent(f.body));
+      },
+    });
   }
 
   private connectionDropped(max: number): void {
@@ -237,10 +213,3 @@ function clientErrorAnswer(code: string | undefined): [number, string, ApiError]
   return [400, 'Bad Request', invalidRequest('Malformed HTTP request.')];
 }
 
-function formatSeconds(ms: number): string {
-  return `${Math.round(ms / 100) / 10} s`;
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
-}

@@ -11,7 +11,7 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import type { Outcome, RequestContext, RequestRecord } from '../../protocol/context.ts';
-import { ApiError, interrupted, invalidRequest, shuttingDown } from '../../protocol/errors.ts';
+import { ApiError, invalidRequest, shuttingDown } from '../../protocol/errors.ts';
 import { randomBase62 } from '../../protocol/ids.ts';
 import { findDepthExcess } from '../../protocol/json-depth.ts';
 import type { Service } from '../../protocol/service.ts';
@@ -19,6 +19,7 @@ import { errorHeaders, rateLimitHeaders, type Headers } from '../http/headers.ts
 import type { HttpLogger } from '../http/logger.ts';
 import { matchRoute } from '../http/routes.ts';
 import { parseJsonBody } from '../kit/json-body.ts';
+import { InFlight, pumpStream, sleep, type Failure } from '../kit/lifecycle.ts';
 import { clientMessageSchema, WS_CLOSE, WS_KEY_PROTOCOL_PREFIX, WS_PATH, WS_SUBPROTOCOL, type ServerMessage } from './messages.ts';
 
 export interface WsLimits {
@@ -71,8 +72,7 @@ export class WsGateway {
   private readonly service: Service;
   private readonly logger: HttpLogger;
   private draining = false;
-  private inFlight = 0;
-  private onIdle: (() => void) | undefined;
+  private readonly inFlight = new InFlight();
   private readonly pinger: ReturnType<typeof setInterval>;
 
   constructor(opts: WsGatewayOptions) {
@@ -98,15 +98,7 @@ export class WsGateway {
   async shutdown(graceMs = 30_000): Promise<void> {
     this.draining = true;
     clearInterval(this.pinger);
-    if (this.inFlight > 0) {
-      const idle = new Promise<void>((resolve) => (this.onIdle = resolve));
-      const timedOut = await Promise.race([idle.then(() => false), sleep(graceMs).then(() => true)]);
-      if (timedOut) {
-        const reason = interrupted('the server is shutting down and its drain deadline passed');
-        for (const c of this.connections) for (const r of c.requests.values()) r.abort(reason);
-        await Promise.race([idle, sleep(2000)]);
-      }
-    }
+    await this.inFlight.drain(graceMs, this.logger, 'websocket');
     for (const c of this.connections) c.ws.close(WS_CLOSE.goingAway, 'server shutting down');
     await Promise.race([Promise.all([...this.connections].map((c) => closed(c.ws))), sleep(2000)]);
     for (const c of this.connections) c.ws.terminate();
@@ -203,9 +195,9 @@ export class WsGateway {
           : new ApiError(405, 'invalid_request_error', `${method} is not allowed on ${path}; use ${route.allow.filter((m) => m !== 'HEAD').join(' or ')}.`, { code: 'method_not_allowed' });
       return this.send(conn, errorFrame(id, err));
     }
-    const controller = new AbortController();
+    const tracked = this.inFlight.begin();
+    const controller = tracked.controller;
     conn.requests.set(id, controller);
-    this.inFlight++;
     const record: RequestRecord = {};
     const log = this.logger.child({ reqId: `ws_${randomBase62(16)}` });
     const ctx: RequestContext = {
@@ -237,38 +229,38 @@ export class WsGateway {
     } finally {
       conn.requests.delete(id);
       log.info({ transport: 'ws', method, path, status, ms: Math.round(performance.now() - started), ...record }, 'request');
-      if (--this.inFlight === 0) this.onIdle?.();
+      tracked.done();
     }
   }
 
-  /** As over SSE: the first event decides between an error and a stream; the status is returned for the log. */
+  /** As over SSE (kit/lifecycle.ts): the first event decides between an error and a stream; returns the status for the log. */
   private async stream(conn: Connection, id: string, outcome: Outcome & { kind: 'stream' }, ctx: RequestContext, wasCancelled: () => boolean): Promise<number> {
-    const events = outcome.events[Symbol.asyncIterator]();
-    try {
-      let step = await events.next();
-      while (!step.done && !wasCancelled()) {
-        if (!(await this.writable(conn))) return 499;
-        this.send(conn, { id, type: 'chunk', data: step.value });
-        step = await events.next();
-      }
-      if (wasCancelled()) {
+    let status = 200;
+    const failed = (f: Failure) => {
+      status = f.status;
+      this.send(conn, wasCancelled() ? errorFrame(id, cancelled()) : { ...errorFrame(id, f.error), headers: stringHeaders({ ...rateLimitHeaders(outcome.rateLimit), ...errorHeaders(f.error) }) });
+      if (wasCancelled()) status = 499;
+    };
+    const ended = await pumpStream(this.service, outcome, ctx, {
+      refuse: failed,
+      open: () => {},
+      send: async (event) => {
+        if (wasCancelled() || !(await this.writable(conn))) return false;
+        this.send(conn, { id, type: 'chunk', data: event });
+        return true;
+      },
+      end: () => {
+        if (!wasCancelled()) return this.send(conn, { id, type: 'done' });
+        status = 499;
         this.send(conn, errorFrame(id, cancelled()));
-        return 499;
-      }
-      this.send(conn, { id, type: 'done' });
-      return 200;
-    } catch (e) {
-      if (wasCancelled()) {
-        this.send(conn, errorFrame(id, cancelled()));
-        return 499;
-      }
-      const f = this.service.failure(e, ctx, outcome.rateLimit);
-      this.send(conn, { ...errorFrame(id, f.error), headers: stringHeaders({ ...rateLimitHeaders(outcome.rateLimit), ...errorHeaders(f.error) }) });
-      return f.status;
-    } finally {
-      // Stops (and counts) a generation that was cancelled or whose client left.
-      await events.return?.();
+      },
+      fail: failed,
+    });
+    if (ended === 'stopped') {
+      if (wasCancelled()) this.send(conn, errorFrame(id, cancelled()));
+      return 499;
     }
+    return status;
   }
 
   /** Waits while the client's backlog is over the pause mark; false (and the connection closed) if it stays so. */
@@ -342,6 +334,3 @@ function closed(ws: WebSocket): Promise<void> {
   return ws.readyState === ws.CLOSED ? Promise.resolve() : new Promise((resolve) => ws.once('close', () => resolve()));
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
