@@ -11,6 +11,7 @@ import { ApiError, toApiError } from './errors.ts';
 import { chatCompletions } from './handlers/chat-completions.ts';
 import { health } from './handlers/health.ts';
 import { infer } from './handlers/infer.ts';
+import { responses } from './handlers/responses.ts';
 import { listModels, retrieveModel } from './handlers/models.ts';
 import { usage } from './handlers/usage.ts';
 import { silentLogger, type Logger } from './logger.ts';
@@ -19,7 +20,7 @@ import { RateLimiter, type RateLimitState } from './rate-limiter.ts';
 import type { SpecialistRegistry } from './specialists/registry.ts';
 import type { Store } from './store.ts';
 
-export type Operation = 'health' | 'chat.completions' | 'infer' | 'models.list' | 'models.retrieve' | 'usage';
+export type Operation = 'health' | 'chat.completions' | 'responses' | 'infer' | 'models.list' | 'models.retrieve' | 'usage';
 
 export interface ServiceOptions {
   /** The engine, or a function that gives it; either way it is only touched by requests that reach the model. */
@@ -39,6 +40,7 @@ type Handler = (svc: ServiceParts, caller: Caller, ctx: RequestContext) => Promi
 
 const AUTHENTICATED: Record<Exclude<Operation, 'health'>, Handler> = {
   'chat.completions': chatCompletions,
+  responses,
   infer,
   'models.list': listModels,
   'models.retrieve': retrieveModel,

@@ -10,6 +10,7 @@ interface Route {
 const ROUTES: readonly Route[] = [
   { method: 'GET', pattern: /^\/health$/, op: 'health' },
   { method: 'POST', pattern: /^\/v1\/chat\/completions$/, op: 'chat.completions' },
+  { method: 'POST', pattern: /^\/v1\/responses$/, op: 'responses' },
   { method: 'POST', pattern: /^\/v1\/infer$/, op: 'infer' },
   { method: 'GET', pattern: /^\/v1\/models$/, op: 'models.list' },
   { method: 'GET', pattern: /^\/v1\/models\/(?<id>[^/]+)$/, op: 'models.retrieve' },

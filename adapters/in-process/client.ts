@@ -3,6 +3,7 @@
  * those of the provider's official SDK:
  *   - client.chat.completions.create(req, { signal }): the completion, or with `stream: true` an async
  *     iterable of the same chunk objects an SSE `data:` line carries;
+ *   - client.responses.create(req) (the Responses API; `stream: true` gives the `response.*` events);
  *   - client.infer(req), client.models.list(), client.models.retrieve(id), client.usage(), client.health().
  * A request goes through everything an HTTP request does (key, plan, rate limits, quotas, usage,
  * admission, body size and depth limits); a refusal throws ServiceError with the status, the error
@@ -60,6 +61,10 @@ export interface SvcClient {
       create(req: JsonObject, opts?: RequestOptions): Promise<JsonObject>;
     };
   };
+  responses: {
+    create(req: JsonObject & { stream: true }, opts?: RequestOptions): Promise<AsyncIterable<JsonObject>>;
+    create(req: JsonObject, opts?: RequestOptions): Promise<JsonObject>;
+  };
   infer(req: JsonObject, opts?: RequestOptions): Promise<JsonObject>;
   models: {
     list(opts?: RequestOptions): Promise<JsonObject & { data: JsonObject[] }>;
@@ -115,8 +120,8 @@ export function createClient(service: Service, opts: ClientOptions): SvcClient {
   };
 
   /** As the HTTP adapter: the first event decides between an error and a stream. */
-  const streamCall = async (body: JsonObject, o?: RequestOptions): Promise<JsonObject | AsyncIterable<JsonObject>> => {
-    const { outcome, ctx, detach } = await call('chat.completions', body, {}, o);
+  const streamCall = async (op: Operation, body: JsonObject, o?: RequestOptions): Promise<JsonObject | AsyncIterable<JsonObject>> => {
+    const { outcome, ctx, detach } = await call(op, body, {}, o);
     if (outcome.kind === 'json') {
       detach();
       if (outcome.status >= 400) throw new ServiceError(outcome.status, outcome.body as ErrorBody, { ...rateLimitHeaders(outcome.rateLimit), ...(outcome.error ? errorHeaders(outcome.error) : {}) });
@@ -152,7 +157,8 @@ export function createClient(service: Service, opts: ClientOptions): SvcClient {
   };
 
   return {
-    chat: { completions: { create: ((req: JsonObject, o?: RequestOptions) => streamCall(req, o)) as SvcClient['chat']['completions']['create'] } },
+    chat: { completions: { create: ((req: JsonObject, o?: RequestOptions) => streamCall('chat.completions', req, o)) as SvcClient['chat']['completions']['create'] } },
+    responses: { create: ((req: JsonObject, o?: RequestOptions) => streamCall('responses', req, o)) as SvcClient['responses']['create'] },
     infer: (req, o) => jsonCall('infer', req, {}, o),
     models: {
       list: (o) => jsonCall('models.list', undefined, {}, o) as Promise<JsonObject & { data: JsonObject[] }>,

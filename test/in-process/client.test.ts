@@ -61,6 +61,11 @@ describe('createClient(service): the SDK shapes without HTTP', () => {
     await http.chat.completions.create(request);
     expect((await local.usage()).requests_used).toBe(before + 2);
     expect((await local.health()).status).toBeDefined();
+    const resp = await local.responses.create({ model: 'svc-chat', input: 'Once upon a time', max_output_tokens: 6, temperature: 0 });
+    expect(resp.object).toBe('response');
+    const events: string[] = [];
+    for await (const e of await local.responses.create({ model: 'svc-chat', input: 'Once upon a time', max_output_tokens: 6, stream: true })) events.push(e.type as string);
+    expect(events[0]).toBe('response.created');
   });
 
   it('refusals throw ServiceError with the status, the error object and the headers HTTP sends', async () => {
