@@ -59,6 +59,8 @@ export interface EngineStats {
   lastStepDispatches: number;
   activeSequences: number;
   waitingSequences: number;
+  /** KV cache pages: all of them, and those no sequence and no prefix-cache entry holds. */
+  kvPages: { total: number; free: number };
   /** Steps run so far, their total wall time, and the part of it in which the device had no work. */
   steps: { count: number; ms: number; deviceIdleMs: number };
   /** The prefix cache's counters, or null when it is off. */
@@ -233,6 +235,7 @@ export class WebGpuEngine implements TextEngine {
       activeSequences: this.scheduler.activeCount,
       waitingSequences: this.scheduler.waitingCount,
       prefixCache: this.scheduler.prefixCache?.stats() ?? null,
+      kvPages: { total: this.cache.allocator.numPages, free: this.cache.allocator.freePages },
       steps: { count: this.scheduler.stepTiming.steps, ms: this.scheduler.stepTiming.ms, deviceIdleMs: this.scheduler.stepTiming.deviceIdleMs },
     };
   }

@@ -132,6 +132,9 @@ describe('WebSocket /v1/ws', () => {
     expect(s.frames.filter((m) => m.type === 'chunk').length).toBeLessThan(100);
     const engine = await testEngine();
     expect(engine.stats().activeSequences).toBe(0);
+    // Every page is free again, or listed by the prefix cache (which may keep the prompt's full pages).
+    const st = engine.stats();
+    expect(st.kvPages.free + (st.prefixCache?.blocks ?? 0)).toBe(st.kvPages.total);
     expect(h.app.service.admission.runningCount).toBe(0);
     s.ws.close();
   });
