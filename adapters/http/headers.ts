@@ -1,10 +1,7 @@
 /** Response headers the provider's clients read: request id, rate-limit state, retry hints, CORS. */
 import type { IncomingMessage } from 'node:http';
-import type { ApiError } from '../../protocol/errors.ts';
 import { randomBase62 } from '../../protocol/ids.ts';
-import type { RateLimitState } from '../../protocol/rate-limiter.ts';
-
-export type Headers = Record<string, string | number | string[]>;
+import type { Headers } from '../kit/answer-headers.ts';
 
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
 
@@ -12,36 +9,6 @@ const SANE_REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
 export function requestIdFor(req: IncomingMessage): string {
   const given = req.headers['x-request-id'];
   return typeof given === 'string' && SANE_REQUEST_ID.test(given) ? given : `req_${randomBase62(24)}`;
-}
-
-export function rateLimitHeaders(s: RateLimitState | undefined): Headers {
-  if (!s) return {};
-  return {
-    'x-ratelimit-limit-requests': s.limit,
-    'x-ratelimit-remaining-requests': s.remaining,
-    'x-ratelimit-reset-requests': formatDuration(s.resetMs),
-  };
-}
-
-export function errorHeaders(e: ApiError): Headers {
-  const h: Headers = {};
-  if (e.retryAfterSeconds !== undefined) h['retry-after'] = String(e.retryAfterSeconds);
-  // The provider's SDKs retry 429s by default; an exhausted month must not be retried for weeks.
-  if (e.retryable === false) h['x-should-retry'] = 'false';
-  return h;
-}
-
-/** Durations as the provider writes them: `250ms`, `3s`, `2.4s`, `1m30s`. */
-export function formatDuration(ms: number): string {
-  if (ms <= 0) return '0s';
-  if (ms < 1000) return `${Math.ceil(ms)}ms`;
-  if (ms < 60_000) return `${trim(ms / 1000)}s`;
-  const m = Math.floor(ms / 60_000);
-  return `${m}m${trim((ms - m * 60_000) / 1000)}s`;
-}
-
-function trim(seconds: number): string {
-  return String(Math.round(seconds * 1000) / 1000);
 }
 
 export const EXPOSED_HEADERS = [

@@ -10,7 +10,8 @@ import { ApiError, invalidRequest, requestTimeout, shuttingDown } from '../../pr
 import type { Service } from '../../protocol/service.ts';
 import { readJsonBody } from './body.ts';
 import { applyConnectionLimits, DEFAULT_CONNECTION_LIMITS, serverOptions, type ConnectionLimits } from './connection-limits.ts';
-import { CORS_HEADERS, errorHeaders, preflightHeaders, rateLimitHeaders, requestIdFor, type Headers } from './headers.ts';
+import { CORS_HEADERS, preflightHeaders, requestIdFor } from './headers.ts';
+import { errorHeaders, rateLimitHeaders, type Headers } from '../kit/answer-headers.ts';
 import type { HttpLogger } from './logger.ts';
 import { matchRoute } from './routes.ts';
 import { InFlight, pumpStream } from '../kit/lifecycle.ts';

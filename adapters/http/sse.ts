@@ -1,6 +1,6 @@
 /** Server-Sent Events as the provider streams them: `data: <json>` events, `data: [DONE]` at the end. */
 import type { ServerResponse } from 'node:http';
-import type { Headers } from './headers.ts';
+import type { Headers } from '../kit/answer-headers.ts';
 
 export const SSE_HEADERS: Headers = {
   'content-type': 'text/event-stream',

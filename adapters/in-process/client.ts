@@ -14,7 +14,7 @@ import type { ErrorBody } from '../../protocol/errors.ts';
 import { randomBase62 } from '../../protocol/ids.ts';
 import { silentLogger, type Logger } from '../../protocol/logger.ts';
 import type { Operation, Service } from '../../protocol/service.ts';
-import { errorHeaders, rateLimitHeaders, type Headers } from '../http/headers.ts';
+import { errorHeaders, rateLimitHeaders, type Headers } from '../kit/answer-headers.ts';
 import { parseJsonBody } from '../kit/json-body.ts';
 
 export type JsonObject = Record<string, unknown>;

@@ -15,7 +15,7 @@ import { ApiError, invalidRequest, shuttingDown } from '../../protocol/errors.ts
 import { randomBase62 } from '../../protocol/ids.ts';
 import { findDepthExcess } from '../../protocol/json-depth.ts';
 import type { Service } from '../../protocol/service.ts';
-import { errorHeaders, rateLimitHeaders, type Headers } from '../http/headers.ts';
+import { errorHeaders, rateLimitHeaders, type Headers } from '../kit/answer-headers.ts';
 import type { HttpLogger } from '../http/logger.ts';
 import { matchRoute } from '../http/routes.ts';
 import { parseJsonBody } from '../kit/json-body.ts';
