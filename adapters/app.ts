@@ -9,6 +9,7 @@ import { Service } from '../protocol/service.ts';
 import type { ConnectionLimits } from './http/connection-limits.ts';
 import { DEFAULT_MAX_BODY_BYTES, HttpServer } from './http/server.ts';
 import { WsGateway, type WsLimits } from './ws/server.ts';
+import type { StaticAssets } from './http/static-assets.ts';
 import type { HttpLogger } from './http/logger.ts';
 import { openDatabase, type Db } from './sqlite/db.ts';
 import { SqliteStore } from './sqlite/store.ts';
@@ -26,6 +27,8 @@ export interface AppOptions {
   admission?: AdmissionLimits;
   /** WebSocket limits (adapters/ws/server.ts DEFAULT_WS_LIMITS); the frame limit defaults to maxBodyBytes. */
   ws?: Partial<WsLimits>;
+  /** The playground's files, served at `/` (svc serve builds them unless --no-ui). */
+  ui?: StaticAssets;
 }
 
 export interface App {
@@ -45,7 +48,7 @@ export function createApp(opts: AppOptions): App {
   try {
     const store = new SqliteStore(db);
     const service = new Service({ engine: opts.engine, store, plans, specialists, clock: opts.clock, logger: opts.logger, admission: opts.admission, version: packageVersion() });
-    const http = new HttpServer({ service, logger: opts.logger, maxBodyBytes: opts.maxBodyBytes, connections: opts.connections });
+    const http = new HttpServer({ service, logger: opts.logger, maxBodyBytes: opts.maxBodyBytes, connections: opts.connections, ui: opts.ui });
     // WebSocket on the same port, path /v1/ws.
     const ws = new WsGateway({ server: http.server, service, logger: opts.logger, limits: { maxFrameBytes: opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, ...opts.ws } });
     return {

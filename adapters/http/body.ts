@@ -1,15 +1,11 @@
 /** Reads a JSON request body with a size limit; every failure is an ApiError in the provider's shape. */
 import type { IncomingMessage } from 'node:http';
-import { invalidRequest } from '../../protocol/errors.ts';
-import { parseJsonBody, tooLarge } from '../kit/json-body.ts';
+import { parseJsonBody, requireJsonContentType, tooLarge } from '../kit/json-body.ts';
 
 export { tooLarge };
 
 export async function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
-  const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
-  if (type !== 'application/json') {
-    throw invalidRequest(`Request bodies must be JSON with 'Content-Type: application/json'${type ? `, got '${type.slice(0, 60)}'` : ', and the header is missing'}.`, null, 'unsupported_content_type');
-  }
+  requireJsonContentType(req.headers['content-type']);
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit) throw tooLarge(limit);
 

@@ -10,12 +10,14 @@ import { ApiError, invalidRequest, requestTimeout, shuttingDown } from '../../pr
 import type { Service } from '../../protocol/service.ts';
 import { readJsonBody } from './body.ts';
 import { applyConnectionLimits, DEFAULT_CONNECTION_LIMITS, serverOptions, type ConnectionLimits } from './connection-limits.ts';
-import { CORS_HEADERS, preflightHeaders, requestIdFor } from './headers.ts';
-import { errorHeaders, rateLimitHeaders, type Headers } from '../kit/answer-headers.ts';
+import { preflightHeaders } from './headers.ts';
+import type { StaticAssets } from './static-assets.ts';
+import { CORS_HEADERS, errorHeaders, rateLimitHeaders, requestIdFor, type Headers } from '../kit/answer-headers.ts';
 import type { HttpLogger } from './logger.ts';
-import { matchRoute } from './routes.ts';
+import { matchRoute, routeError } from '../kit/routes.ts';
 import { InFlight, pumpStream } from '../kit/lifecycle.ts';
-import { SSE_HEADERS, sseEvent, writeEvent } from './sse.ts';
+import { SSE_HEADERS, sseEvent } from '../kit/sse.ts';
+import { writeEvent } from './sse.ts';
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 
@@ -26,6 +28,8 @@ export interface HttpServerOptions {
   maxBodyBytes?: number;
   /** Connection cap, timeouts and keep-alive; each defaults to DEFAULT_CONNECTION_LIMITS'. */
   connections?: Partial<ConnectionLimits>;
+  /** Files served beside the API (the playground); none by default. */
+  ui?: StaticAssets;
 }
 
 /** At most one log line per this many ms about connections refused over the cap (a flood must not flood the log). */
@@ -36,6 +40,7 @@ export class HttpServer {
   private readonly service: Service;
   private readonly logger: HttpLogger;
   private readonly maxBodyBytes: number;
+  private readonly ui: StaticAssets | undefined;
   private draining = false;
   /** The requests in progress; aborting one's controller stops its generation. */
   private readonly inFlight = new InFlight();
@@ -46,6 +51,7 @@ export class HttpServer {
     this.service = opts.service;
     this.logger = opts.logger;
     this.maxBodyBytes = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+    this.ui = opts.ui;
     const limits = { ...DEFAULT_CONNECTION_LIMITS, ...opts.connections };
     this.server = createServer(serverOptions(limits), (req, res) => {
       this.handle(req, res).catch((e) => {
@@ -92,7 +98,7 @@ export class HttpServer {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = performance.now();
-    const requestId = requestIdFor(req);
+    const requestId = requestIdFor(req.headers['x-request-id']);
     const log = this.logger.child({ reqId: requestId });
     const path = (req.url ?? '/').split('?')[0];
     const base: Headers = { 'x-request-id': requestId, ...CORS_HEADERS };
@@ -102,19 +108,14 @@ export class HttpServer {
     });
 
     if (this.draining) return this.sendError(res, shuttingDown(), base);
+    if (this.ui?.serve(req.method, path, res)) return;
     if (req.method === 'OPTIONS') {
       res.writeHead(204, { ...base, ...preflightHeaders(req) });
       res.end();
       return;
     }
     const route = matchRoute(req.method ?? 'GET', path);
-    if (route.kind === 'not-found') {
-      return this.sendError(res, new ApiError(404, 'invalid_request_error', `Unknown request URL: ${req.method} ${path}. Check the URL for typos.`, { code: 'unknown_url' }), base);
-    }
-    if (route.kind === 'wrong-method') {
-      const err = new ApiError(405, 'invalid_request_error', `${req.method} is not allowed on ${path}; use ${route.allow.filter((m) => m !== 'HEAD').join(' or ')}.`, { code: 'method_not_allowed' });
-      return this.sendError(res, err, { ...base, allow: route.allow.join(', ') });
-    }
+    if (route.kind !== 'found') return this.sendError(res, routeError(route, req.method ?? 'GET', path), route.kind === 'wrong-method' ? { ...base, allow: route.allow.join(', ') } : base);
 
     const request = this.inFlight.begin();
     const controller = request.controller;

@@ -1,18 +1,6 @@
-/** Server-Sent Events as the provider streams them: `data: <json>` events, `data: [DONE]` at the end. */
+/** Writing Server-Sent Events to a node:http response, with backpressure (the format is in adapters/kit/sse.ts). */
 import type { ServerResponse } from 'node:http';
-import type { Headers } from '../kit/answer-headers.ts';
-
-export const SSE_HEADERS: Headers = {
-  'content-type': 'text/event-stream',
-  'cache-control': 'no-cache',
-  connection: 'keep-alive',
-  // Proxies such as nginx would otherwise hold events back.
-  'x-accel-buffering': 'no',
-};
-
-export function sseEvent(data: unknown): string {
-  return `data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`;
-}
+import { sseEvent } from '../kit/sse.ts';
 
 /** Writes one event now; waits while the client is slow to read. False once the client has gone. */
 export function writeEvent(res: ServerResponse, data: unknown): Promise<boolean> {

@@ -4,6 +4,7 @@
  * error's retry hints, as the provider's clients read them.
  */
 import type { ApiError } from '../../protocol/errors.ts';
+import { randomBase62 } from '../../protocol/ids.ts';
 import type { RateLimitState } from '../../protocol/rate-limiter.ts';
 
 export type Headers = Record<string, string | number | string[]>;
@@ -37,3 +38,25 @@ export function formatDuration(ms: number): string {
 function trim(seconds: number): string {
   return String(Math.round(seconds * 1000) / 1000);
 }
+
+const SANE_REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
+
+/** The client's `x-request-id` when it is short and plain, else a fresh one. */
+export function requestIdFor(given: string | string[] | null | undefined): string {
+  return typeof given === 'string' && SANE_REQUEST_ID.test(given) ? given : `req_${randomBase62(24)}`;
+}
+
+export const EXPOSED_HEADERS = [
+  'x-request-id',
+  'x-ratelimit-limit-requests',
+  'x-ratelimit-remaining-requests',
+  'x-ratelimit-reset-requests',
+  'retry-after',
+  'x-should-retry',
+].join(', ');
+
+/** On every response: any origin may call (keys are bearer tokens, never cookies). */
+export const CORS_HEADERS: Headers = {
+  'access-control-allow-origin': '*',
+  'access-control-expose-headers': EXPOSED_HEADERS,
+};

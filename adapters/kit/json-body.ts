@@ -32,3 +32,11 @@ export function parseJsonBody(text: string, bytes: number, limit: number): unkno
   if (value === null || typeof value !== 'object' || Array.isArray(value)) throw invalidRequest('The request body must be a JSON object.', null, 'invalid_json');
   return value;
 }
+
+/** Bodies must be declared JSON (as the provider's API requires); the refusal names what was sent instead. */
+export function requireJsonContentType(header: string | null | undefined): void {
+  const type = (header ?? '').split(';')[0].trim().toLowerCase();
+  if (type !== 'application/json') {
+    throw invalidRequest(`Request bodies must be JSON with 'Content-Type: application/json'${type ? `, got '${type.slice(0, 60)}'` : ', and the header is missing'}.`, null, 'unsupported_content_type');
+  }
+}

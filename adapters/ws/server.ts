@@ -17,7 +17,7 @@ import { findDepthExcess } from '../../protocol/json-depth.ts';
 import type { Service } from '../../protocol/service.ts';
 import { errorHeaders, rateLimitHeaders, type Headers } from '../kit/answer-headers.ts';
 import type { HttpLogger } from '../http/logger.ts';
-import { matchRoute } from '../http/routes.ts';
+import { matchRoute, routeError } from '../kit/routes.ts';
 import { parseJsonBody } from '../kit/json-body.ts';
 import { InFlight, pumpStream, sleep, type Failure } from '../kit/lifecycle.ts';
 import { clientMessageSchema, WS_CLOSE, WS_KEY_PROTOCOL_PREFIX, WS_PATH, WS_SUBPROTOCOL, type ServerMessage } from './messages.ts';
@@ -189,11 +189,7 @@ export class WsGateway {
     const path = fullPath.split('?')[0];
     const route = matchRoute(method, path);
     if (route.kind !== 'found') {
-      const err =
-        route.kind === 'not-found'
-          ? new ApiError(404, 'invalid_request_error', `Unknown request path: ${method} ${path}.`, { code: 'unknown_url' })
-          : new ApiError(405, 'invalid_request_error', `${method} is not allowed on ${path}; use ${route.allow.filter((m) => m !== 'HEAD').join(' or ')}.`, { code: 'method_not_allowed' });
-      return this.send(conn, errorFrame(id, err));
+      return this.send(conn, errorFrame(id, routeError(route, method, path)));
     }
     const tracked = this.inFlight.begin();
     const controller = tracked.controller;

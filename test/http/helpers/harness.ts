@@ -11,6 +11,7 @@ import pino from 'pino';
 import { createApp, type App } from '../../../adapters/app.ts';
 import type { ConnectionLimits } from '../../../adapters/http/connection-limits.ts';
 import type { WsLimits } from '../../../adapters/ws/server.ts';
+import type { StaticAssets } from '../../../adapters/http/static-assets.ts';
 import { AccountAdmin } from '../../../adapters/sqlite/accounts.ts';
 import type { AdmissionLimits } from '../../../protocol/admission.ts';
 import type { TextEngine } from '../../../engine/types.ts';
@@ -50,6 +51,7 @@ export interface ServerOptions {
   admission?: AdmissionLimits;
   connections?: Partial<ConnectionLimits>;
   ws?: Partial<WsLimits>;
+  ui?: StaticAssets;
 }
 
 export async function startServer(opts: ServerOptions = {}): Promise<Harness> {
@@ -63,7 +65,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<Harness> {
     },
   });
   const logger = pino({ level: 'debug' }, sink);
-  const app = createApp({ dataDir, engine: opts.engine ?? realTestEngine, logger, clock, maxBodyBytes: opts.maxBodyBytes, plansPath: opts.plansPath, specialistsDir: opts.specialistsDir, admission: opts.admission, connections: opts.connections, ws: opts.ws });
+  const app = createApp({ dataDir, engine: opts.engine ?? realTestEngine, logger, clock, maxBodyBytes: opts.maxBodyBytes, plansPath: opts.plansPath, specialistsDir: opts.specialistsDir, admission: opts.admission, connections: opts.connections, ws: opts.ws, ui: opts.ui });
   const { url } = await app.http.listen(0, '127.0.0.1');
   const admin = new AccountAdmin(app.db, loadPlans(opts.plansPath));
   return {

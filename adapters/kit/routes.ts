@@ -1,5 +1,6 @@
-/** Which HTTP method and path reach which service operation. */
+/** Which method and path reach which service operation: the same table for HTTP, WebSocket request frames and the service worker. */
 import type { Operation } from '../../protocol/service.ts';
+import { ApiError } from '../../protocol/errors.ts';
 
 interface Route {
   method: 'GET' | 'POST';
@@ -40,4 +41,10 @@ function safeDecode(s: string): string {
   } catch {
     return s;
   }
+}
+
+/** The refusal for a path no route takes (404) or a method its routes do not take (405), in the provider's words. */
+export function routeError(match: Exclude<RouteMatch, { kind: 'found' }>, method: string, path: string): ApiError {
+  if (match.kind === 'not-found') return new ApiError(404, 'invalid_request_error', `Unknown request URL: ${method} ${path}. Check the URL for typos.`, { code: 'unknown_url' });
+  return new ApiError(405, 'invalid_request_error', `${method} is not allowed on ${path}; use ${match.allow.filter((m) => m !== 'HEAD').join(' or ')}.`, { code: 'method_not_allowed' });
 }
