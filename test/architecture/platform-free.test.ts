@@ -1,5 +1,6 @@
 /**
- * The protocol, the engine, the in-process client and the WebSocket client helper run outside Node (a browser tab, a service worker):
+ * The protocol, the engine, the in-process client, the WebSocket client helper and the in-browser service
+ * (service worker, dedicated worker, page side) run outside Node:
  * bundled for the browser platform they must not pull in any Node built-in, and protocol/ must not use
  * Node's Buffer global.
  * Only xgrammar's own Node branch names `url` and `module` (it never runs in a browser).
@@ -22,7 +23,7 @@ function tsFilesUnder(dir: string): string[] {
 describe('platform-free protocol and engine', () => {
   it('bundle for the browser with no Node built-in', async () => {
     const result = await build({
-      entryPoints: [join(ROOT, 'protocol/service.ts'), join(ROOT, 'engine/browser.ts'), join(ROOT, 'adapters/in-process/client.ts'), join(ROOT, 'adapters/ws/client.ts')],
+      entryPoints: [join(ROOT, 'protocol/service.ts'), join(ROOT, 'engine/browser.ts'), join(ROOT, 'adapters/in-process/client.ts'), join(ROOT, 'adapters/ws/client.ts'), join(ROOT, 'adapters/service-worker/sw.ts'), join(ROOT, 'adapters/service-worker/dedicated-worker.ts'), join(ROOT, 'adapters/service-worker/page.ts')],
       bundle: true,
       write: false,
       outdir: join(ROOT, '.bundle-check'),
