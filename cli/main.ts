@@ -11,6 +11,7 @@ import { registerPlan } from './commands/plan.ts';
 import { registerServe } from './commands/serve.ts';
 import { registerGenerate } from './commands/generate.ts';
 import { registerTokenize } from './commands/tokenize.ts';
+import { registerWeb } from './commands/web.ts';
 
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -26,6 +27,7 @@ registerDoctor(program);
 registerServe(program);
 registerKeys(program);
 registerPlan(program);
+registerWeb(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -7,6 +7,8 @@ import { type Command } from 'commander';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { createApp } from '../../adapters/app.ts';
+import { StaticAssets } from '../../adapters/http/static-assets.ts';
+import { buildPlayground } from '../../build/playground.ts';
 import { DEFAULT_MAX_BODY_BYTES } from '../../adapters/http/server.ts';
 import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from '../../adapters/http/connection-limits.ts';
 import { DEFAULT_ADMISSION } from '../../protocol/admission.ts';
@@ -34,6 +36,7 @@ interface ServeOptions {
   headersTimeout: number;
   requestTimeout: number;
   keepAliveTimeout: number;
+  ui: boolean;
 }
 
 export function registerServe(program: Command): void {
@@ -53,6 +56,7 @@ export function registerServe(program: Command): void {
     .option('--headers-timeout <s>', "seconds a connection may take to send a request's headers (408 after)", intOption('--headers-timeout', 1), DEFAULT_CONNECTION_LIMITS.headersTimeoutMs / 1000)
     .option('--request-timeout <s>', 'seconds a request may take to arrive whole, body included (408 after)', intOption('--request-timeout', 1), DEFAULT_CONNECTION_LIMITS.requestTimeoutMs / 1000)
     .option('--keep-alive-timeout <s>', 'seconds an idle kept-alive connection stays open', intOption('--keep-alive-timeout', 1), DEFAULT_CONNECTION_LIMITS.keepAliveTimeoutMs / 1000)
+    .option('--no-ui', 'do not serve the playground page at /')
     .option('--log-level <level>', `one of ${LOG_LEVELS.join(', ')} (default: $SVC_LOG_LEVEL or info)`, process.env.SVC_LOG_LEVEL ?? 'info')
     .action((opts: ServeOptions) => serve(opts));
 }
@@ -71,7 +75,9 @@ async function serve(opts: ServeOptions): Promise<void> {
   const loading = new Promise<TextEngine>((resolve, reject) => ((loaded = resolve), (failed = reject)));
   loading.catch(() => {});
   // Data folder and config first: a mistake there should not wait for the model to load.
-  const app = createApp({ dataDir, logger, maxBodyBytes: opts.maxBodyBytes, engine: () => loading, connections: connectionLimits(opts), admission: { maxRunning: opts.maxRunning, maxQueued: opts.maxQueue } });
+  // The playground is bundled once, in memory, before the port opens.
+  const ui = opts.ui ? new StaticAssets((await buildPlayground({ mode: 'server' })).files) : undefined;
+  const app = createApp({ dataDir, logger, maxBodyBytes: opts.maxBodyBytes, engine: () => loading, connections: connectionLimits(opts), admission: { maxRunning: opts.maxRunning, maxQueued: opts.maxQueue }, ui });
   let address: Awaited<ReturnType<typeof app.http.listen>>;
   try {
     address = await app.http.listen(opts.port, opts.host);
