@@ -5,10 +5,12 @@
 import { billingPeriodAt } from './billing-period.ts';
 import type { Clock } from './clock.ts';
 import { ApiError, invalidApiKey, permissionDenied } from './errors.ts';
+import { randomBase62 } from './ids.ts';
 import { hashesEqual, parseKey } from './keys.ts';
 import type { Logger } from './logger.ts';
 import { effectiveLimits, FEATURE_LABELS, type Feature, type Plan, type PlanCatalog, type RequestLimits } from './plans.ts';
-import type { RateLimiter, RateLimitSlot, RateLimitState } from './rate-limiter.ts';
+import type { Limits, QuotaScope } from './limits.ts';
+import type { RateLimitSlot, RateLimitState } from './rate-limiter.ts';
 import type { AccountRecord, KeyRecord, Store } from './store.ts';
 
 export interface Caller {
@@ -24,36 +26,34 @@ export interface Caller {
 
 /** One admitted request's hold on the monthly allowance until it is counted or dropped. */
 export interface Reservation {
-  /** Counts the request (once) with its tokens; durable on return. */
-  record(promptTokens: number, completionTokens: number): void;
+  /** Counts the request (once) with its tokens; durable when the promise resolves. */
+  record(promptTokens: number, completionTokens: number): Promise<void>;
   /** Gives the hold back; after record() it only ends the hold. */
-  release(): void;
+  release(): Promise<void>;
 }
 
 // Compared against when no key matches, so a miss costs what a hit does.
 const DUMMY_HASH = new Uint8Array(32);
 
 export class AccessControl {
-  /** Admitted, not yet counted requests per key and period, so concurrent requests cannot overrun the allowance. */
-  private readonly inFlight = new Map<string, number>();
-
   constructor(
     private readonly store: Store,
     private readonly plans: PlanCatalog,
-    private readonly limiter: RateLimiter,
+    /** The per-minute window and the allowance's holds (admitted, not yet counted requests). */
+    private readonly limits: Limits,
     private readonly clock: Clock,
     private readonly logger: Logger,
   ) {}
 
   /** The caller behind an `Authorization` header value; 401 for a missing, malformed, unknown or revoked key. */
-  authenticate(authorization: string | undefined): Caller {
+  async authenticate(authorization: string | undefined): Promise<Caller> {
     const match = /^\s*Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
     if (!authorization?.trim()) {
       throw invalidApiKey("You didn't provide an API key. Send it in the Authorization header using Bearer auth: 'Authorization: Bearer YOUR_KEY'.");
     }
     if (!match) throw invalidApiKey("The Authorization header must be 'Bearer YOUR_KEY'.");
     const presented = parseKey(match[1]);
-    const found = presented ? this.store.findKey(presented.prefix) : undefined;
+    const found = presented ? await this.store.findKey(presented.prefix) : undefined;
     const equal = hashesEqual(presented?.hash ?? DUMMY_HASH, found?.key.hash ?? DUMMY_HASH);
     if (!presented || !found || !equal) throw invalidApiKey('Incorrect API key provided.');
     if (found.key.revokedAt !== null) throw invalidApiKey('This API key has been revoked.');
@@ -67,7 +67,7 @@ export class AccessControl {
     if (!limits) {
       throw permissionDenied(`The ${plan.name} plan's request limits have not been set for this account yet; contact support.`, 'plan_limits_not_set');
     }
-    return { key: found.key, account: found.account, plan, limits, rateLimit: this.limiter.peek(rateKey(found.key), limits.perMinute) };
+    return { key: found.key, account: found.account, plan, limits, rateLimit: await this.limits.peek(rateKey(found.key), limits.perMinute) };
   }
 
   /** 403 once the trial has ended on an account that has not paid. */
@@ -97,8 +97,8 @@ export class AccessControl {
   }
 
   /** Uses one request of the per-minute limit; 429 with Retry-After when none is left. */
-  takeRequest(caller: Caller): void {
-    const r = this.limiter.take(rateKey(caller.key), caller.limits.perMinute);
+  async takeRequest(caller: Caller): Promise<void> {
+    const r = await this.limits.take(rateKey(caller.key), caller.limits.perMinute);
     caller.rateLimit = { limit: r.limit, remaining: r.remaining, resetMs: r.resetMs };
     if (r.allowed) caller.rateSlot = r.slot;
     else {
@@ -112,55 +112,69 @@ export class AccessControl {
   }
 
   /** Gives back the per-minute place of a request that never reached the model (left while queued). */
-  refundRequest(caller: Caller): void {
+  async refundRequest(caller: Caller): Promise<void> {
     if (!caller.rateSlot) return;
-    this.limiter.refund(caller.rateSlot);
+    const slot = caller.rateSlot;
     caller.rateSlot = undefined;
+    await this.limits.refund(slot);
   }
 
   /** 429 insufficient_quota when the monthly allowance is used up; checked before the model is touched. */
-  requireQuota(caller: Caller): void {
-    this.quotaSlot(caller);
+  async requireQuota(caller: Caller): Promise<void> {
+    const scope = this.scope(caller);
+    if (!(await this.limits.fits(scope, () => this.store.requestsInPeriod(scope.keyId, scope.periodStart)))) throw quotaExhausted(scope, this.clock.now());
   }
 
-  /** Holds one request of the monthly allowance (checked again: others may have been admitted meanwhile). */
-  reserve(caller: Caller, specialist: string): Reservation {
-    const { slot, held, period } = this.quotaSlot(caller);
-    this.inFlight.set(slot, held + 1);
+  /**
+   * Holds one request of the monthly allowance (checked again: others may have been admitted meanwhile,
+   * here or on another replica).
+   */
+  async reserve(caller: Caller, specialist: string): Promise<Reservation> {
+    const requestId = `use_${randomBase62(24)}`;
+    const scope = this.scope(caller);
+    const hold = await this.limits.hold(scope, () => this.store.requestsInPeriod(scope.keyId, scope.periodStart));
+    if (!hold) throw quotaExhausted(scope, this.clock.now());
     let recorded = false;
     let released = false;
     return {
-      record: (promptTokens, completionTokens) => {
+      record: async (promptTokens, completionTokens) => {
         if (recorded) return;
         recorded = true;
-        this.store.recordUsage({ keyId: caller.key.id, periodStart: period.start, specialist, promptTokens, completionTokens });
+        try {
+          await this.store.recordUsage({ requestId, keyId: caller.key.id, periodStart: scope.periodStart, specialist, promptTokens, completionTokens });
+        } catch (e) {
+          recorded = false;
+          throw e;
+        }
+        released = true;
+        // Counted in the store: a hold that cannot be ended now expires by itself (and errs on the safe side until then).
+        await Promise.resolve()
+          .then(() => hold.counted())
+          .catch((e: unknown) => this.logger.warn({ err: e }, 'could not end a quota hold after counting its request'));
       },
-      release: () => {
+      // Never rejects: called from cleanup paths, and a hold left behind expires by itself.
+      release: async () => {
         if (released) return;
         released = true;
-        const n = (this.inFlight.get(slot) ?? 1) - 1;
-        if (n > 0) this.inFlight.set(slot, n);
-        else this.inFlight.delete(slot);
+        await Promise.resolve()
+          .then(() => hold.release())
+          .catch((e: unknown) => this.logger.warn({ err: e }, 'could not release a quota hold'));
       },
     };
   }
 
-  private quotaSlot(caller: Caller): { slot: string; held: number; period: { start: number; end: number } } {
-    const now = this.clock.now();
-    const period = billingPeriodAt(now);
-    const slot = `${caller.key.id}:${period.start}`;
-    const held = this.inFlight.get(slot) ?? 0;
-    const used = this.store.requestsInPeriod(caller.key.id, period.start);
-    if (used + held >= caller.limits.perMonth) {
-      throw new ApiError(
-        429,
-        'insufficient_quota',
-        `This key has used its ${caller.limits.perMonth} requests for the billing period ending ${new Date(period.end).toISOString()}.`,
-        { code: 'insufficient_quota', retryAfterSeconds: Math.max(1, Math.ceil((period.end - now) / 1000)), retryable: false },
-      );
-    }
-    return { slot, held, period };
+  private scope(caller: Caller): QuotaScope {
+    const period = billingPeriodAt(this.clock.now());
+    return { keyId: caller.key.id, periodStart: period.start, periodEnd: period.end, limit: caller.limits.perMonth };
   }
+}
+
+function quotaExhausted(scope: QuotaScope, now: number): ApiError {
+  return new ApiError(429, 'insufficient_quota', `This key has used its ${scope.limit} requests for the billing period ending ${new Date(scope.periodEnd).toISOString()}.`, {
+    code: 'insufficient_quota',
+    retryAfterSeconds: Math.max(1, Math.ceil((scope.periodEnd - now) / 1000)),
+    retryable: false,
+  });
 }
 
 function rateKey(key: KeyRecord): string {

@@ -14,9 +14,9 @@ export interface ConversationTurn {
 
 export interface ConversationStore {
   /** The conversation's last `limit` turns, oldest first (none for an unknown id). */
-  conversationTurns(keyId: number, conversationId: string, limit: number): ConversationTurn[];
+  conversationTurns(keyId: number, conversationId: string, limit: number): ConversationTurn[] | Promise<ConversationTurn[]>;
   /** Appends turns in one transaction, dropping the oldest beyond `keep`. */
-  appendTurns(keyId: number, conversationId: string, turns: readonly ConversationTurn[], now: number, keep: number): void;
+  appendTurns(keyId: number, conversationId: string, turns: readonly ConversationTurn[], now: number, keep: number): void | Promise<void>;
 }
 
 /**

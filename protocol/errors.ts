@@ -78,6 +78,14 @@ export function serverError(): ApiError {
   });
 }
 
+/**
+ * A backend the request needs (the shared limiter, the database) cannot be reached: 503 with Retry-After,
+ * so clients retry; never a 500, and never a request let through without its checks.
+ */
+export function backendUnavailable(what: string, retryAfterSeconds = 2): ApiError {
+  return new ApiError(503, 'server_error', `The service cannot reach its ${what} right now; retry in ${retryAfterSeconds}s.`, { code: 'backend_unavailable', retryAfterSeconds });
+}
+
 export function shuttingDown(): ApiError {
   return new ApiError(503, 'server_error', 'The server is shutting down and takes no new requests; retry shortly.', {
     code: 'service_unavailable',

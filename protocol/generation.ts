@@ -222,7 +222,7 @@ export class MeteredRun {
       if (result.stoppedBy === 'aborted') throw this.abortError();
       const deadEnd = this.constraint?.deadEnd;
       if (deadEnd !== undefined) throw this.deadEndError(deadEnd);
-      this.reservation.record(result.promptTokens, result.completionTokens);
+      await this.reservation.record(result.promptTokens, result.completionTokens);
       this.finished = true;
       return result;
     } catch (e) {
@@ -235,12 +235,14 @@ export class MeteredRun {
    * Stops an unfinished generation and counts the work done for a caller who left; a generation the
    * server interrupted is not counted (the caller got an error, not an answer). Idempotent.
    */
-  close(): void {
+  async close(): Promise<void> {
     this.signal.removeEventListener('abort', this.onAbort);
     if (this.finished) return;
     this.own.abort();
     if (this.signal.aborted && isInterruption(this.signal.reason)) return;
-    if (!this.failed || this.signal.aborted) this.reservation.record(this.prep.promptTokens.length, this.completionTokens);
+    if (this.failed && !this.signal.aborted) return;
+    // Nobody is left to tell if this fails (the caller has gone): the store's own error is logged by it.
+    await this.reservation.record(this.prep.promptTokens.length, this.completionTokens).catch(() => {});
   }
 
   /** Why an aborted generation ended: the server's interruption, the caller's departure, or (unknown) an interruption. */

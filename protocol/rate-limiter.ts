@@ -20,6 +20,8 @@ export interface RateLimitState {
 export interface RateLimitSlot {
   key: string;
   at: number;
+  /** The entry's name where the log is shared (Redis). */
+  id?: string;
 }
 
 export type TakeResult =

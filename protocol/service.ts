@@ -16,7 +16,8 @@ import { listModels, retrieveModel } from './handlers/models.ts';
 import { usage } from './handlers/usage.ts';
 import { silentLogger, type Logger } from './logger.ts';
 import type { PlanCatalog } from './plans.ts';
-import { RateLimiter, type RateLimitState } from './rate-limiter.ts';
+import { MemoryLimits, type Limits } from './limits.ts';
+import type { RateLimitState } from './rate-limiter.ts';
 import type { SpecialistRegistry } from './specialists/registry.ts';
 import type { Store } from './store.ts';
 
@@ -26,6 +27,8 @@ export interface ServiceOptions {
   /** The engine, or a function that gives it; either way it is only touched by requests that reach the model. */
   engine: TextEngine | (() => Promise<TextEngine>);
   store: Store;
+  /** The per-minute windows and quota holds (default: in this process's memory; replicas share Redis's). */
+  limits?: Limits;
   plans: PlanCatalog;
   specialists: SpecialistRegistry;
   clock?: Clock;
@@ -55,7 +58,7 @@ export class Service {
     const clock = opts.clock ?? systemClock;
     const logger = opts.logger ?? silentLogger;
     this.parts = {
-      access: new AccessControl(opts.store, opts.plans, new RateLimiter(clock), clock, logger),
+      access: new AccessControl(opts.store, opts.plans, opts.limits ?? new MemoryLimits(clock), clock, logger),
       specialists: opts.specialists,
       plans: opts.plans,
       store: opts.store,
@@ -77,7 +80,7 @@ export class Service {
     let caller: Caller | undefined;
     try {
       if (op === 'health') return health(this.parts);
-      caller = this.parts.access.authenticate(ctx.authorization);
+      caller = await this.parts.access.authenticate(ctx.authorization);
       ctx.record.key = caller.key.prefix;
       ctx.record.keyMode = caller.key.mode;
       ctx.record.accountId = caller.account.id;
@@ -94,9 +97,9 @@ export class Service {
    * once before its requests (a WebSocket upgrade): the refusal as an outcome, or null. Each request on
    * the connection is still authenticated, limited and counted on its own.
    */
-  checkKey(authorization: string | undefined, logger: RequestContext['logger']): (Outcome & { kind: 'json'; error: ApiError }) | null {
+  async checkKey(authorization: string | undefined, logger: RequestContext['logger']): Promise<(Outcome & { kind: 'json'; error: ApiError }) | null> {
     try {
-      this.parts.access.authenticate(authorization);
+      await this.parts.access.authenticate(authorization);
       return null;
     } catch (e) {
       return this.failure(e, { logger, signal: new AbortController().signal });

@@ -1,6 +1,8 @@
 /**
- * What the service needs from storage. Synchronous on purpose: the SQLite implementation is, and a
- * synchronous check-then-write cannot interleave with another request's.
+ * What the service needs from storage. Each method may answer at once (SQLite, in memory: a synchronous
+ * check-then-write cannot interleave with another request's) or with a promise (PostgreSQL, shared by
+ * replicas); the protocol awaits either. A store that cannot reach its database throws an ApiError 503
+ * with Retry-After (backendUnavailable), never a generic failure.
  */
 import type { ConversationStore } from './conversations.ts';
 import type { KeyMode } from './keys.ts';
@@ -36,6 +38,11 @@ export interface UsageRow {
 }
 
 export interface UsageEntry {
+  /**
+   * Made by the server for each admitted request (never the client's x-request-id, which a caller could
+   * repeat): a store shared by replicas writes an entry once however often the write is retried.
+   */
+  requestId?: string;
   keyId: number;
   /** Start of the billing period the request was admitted in. */
   periodStart: number;
@@ -44,12 +51,15 @@ export interface UsageEntry {
   completionTokens: number;
 }
 
+/** A value now, or later. */
+export type Awaitable<T> = T | Promise<T>;
+
 export interface Store extends ConversationStore {
   /** The key with this public prefix and its account. */
-  findKey(prefix: string): { key: KeyRecord; account: AccountRecord } | undefined;
+  findKey(prefix: string): Awaitable<{ key: KeyRecord; account: AccountRecord } | undefined>;
   /** Requests this key made in the period (sum over specialists). */
-  requestsInPeriod(keyId: number, periodStart: number): number;
-  usageInPeriod(keyId: number, periodStart: number): UsageRow[];
-  /** Counts one request; durable when it returns. */
-  recordUsage(entry: UsageEntry): void;
+  requestsInPeriod(keyId: number, periodStart: number): Awaitable<number>;
+  usageInPeriod(keyId: number, periodStart: number): Awaitable<UsageRow[]>;
+  /** Counts one request (once per requestId); durable when it returns (or its promise resolves). */
+  recordUsage(entry: UsageEntry): Awaitable<void>;
 }

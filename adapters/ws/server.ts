@@ -114,9 +114,18 @@ export class WsGateway {
       return refuseUpgrade(socket, 503, err.toBody(), errorHeaders(err));
     }
     const authorization = authorizationOf(req);
-    const refusal = this.service.checkKey(authorization, this.logger);
-    if (refusal) return refuseUpgrade(socket, refusal.status, refusal.body, errorHeaders(refusal.error));
-    this.wss.handleUpgrade(req, socket, head, (ws) => this.open(ws, authorization!));
+    // The key is looked up in the store, which may be a database shared by replicas.
+    this.service.checkKey(authorization, this.logger).then(
+      (refusal) => {
+        if (socket.destroyed) return;
+        if (refusal) return refuseUpgrade(socket, refusal.status, refusal.body, errorHeaders(refusal.error));
+        this.wss.handleUpgrade(req, socket, head, (ws) => this.open(ws, authorization!));
+      },
+      (e: unknown) => {
+        this.logger.error({ err: e }, 'websocket upgrade failed');
+        socket.destroy();
+      },
+    );
   }
 
   private open(ws: WebSocket, authorization: string): void {

@@ -13,7 +13,7 @@ import { assembleMessage, outputReader, type Delta } from '../output/reader.ts';
 import { parseChatRequest, type ChatRequest } from '../requests/chat.ts';
 
 export async function chatCompletions(svc: ServiceParts, caller: Caller, ctx: RequestContext): Promise<Outcome> {
-  svc.access.takeRequest(caller);
+  await svc.access.takeRequest(caller);
   const body = await ctx.readBody();
   const req = parseChatRequest(body);
   ctx.record.model = req.model;
@@ -28,12 +28,12 @@ export async function chatCompletions(svc: ServiceParts, caller: Caller, ctx: Re
   const specialist = svc.specialists.get(name)!;
   const output = chatOutputPlan(specialist, req);
   for (const f of output.features) svc.access.requireFeature(caller, f.feature, f.param);
-  svc.access.requireQuota(caller);
+  await svc.access.requireQuota(caller);
 
   // A place among the running generations before any work on the prompt, so overload costs nothing more.
   const ticket = await svc.admission.admit(applicantFor(caller), ctx.signal).catch((e: unknown) => {
     // A caller who left while queued never reached the model: its per-minute place is given back.
-    if (ctx.signal.aborted) svc.access.refundRequest(caller);
+    if (ctx.signal.aborted) void svc.access.refundRequest(caller).catch(() => {});
     throw e;
   });
   let prep: PreparedRun;
@@ -51,7 +51,7 @@ export async function chatCompletions(svc: ServiceParts, caller: Caller, ctx: Re
   let reservation: Reservation | undefined;
   let run: MeteredRun | undefined;
   try {
-    reservation = svc.access.reserve(caller, name);
+    reservation = await svc.access.reserve(caller, name);
     run = await MeteredRun.start(prep, reservation, ctx.signal, CHAT_PARAMS);
     const reader = outputReader(output);
     const deltas: Delta[] = [];
@@ -87,8 +87,8 @@ export async function chatCompletions(svc: ServiceParts, caller: Caller, ctx: Re
       },
     };
   } finally {
-    run?.close();
-    reservation?.release();
+    await run?.close();
+    await reservation?.release();
     ticket.release();
   }
 }
@@ -107,11 +107,11 @@ async function* streamChunks(
   let reservation: Reservation;
   let run: MeteredRun;
   try {
-    reservation = svc.access.reserve(caller, specialist);
+    reservation = await svc.access.reserve(caller, specialist);
     try {
       run = await MeteredRun.start(prep, reservation, ctx.signal, CHAT_PARAMS);
     } catch (e) {
-      reservation.release();
+      await reservation.release();
       throw e;
     }
   } catch (e) {
@@ -153,8 +153,8 @@ async function* streamChunks(
     if (req.includeUsage) yield { ...base, choices: [], usage: usageOf(result) };
   } finally {
     // Stops and counts a generation the consumer left mid-way (a no-op once it has finished).
-    run.close();
-    reservation.release();
+    await run.close();
+    await reservation.release();
     ticket.release();
   }
 }

@@ -14,7 +14,7 @@ import { parseInferRequest } from '../requests/infer.ts';
 
 export async function infer(svc: ServiceParts, caller: Caller, ctx: RequestContext): Promise<Outcome> {
   const started = svc.clock.now();
-  svc.access.takeRequest(caller);
+  await svc.access.takeRequest(caller);
   const req = parseInferRequest(await ctx.readBody());
   // The spec names bare specialists here; the model-style `svc-` form is accepted too.
   const name = req.specialist.startsWith(MODEL_PREFIX) ? req.specialist.slice(MODEL_PREFIX.length) : req.specialist;
@@ -28,22 +28,22 @@ export async function infer(svc: ServiceParts, caller: Caller, ctx: RequestConte
   const messages: ChatMessage[] = [{ role: 'user', content: req.prompt }];
   const output = guardrailPlan(specialist, req.output, messages);
   for (const f of output.features) svc.access.requireFeature(caller, f.feature, f.param);
-  svc.access.requireQuota(caller);
+  await svc.access.requireQuota(caller);
 
   // A place among the running generations before any work on the prompt, so overload costs nothing more.
   const ticket = await svc.admission.admit(applicantFor(caller), ctx.signal).catch((e: unknown) => {
     // A caller who left while queued never reached the model: its per-minute place is given back.
-    if (ctx.signal.aborted) svc.access.refundRequest(caller);
+    if (ctx.signal.aborted) void svc.access.refundRequest(caller).catch(() => {});
     throw e;
   });
   const conversation = req.conversationId;
   let reservation: Reservation | undefined;
   let run: MeteredRun | undefined;
   try {
-    const history = conversation === undefined ? undefined : svc.store.conversationTurns(caller.key.id, conversation, MAX_STORED_TURNS);
+    const history = conversation === undefined ? undefined : await svc.store.conversationTurns(caller.key.id, conversation, MAX_STORED_TURNS);
     const engine = await svc.engine();
     const prep = await prepareRun(engine, { specialist, messages, history, output, sampling: req, params: INFER_PARAMS });
-    reservation = svc.access.reserve(caller, name);
+    reservation = await svc.access.reserve(caller, name);
     run = await MeteredRun.start(prep, reservation, ctx.signal, INFER_PARAMS);
     const logprobs: number[] = [];
     const chunks = run.chunks();
@@ -56,7 +56,7 @@ export async function infer(svc: ServiceParts, caller: Caller, ctx: RequestConte
     ctx.record.finishReason = result.finishReason;
     // Only a complete answer reaches memory: an interrupted one has thrown before this point.
     if (conversation !== undefined) {
-      svc.store.appendTurns(caller.key.id, conversation, [{ role: 'user', content: req.prompt }, { role: 'assistant', content: text }], svc.clock.now(), MAX_STORED_TURNS);
+      await svc.store.appendTurns(caller.key.id, conversation, [{ role: 'user', content: req.prompt }, { role: 'assistant', content: text }], svc.clock.now(), MAX_STORED_TURNS);
     }
     return {
       kind: 'json',
@@ -73,8 +73,8 @@ export async function infer(svc: ServiceParts, caller: Caller, ctx: RequestConte
       },
     };
   } finally {
-    run?.close();
-    reservation?.release();
+    await run?.close();
+    await reservation?.release();
     ticket.release();
   }
 }

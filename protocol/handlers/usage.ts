@@ -6,7 +6,7 @@ import { json } from '../context.ts';
 
 export async function usage(svc: ServiceParts, caller: Caller): Promise<Outcome> {
   const period = billingPeriodAt(svc.clock.now());
-  const rows = svc.store.usageInPeriod(caller.key.id, period.start);
+  const rows = await svc.store.usageInPeriod(caller.key.id, period.start);
   // Every specialist of the plan appears (0 when unused), plus any used before a plan change.
   const bySpecialist: Record<string, number> = {};
   for (const name of svc.specialists.names()) if (caller.plan.specialists.includes(name)) bySpecialist[name] = 0;

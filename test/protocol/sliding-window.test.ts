@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { AccessControl, type Caller } from '../../protocol/access.ts';
 import { ManualClock } from '../../protocol/clock.ts';
 import { ApiError } from '../../protocol/errors.ts';
+import { MemoryLimits } from '../../protocol/limits.ts';
 import { RateLimiter, WINDOW_MS } from '../../protocol/rate-limiter.ts';
 import { rng } from '../helpers/random.ts';
 
@@ -52,17 +53,17 @@ describe('sliding window against a brute-force count', () => {
     });
   }
 
-  it('Retry-After (whole seconds) is the first whole second at which the request is accepted', () => {
+  it('Retry-After (whole seconds) is the first whole second at which the request is accepted', async () => {
     const rand = rng(7);
     for (let trial = 0; trial < 200; trial++) {
       const clock = new ManualClock();
-      const access = new AccessControl(undefined as never, undefined as never, new RateLimiter(clock), clock, undefined as never);
+      const access = new AccessControl(undefined as never, undefined as never, new MemoryLimits(clock), clock, undefined as never);
       const caller = { key: { id: 1 }, limits: { perMinute: 20, perMonth: 1e9 } } as unknown as Caller;
       let retry: number | undefined;
       while (retry === undefined) {
         clock.advance(Math.floor(rand() * 6000));
         try {
-          access.takeRequest(caller);
+          await access.takeRequest(caller);
         } catch (e) {
           expect(e).toBeInstanceOf(ApiError);
           retry = (e as ApiError).retryAfterSeconds;
@@ -72,10 +73,10 @@ describe('sliding window against a brute-force count', () => {
       // One second short of Retry-After is still refused (unless the wait was under a second), at it accepted.
       if (retry! > 1) {
         clock.set(refusedAt + (retry! - 1) * 1000);
-        expect(() => access.takeRequest(caller)).toThrow(ApiError);
+        await expect(access.takeRequest(caller)).rejects.toThrow(ApiError);
       }
       clock.set(refusedAt + retry! * 1000);
-      expect(() => access.takeRequest(caller)).not.toThrow();
+      await expect(access.takeRequest(caller)).resolves.toBeUndefined();
     }
   });
 });
