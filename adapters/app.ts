@@ -2,7 +2,11 @@
  * Wires a runnable service from a data folder: SQLite store, plans, specialists, the protocol service and
  * its HTTP server. `svc serve` and the HTTP tests build the same thing here.
  */
+import type { WebGpuEngine } from '../engine/engine.ts';
 import type { TextEngine } from '../engine/types.ts';
+import type { Limits } from '../protocol/limits.ts';
+import { ServiceMetrics } from './metrics/registry.ts';
+import { Readiness } from './kit/observer.ts';
 import type { AdmissionLimits } from '../protocol/admission.ts';
 import type { Clock } from '../protocol/clock.ts';
 import { Service } from '../protocol/service.ts';
@@ -29,10 +33,17 @@ export interface AppOptions {
   ws?: Partial<WsLimits>;
   /** The playground's files, served at `/` (svc serve builds them unless --no-ui). */
   ui?: StaticAssets;
+  /** Shared per-minute limits and quota holds (Redis, for replicas); default: in this process's memory. */
+  limits?: Limits;
+  /** The engine once loaded, for the metrics read at scrape time (queue, sequences, KV pages, prefix cache). */
+  loadedEngine?: () => WebGpuEngine | undefined;
 }
 
 export interface App {
   http: HttpServer;
+  metrics: ServiceMetrics;
+  /** Tell it when the model has loaded; draining is told by close(). */
+  readiness: Readiness;
   ws: WsGateway;
   service: Service;
   store: SqliteStore;
@@ -47,18 +58,35 @@ export function createApp(opts: AppOptions): App {
   const db = openDatabase(opts.dataDir);
   try {
     const store = new SqliteStore(db);
-    const service = new Service({ engine: opts.engine, store, plans, specialists, clock: opts.clock, logger: opts.logger, admission: opts.admission, version: packageVersion() });
-    const http = new HttpServer({ service, logger: opts.logger, maxBodyBytes: opts.maxBodyBytes, connections: opts.connections, ui: opts.ui });
+    const version = packageVersion();
+    const service = new Service({ engine: opts.engine, store, limits: opts.limits, plans, specialists, clock: opts.clock, logger: opts.logger, admission: opts.admission, version });
+    const readiness = new Readiness();
+    let model: string | undefined;
+    const metrics = new ServiceMetrics({
+      service,
+      engine: () => opts.loadedEngine?.(),
+      info: () => {
+        const e = opts.loadedEngine?.();
+        model ??= e?.info.name;
+        return e ? { adapter: e.stats().adapter, model: model ?? '', version } : undefined;
+      },
+    });
+    const observe = (f: Parameters<ServiceMetrics['observe']>[0]) => metrics.observe(f);
+    const http = new HttpServer({ service, logger: opts.logger, maxBodyBytes: opts.maxBodyBytes, connections: opts.connections, observe, readiness, ui: opts.ui });
     // WebSocket on the same port, path /v1/ws.
-    const ws = new WsGateway({ server: http.server, service, logger: opts.logger, limits: { maxFrameBytes: opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, ...opts.ws } });
+    const ws = new WsGateway({ server: http.server, service, logger: opts.logger, observe, limits: { maxFrameBytes: opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, ...opts.ws } });
     return {
       http,
+      metrics,
+      readiness,
       ws,
       service,
       store,
       db,
       async close(graceMs) {
+        readiness.drain();
         await Promise.all([ws.shutdown(graceMs), http.shutdown(graceMs)]);
+        await opts.limits?.close?.();
         db.close();
       },
     };

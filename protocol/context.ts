@@ -37,6 +37,12 @@ export interface RequestRecord {
   promptTokens?: number;
   completionTokens?: number;
   finishReason?: string;
+  /** The error's code when the answer was an error (`rate_limit_exceeded`, `insufficient_quota`, …). */
+  errorCode?: string;
+  /** When the first generated token was ready (performance.now()), for time-to-first-token. */
+  firstTokenAt?: number;
+  /** When the last one was (performance.now()), for tokens per second. */
+  lastTokenAt?: number;
 }
 
 export interface RequestContext {

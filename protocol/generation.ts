@@ -8,6 +8,7 @@ import { PromptTooLongError, renderChat, type ChatMessage, type RenderedChat } f
 import { GrammarBusyError, GrammarInputError, inProcessGrammars, type ConstraintHandle, type GrammarHandle } from '../engine/grammar/index.ts';
 import { EngineInputError, type GenerateOptions, type Generation, type GenerationChunk, type GenerationResult, type TextEngine } from '../engine/types.ts';
 import type { Reservation } from './access.ts';
+import type { RequestRecord } from './context.ts';
 import { turnsToDrop, type ConversationTurn } from './conversations.ts';
 import { ApiError, grammarCompilerBusy, interrupted, invalidRequest, isInterruption, toApiError } from './errors.ts';
 import type { OutputPlan } from './output/plan.ts';
@@ -174,12 +175,13 @@ export class MeteredRun {
   private finished = false;
   private failed = false;
 
-  static async start(prep: PreparedRun, reservation: Reservation, signal: AbortSignal, params: ParamNames): Promise<MeteredRun> {
+  /** `record`: where the first and last token times go (time to first token, tokens per second). */
+  static async start(prep: PreparedRun, reservation: Reservation, signal: AbortSignal, params: ParamNames, record?: RequestRecord): Promise<MeteredRun> {
     // The constraint gets the generation's own budget, so it closes the output within it.
     const constraint = prep.grammar ? await prep.grammar.createConstraint({ maxTokens: prep.options.maxTokens }) : undefined;
     let run: MeteredRun;
     try {
-      run = new MeteredRun(prep, constraint, reservation, signal, params);
+      run = new MeteredRun(prep, constraint, reservation, signal, params, record);
     } catch (e) {
       constraint?.dispose();
       throw e;
@@ -195,6 +197,7 @@ export class MeteredRun {
     private readonly reservation: Reservation,
     private readonly signal: AbortSignal,
     private readonly params: ParamNames,
+    private readonly record: RequestRecord | undefined,
   ) {
     // Our own controller also stops the engine when the consumer walks away without aborting.
     if (signal.aborted) this.own.abort(signal.reason);
@@ -215,6 +218,10 @@ export class MeteredRun {
     try {
       for await (const chunk of this.generation) {
         this.completionTokens += chunk.tokens.length;
+        if (this.record && chunk.tokens.length > 0) {
+          this.record.firstTokenAt ??= performance.now();
+          this.record.lastTokenAt = performance.now();
+        }
         yield chunk;
       }
       const result = await this.generation.result;

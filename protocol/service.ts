@@ -107,8 +107,9 @@ export class Service {
   }
 
   /** An error as an outcome; faults of ours are logged here and reach the caller only as a generic 500. */
-  failure(e: unknown, ctx: Pick<RequestContext, 'logger' | 'signal'>, rateLimit?: RateLimitState): Outcome & { kind: 'json'; error: ApiError } {
+  failure(e: unknown, ctx: Pick<RequestContext, 'logger' | 'signal'> & { record?: RequestContext['record'] }, rateLimit?: RateLimitState): Outcome & { kind: 'json'; error: ApiError } {
     const err = toApiError(e);
+    if (ctx.record) ctx.record.errorCode = err.code ?? err.type;
     if (err.status >= 500 && !(e instanceof ApiError) && !ctx.signal.aborted) ctx.logger.error({ err: e }, 'request failed');
     return { kind: 'json', status: err.status, body: err.toBody(), rateLimit, error: err };
   }

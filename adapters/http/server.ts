@@ -16,10 +16,13 @@ import { CORS_HEADERS, errorHeaders, rateLimitHeaders, requestIdFor, type Header
 import type { HttpLogger } from './logger.ts';
 import { matchRoute, routeError } from '../kit/routes.ts';
 import { InFlight, pumpStream } from '../kit/lifecycle.ts';
+import { Readiness, type RequestObserver } from '../kit/observer.ts';
 import { SSE_HEADERS, sseEvent } from '../kit/sse.ts';
 import { writeEvent } from './sse.ts';
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+/** Readiness for load balancers: 503 while the model loads or the server drains (GET /health stays 200). */
+export const READY_PATH = '/ready';
 
 export interface HttpServerOptions {
   service: Service;
@@ -30,6 +33,10 @@ export interface HttpServerOptions {
   connections?: Partial<ConnectionLimits>;
   /** Files served beside the API (the playground); none by default. */
   ui?: StaticAssets;
+  /** Told of every finished request (metrics). */
+  observe?: RequestObserver;
+  /** Answers `GET /ready` (200 or 503); without it /ready is 200 whenever the server is not draining. */
+  readiness?: Readiness;
 }
 
 /** At most one log line per this many ms about connections refused over the cap (a flood must not flood the log). */
@@ -41,6 +48,8 @@ export class HttpServer {
   private readonly logger: HttpLogger;
   private readonly maxBodyBytes: number;
   private readonly ui: StaticAssets | undefined;
+  private readonly observe: RequestObserver | undefined;
+  private readonly readiness: Readiness;
   private draining = false;
   /** The requests in progress; aborting one's controller stops its generation. */
   private readonly inFlight = new InFlight();
@@ -52,6 +61,9 @@ export class HttpServer {
     this.logger = opts.logger;
     this.maxBodyBytes = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
     this.ui = opts.ui;
+    this.observe = opts.observe;
+    this.readiness = opts.readiness ?? new Readiness();
+    if (!opts.readiness) this.readiness.modelLoaded();
     const limits = { ...DEFAULT_CONNECTION_LIMITS, ...opts.connections };
     this.server = createServer(serverOptions(limits), (req, res) => {
       this.handle(req, res).catch((e) => {
@@ -89,6 +101,7 @@ export class HttpServer {
    */
   async shutdown(graceMs = 30_000): Promise<void> {
     this.draining = true;
+    this.readiness.drain();
     await this.inFlight.drain(graceMs, this.logger, 'http');
     await new Promise<void>((resolve) => {
       this.server.close(() => resolve());
@@ -103,9 +116,15 @@ export class HttpServer {
     const path = (req.url ?? '/').split('?')[0];
     const base: Headers = { 'x-request-id': requestId, ...CORS_HEADERS };
     const record: RequestRecord = {};
+    let endpoint = 'unknown';
     res.once('close', () => {
       log.info({ method: req.method, path, status: res.statusCode, ms: Math.round(performance.now() - started), completed: res.writableFinished, ...record }, 'request');
+      this.observe?.({ transport: 'http', endpoint, status: res.statusCode, startedAt: started, record });
     });
+    if (path === READY_PATH && (req.method === 'GET' || req.method === 'HEAD')) {
+      const state = this.readiness.state;
+      return this.sendJson(res, state.ready ? 200 : 503, state, { ...base, 'cache-control': 'no-store' });
+    }
 
     if (this.draining) return this.sendError(res, shuttingDown(), base);
     if (this.ui?.serve(req.method, path, res)) return;
@@ -117,6 +136,7 @@ export class HttpServer {
     const route = matchRoute(req.method ?? 'GET', path);
     if (route.kind !== 'found') return this.sendError(res, routeError(route, req.method ?? 'GET', path), route.kind === 'wrong-method' ? { ...base, allow: route.allow.join(', ') } : base);
 
+    endpoint = route.op;
     const request = this.inFlight.begin();
     const controller = request.controller;
     // Done when the handler has returned (usage counted) and the response is out or the client gone:

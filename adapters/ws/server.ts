@@ -20,6 +20,7 @@ import type { HttpLogger } from '../http/logger.ts';
 import { matchRoute, routeError } from '../kit/routes.ts';
 import { parseJsonBody } from '../kit/json-body.ts';
 import { InFlight, pumpStream, sleep, type Failure } from '../kit/lifecycle.ts';
+import type { RequestObserver } from '../kit/observer.ts';
 import { clientMessageSchema, WS_CLOSE, WS_KEY_PROTOCOL_PREFIX, WS_PATH, WS_SUBPROTOCOL, type ServerMessage } from './messages.ts';
 
 export interface WsLimits {
@@ -54,6 +55,8 @@ export interface WsGatewayOptions {
   service: Service;
   logger: HttpLogger;
   limits?: Partial<WsLimits>;
+  /** Told of every finished request (metrics). */
+  observe?: RequestObserver;
 }
 
 interface Connection {
@@ -71,12 +74,14 @@ export class WsGateway {
   private readonly connections = new Set<Connection>();
   private readonly service: Service;
   private readonly logger: HttpLogger;
+  private readonly observe: RequestObserver | undefined;
   private draining = false;
   private readonly inFlight = new InFlight();
   private readonly pinger: ReturnType<typeof setInterval>;
 
   constructor(opts: WsGatewayOptions) {
     this.service = opts.service;
+    this.observe = opts.observe;
     this.logger = opts.logger;
     this.limits = { ...DEFAULT_WS_LIMITS, ...opts.limits };
     this.wss = new WebSocketServer({
@@ -234,6 +239,7 @@ export class WsGateway {
     } finally {
       conn.requests.delete(id);
       log.info({ transport: 'ws', method, path, status, ms: Math.round(performance.now() - started), ...record }, 'request');
+      this.observe?.({ transport: 'ws', endpoint: route.op, status, startedAt: started, record });
       tracked.done();
     }
   }

@@ -9,6 +9,9 @@ import { fileURLToPath } from 'node:url';
 import { createApp } from '../../adapters/app.ts';
 import { StaticAssets } from '../../adapters/http/static-assets.ts';
 import { buildPlayground } from '../../build/playground.ts';
+import { startMetricsServer } from '../../adapters/metrics/server.ts';
+import { RedisLimits } from '../../adapters/redis/limits.ts';
+import type { WebGpuEngine } from '../../engine/engine.ts';
 import { DEFAULT_MAX_BODY_BYTES } from '../../adapters/http/server.ts';
 import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from '../../adapters/http/connection-limits.ts';
 import { DEFAULT_ADMISSION } from '../../protocol/admission.ts';
@@ -37,6 +40,9 @@ interface ServeOptions {
   requestTimeout: number;
   keepAliveTimeout: number;
   ui: boolean;
+  redis?: string;
+  metricsPort?: number;
+  metricsHost: string;
 }
 
 export function registerServe(program: Command): void {
@@ -57,6 +63,9 @@ export function registerServe(program: Command): void {
     .option('--request-timeout <s>', 'seconds a request may take to arrive whole, body included (408 after)', intOption('--request-timeout', 1), DEFAULT_CONNECTION_LIMITS.requestTimeoutMs / 1000)
     .option('--keep-alive-timeout <s>', 'seconds an idle kept-alive connection stays open', intOption('--keep-alive-timeout', 1), DEFAULT_CONNECTION_LIMITS.keepAliveTimeoutMs / 1000)
     .option('--no-ui', 'do not serve the playground page at /')
+    .option('--redis <url>', 'share the per-minute limits and quota holds with other replicas on this Redis (default: $SVC_REDIS_URL, else in memory)')
+    .option('--metrics-port <port>', 'serve GET /metrics (Prometheus) and GET /ready on this port (default: off)', intOption('--metrics-port', 0, 65535))
+    .option('--metrics-host <host>', 'address for --metrics-port (keep it private)', '127.0.0.1')
     .option('--log-level <level>', `one of ${LOG_LEVELS.join(', ')} (default: $SVC_LOG_LEVEL or info)`, process.env.SVC_LOG_LEVEL ?? 'info')
     .action((opts: ServeOptions) => serve(opts));
 }
@@ -77,7 +86,24 @@ async function serve(opts: ServeOptions): Promise<void> {
   // Data folder and config first: a mistake there should not wait for the model to load.
   // The playground is bundled once, in memory, before the port opens.
   const ui = opts.ui ? new StaticAssets((await buildPlayground({ mode: 'server' })).files) : undefined;
-  const app = createApp({ dataDir, logger, maxBodyBytes: opts.maxBodyBytes, engine: () => loading, connections: connectionLimits(opts), admission: { maxRunning: opts.maxRunning, maxQueued: opts.maxQueue }, ui });
+  const redisUrl = opts.redis ?? (process.env.SVC_REDIS_URL?.trim() || undefined);
+  const limits = redisUrl ? new RedisLimits({ url: redisUrl, logger }) : undefined;
+  const app = createApp({
+    dataDir,
+    logger,
+    maxBodyBytes: opts.maxBodyBytes,
+    engine: () => loading,
+    loadedEngine: () => engine as WebGpuEngine | undefined,
+    limits,
+    connections: connectionLimits(opts),
+    admission: { maxRunning: opts.maxRunning, maxQueued: opts.maxQueue },
+    ui,
+  });
+  const metricsServer = opts.metricsPort === undefined ? undefined : await startMetricsServer({ metrics: app.metrics, readiness: app.readiness, port: opts.metricsPort, host: opts.metricsHost }).catch(async (e: Error) => {
+    await app.close(0);
+    throw new Error(`cannot listen on ${opts.metricsHost}:${opts.metricsPort} (--metrics-host, --metrics-port): ${e.message}`);
+  });
+  if (metricsServer) logger.info({ url: metricsServer.url }, 'metrics listening');
   let address: Awaited<ReturnType<typeof app.http.listen>>;
   try {
     address = await app.http.listen(opts.port, opts.host);
@@ -110,9 +136,11 @@ async function serve(opts: ServeOptions): Promise<void> {
     // Grammar workers start now, so the first request with a schema does not wait for them.
     await engine.grammars?.warm?.();
     loaded(engine);
+    app.readiness.modelLoaded();
   } catch (e) {
     failed(e);
     await app.close(0);
+    await metricsServer?.close();
     throw e;
   }
 
@@ -128,6 +156,7 @@ async function serve(opts: ServeOptions): Promise<void> {
     logger.info({ signal }, 'shutting down');
     try {
       await app.close(opts.drainSeconds * 1000);
+      await metricsServer?.close();
       await engine!.dispose();
       logger.info({}, 'stopped');
       process.exit(0);

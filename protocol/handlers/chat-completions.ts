@@ -52,7 +52,7 @@ export async function chatCompletions(svc: ServiceParts, caller: Caller, ctx: Re
   let run: MeteredRun | undefined;
   try {
     reservation = await svc.access.reserve(caller, name);
-    run = await MeteredRun.start(prep, reservation, ctx.signal, CHAT_PARAMS);
+    run = await MeteredRun.start(prep, reservation, ctx.signal, CHAT_PARAMS, ctx.record);
     const reader = outputReader(output);
     const deltas: Delta[] = [];
     const logprobs: TokenLogprob[] = [];
@@ -109,7 +109,7 @@ async function* streamChunks(
   try {
     reservation = await svc.access.reserve(caller, specialist);
     try {
-      run = await MeteredRun.start(prep, reservation, ctx.signal, CHAT_PARAMS);
+      run = await MeteredRun.start(prep, reservation, ctx.signal, CHAT_PARAMS, ctx.record);
     } catch (e) {
       await reservation.release();
       throw e;

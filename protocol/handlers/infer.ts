@@ -44,7 +44,7 @@ export async function infer(svc: ServiceParts, caller: Caller, ctx: RequestConte
     const engine = await svc.engine();
     const prep = await prepareRun(engine, { specialist, messages, history, output, sampling: req, params: INFER_PARAMS });
     reservation = await svc.access.reserve(caller, name);
-    run = await MeteredRun.start(prep, reservation, ctx.signal, INFER_PARAMS);
+    run = await MeteredRun.start(prep, reservation, ctx.signal, INFER_PARAMS, ctx.record);
     const logprobs: number[] = [];
     const chunks = run.chunks();
     let step = await chunks.next();
