@@ -3,8 +3,8 @@
  * once, alone on stdout's last line (details go to stderr), so `KEY=$(svc keys create …)` works.
  */
 import { type Command } from 'commander';
-import { AccountAdmin } from '../../adapters/sqlite/accounts.ts';
-import { openDatabase, resolveDataDir } from '../../adapters/sqlite/db.ts';
+import { type Admin } from '../../adapters/admin.ts';
+import { openStore, resolveStoreSpec, STORE_ENV } from '../../adapters/open-store.ts';
 import { billingPeriodAt } from '../../protocol/billing-period.ts';
 import { effectiveLimits } from '../../protocol/plans.ts';
 import type { AccountRecord } from '../../protocol/store.ts';
@@ -12,14 +12,22 @@ import { intOption } from '../options.ts';
 import { loadPlans } from '../../adapters/config-node.ts';
 
 export const DATA_OPTION_HELP = 'data folder holding svc.sqlite (default: $SVC_DATA_DIR or ./data); the one `svc serve` uses';
+export const STORE_OPTION_HELP = `PostgreSQL to use instead of the data folder: postgres://user@host:port/database (default: $${STORE_ENV}; a password is better in $PGPASSWORD than on the command line); the one \`svc serve --store\` uses`;
 
-export function withAdmin<T>(dataFlag: string | undefined, fn: (admin: AccountAdmin) => T): T {
+/** Where `svc keys` and `svc plan` find the accounts: --store, else --data, else $SVC_STORE, else the default data folder. */
+export interface StoreFlags {
+  data?: string;
+  store?: string;
+}
+
+/** Opens the store the flags name, runs `fn` with its admin, closes it whatever happens. */
+export async function withAdmin<T>(flags: StoreFlags, fn: (admin: Admin) => T | Promise<T>): Promise<T> {
   const plans = loadPlans();
-  const db = openDatabase(resolveDataDir(dataFlag));
+  const opened = await openStore(resolveStoreSpec(flags), plans);
   try {
-    return fn(new AccountAdmin(db, plans));
+    return await fn(opened.admin);
   } finally {
-    db.close();
+    await opened.close();
   }
 }
 
@@ -36,13 +44,14 @@ export function registerKeys(program: Command): void {
     .option('--rpm <n>', 'requests per minute, for plans with per-account limits (Enterprise)', intOption('--rpm', 1))
     .option('--monthly <n>', 'requests per month, for plans with per-account limits (Enterprise)', intOption('--monthly', 1))
     .option('--data <dir>', DATA_OPTION_HELP)
-    .action((opts: { plan?: string; test?: boolean; email?: string; account?: string; rpm?: number; monthly?: number; data?: string }) => {
+    .option('--store <url>', STORE_OPTION_HELP)
+    .action(async (opts: { plan?: string; test?: boolean; email?: string; account?: string; rpm?: number; monthly?: number } & StoreFlags) => {
       if (opts.email !== undefined && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(opts.email)) throw new Error(`--email "${opts.email}" is not an e-mail address`);
       const mode = opts.test ? 'test' : 'live';
-      const created = withAdmin(opts.data, (admin) => {
+      const created = await withAdmin(opts, async (admin) => {
         if (opts.account !== undefined) {
           if (opts.plan || opts.email || opts.rpm || opts.monthly) throw new Error('--account adds a key to an existing account; --plan, --email, --rpm and --monthly belong to new accounts');
-          return admin.addKey(admin.resolveKey(opts.account).account.id, mode, Date.now());
+          return admin.addKey((await admin.resolveKey(opts.account)).account.id, mode, Date.now());
         }
         if (!opts.plan) throw new Error('give --plan <plan> for a new account, or --account <key-prefix> to add a key to an existing one');
         return admin.createAccount({ plan: opts.plan, email: opts.email, mode, rpmLimit: opts.rpm, monthlyLimit: opts.monthly, now: Date.now() });
@@ -59,9 +68,10 @@ export function registerKeys(program: Command): void {
     .option('--all', 'include revoked keys')
     .option('--json', 'print JSON')
     .option('--data <dir>', DATA_OPTION_HELP)
-    .action((opts: { all?: boolean; json?: boolean; data?: string }) => {
+    .option('--store <url>', STORE_OPTION_HELP)
+    .action(async (opts: { all?: boolean; json?: boolean } & StoreFlags) => {
       const now = Date.now();
-      const rows = withAdmin(opts.data, (admin) => admin.listKeys({ includeRevoked: !!opts.all, now }));
+      const rows = await withAdmin(opts, (admin) => admin.listKeys({ includeRevoked: !!opts.all, now }));
       const plans = loadPlans();
       const items = rows.map((r) => {
         const plan = plans.get(r.account.plan);
@@ -110,10 +120,11 @@ export function registerKeys(program: Command): void {
     .command('revoke <key-prefix>')
     .description('revoke a key at once: its next request gets 401')
     .option('--data <dir>', DATA_OPTION_HELP)
-    .action((prefix: string, opts: { data?: string }) => {
-      const revoked = withAdmin(opts.data, (admin) => {
-        const found = admin.resolveKey(prefix);
-        admin.revokeKey(found.key.id, Date.now());
+    .option('--store <url>', STORE_OPTION_HELP)
+    .action(async (prefix: string, opts: StoreFlags) => {
+      const revoked = await withAdmin(opts, async (admin) => {
+        const found = await admin.resolveKey(prefix);
+        await admin.revokeKey(found.key.id, Date.now());
         return found;
       });
       process.stdout.write(`revoked ${revoked.key.prefix} (account ${revoked.account.id})\n`);

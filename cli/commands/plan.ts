@@ -1,7 +1,7 @@
 /** `svc plan set | list`: an account's plan, payment and (Enterprise) limits; the plans on offer. */
 import { type Command } from 'commander';
 import { intOption } from '../options.ts';
-import { DATA_OPTION_HELP, describeAccount, withAdmin } from './keys.ts';
+import { DATA_OPTION_HELP, describeAccount, STORE_OPTION_HELP, withAdmin, type StoreFlags } from './keys.ts';
 import { loadPlans } from '../../adapters/config-node.ts';
 
 export function registerPlan(program: Command): void {
@@ -14,9 +14,10 @@ export function registerPlan(program: Command): void {
     .option('--rpm <n>', 'requests per minute, for plans with per-account limits (Enterprise)', intOption('--rpm', 1))
     .option('--monthly <n>', 'requests per month, for plans with per-account limits (Enterprise)', intOption('--monthly', 1))
     .option('--data <dir>', DATA_OPTION_HELP)
-    .action((prefix: string, planId: string, opts: { paid?: boolean; rpm?: number; monthly?: number; data?: string }) => {
-      const account = withAdmin(opts.data, (admin) => {
-        const found = admin.resolveKey(prefix);
+    .option('--store <url>', STORE_OPTION_HELP)
+    .action(async (prefix: string, planId: string, opts: { paid?: boolean; rpm?: number; monthly?: number } & StoreFlags) => {
+      const account = await withAdmin(opts, async (admin) => {
+        const found = await admin.resolveKey(prefix);
         return admin.setPlan(found.account.id, { plan: planId, paid: opts.paid ? true : undefined, rpmLimit: opts.rpm, monthlyLimit: opts.monthly }, Date.now());
       });
       const limits = account.rpmLimit !== null ? `, ${account.rpmLimit}/min, ${account.monthlyLimit}/month` : '';
