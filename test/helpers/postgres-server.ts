@@ -22,7 +22,7 @@ const RUN_AS = 'postgres';
 
 function findBinDir(): string | undefined {
   const override = process.env.SVC_POSTGRES_BIN;
-  if (override) return override;
+  if (override) return existsSync(join(override, 'initdb')) && existsSync(join(override, 'pg_ctl')) ? override : undefined;
   const root = '/usr/lib/postgresql';
   let versions: string[];
   try {
@@ -49,7 +49,7 @@ const ids = isRoot ? runAsIds() : undefined;
 const runuserFound = !isRoot || spawnSync('runuser', ['--help'], { stdio: 'ignore' }).status === 0;
 
 export const POSTGRES_MISSING = !POSTGRES_BIN
-  ? 'PostgreSQL server binaries not found in /usr/lib/postgresql/*/bin (scripts/install.sh installs the postgresql package; $SVC_POSTGRES_BIN overrides)'
+  ? `PostgreSQL's initdb and pg_ctl not found in ${process.env.SVC_POSTGRES_BIN || '/usr/lib/postgresql/*/bin'} (scripts/install.sh installs the postgresql package; $SVC_POSTGRES_BIN names another folder)`
   : isRoot && !ids
     ? `running as root, and there is no "${RUN_AS}" system user to run PostgreSQL as (initdb refuses root; the postgresql package creates the user)`
     : !runuserFound
