@@ -1,5 +1,5 @@
 /**
- * Wires a runnable service from a data folder: SQLite store, plans, specialists, the protocol service and
+ * Wires a runnable service from a store (SQLite in a data folder, or one the caller opened), plans, specialists, the protocol service and
  * its HTTP server. `svc serve` and the HTTP tests build the same thing here.
  */
 import type { WebGpuEngine } from '../engine/engine.ts';
@@ -15,12 +15,15 @@ import { DEFAULT_MAX_BODY_BYTES, HttpServer } from './http/server.ts';
 import { WsGateway, type WsLimits } from './ws/server.ts';
 import type { StaticAssets } from './http/static-assets.ts';
 import type { HttpLogger } from './http/logger.ts';
-import { openDatabase, type Db } from './sqlite/db.ts';
-import { SqliteStore } from './sqlite/store.ts';
+import { openSqliteStore, type OpenedStore } from './open-store.ts';
+import type { Store } from '../protocol/store.ts';
 import { loadPlans, loadSpecialists, packageVersion } from './config-node.ts';
 
 export interface AppOptions {
+  /** The SQLite data folder, used when `store` is not given. */
   dataDir: string;
+  /** A store opened by the caller (PostgreSQL for replicas: adapters/open-store.ts); default SQLite in dataDir. */
+  store?: OpenedStore;
   engine: TextEngine | (() => Promise<TextEngine>);
   logger: HttpLogger;
   clock?: Clock;
@@ -46,8 +49,9 @@ export interface App {
   readiness: Readiness;
   ws: WsGateway;
   service: Service;
-  store: SqliteStore;
-  db: Db;
+  store: Store;
+  /** The store with its admin (and, on SQLite, the synchronous database handles). */
+  opened: OpenedStore;
   /** Drains the HTTP server, then closes the database. */
   close(graceMs?: number): Promise<void>;
 }
@@ -55,9 +59,9 @@ export interface App {
 export function createApp(opts: AppOptions): App {
   const plans = loadPlans(opts.plansPath);
   const specialists = loadSpecialists(opts.specialistsDir);
-  const db = openDatabase(opts.dataDir);
+  const opened = opts.store ?? openSqliteStore(opts.dataDir, plans);
   try {
-    const store = new SqliteStore(db);
+    const store = opened.store;
     const version = packageVersion();
     const service = new Service({ engine: opts.engine, store, limits: opts.limits, plans, specialists, clock: opts.clock, logger: opts.logger, admission: opts.admission, version });
     const readiness = new Readiness();
@@ -82,16 +86,16 @@ export function createApp(opts: AppOptions): App {
       ws,
       service,
       store,
-      db,
+      opened,
       async close(graceMs) {
         readiness.drain();
         await Promise.all([ws.shutdown(graceMs), http.shutdown(graceMs)]);
         await opts.limits?.close?.();
-        db.close();
+        await opened.close();
       },
     };
   } catch (e) {
-    db.close();
+    void opened.close();
     throw e;
   }
 }

@@ -19,7 +19,9 @@ import { createLogger } from '../../adapters/http/logger.ts';
 import { resolveDataDir } from '../../adapters/sqlite/db.ts';
 import type { TextEngine } from '../../engine/types.ts';
 import { checkChoice, choiceOption, intOption, LOG_LEVELS, NODE_ADAPTERS } from '../options.ts';
-import { DATA_OPTION_HELP } from './keys.ts';
+import { DATA_OPTION_HELP, STORE_OPTION_HELP } from './keys.ts';
+import { openStore, resolveStoreSpec } from '../../adapters/open-store.ts';
+import { loadPlans } from '../../adapters/config-node.ts';
 
 /** The tiny test model next to the repository, used when neither --model nor $SVC_MODEL is given. */
 export const DEFAULT_MODEL = fileURLToPath(new URL('../../../shared/models/stories260K.gguf', import.meta.url));
@@ -41,6 +43,7 @@ interface ServeOptions {
   keepAliveTimeout: number;
   ui: boolean;
   redis?: string;
+  store?: string;
   metricsPort?: number;
   metricsHost: string;
 }
@@ -53,6 +56,7 @@ export function registerServe(program: Command): void {
     .option('--port <port>', 'TCP port; 0 picks a free one', intOption('--port', 0, 65535), 8080)
     .option('--host <host>', 'address to listen on', '127.0.0.1')
     .option('--data <dir>', DATA_OPTION_HELP)
+    .option('--store <url>', STORE_OPTION_HELP)
     .option('--adapter <choice>', 'WebGPU adapter: auto, gpu, swiftshader, llvmpipe (default: $SVC_ADAPTER or auto)', choiceOption('--adapter', NODE_ADAPTERS))
     .option('--max-body-bytes <n>', 'largest request body accepted', intOption('--max-body-bytes', 1), DEFAULT_MAX_BODY_BYTES)
     .option('--drain-seconds <n>', 'on SIGTERM/SIGINT, how long in-flight requests may take to finish', intOption('--drain-seconds', 0), 30)
@@ -75,7 +79,10 @@ async function serve(opts: ServeOptions): Promise<void> {
   // Commander checks only values given on the command line; the environment's defaults are checked here.
   const logger = createLogger(checkChoice(opts.logLevel === process.env.SVC_LOG_LEVEL ? '$SVC_LOG_LEVEL' : '--log-level', opts.logLevel, LOG_LEVELS));
   const adapter = opts.adapter ?? checkChoice('$SVC_ADAPTER', process.env.SVC_ADAPTER?.trim() || 'auto', NODE_ADAPTERS);
-  const dataDir = resolveDataDir(opts.data);
+  const spec = resolveStoreSpec({ data: opts.data, store: opts.store });
+  const dataDir = spec.dataDir ?? resolveDataDir();
+  // PostgreSQL is reached (and migrated) before anything else: a wrong URL fails at once.
+  const opened = spec.url ? await openStore(spec, loadPlans(), { logger }) : undefined;
 
   let engine: TextEngine | undefined;
   // Requests that arrive while the model loads wait for it (the port is bound first, so a busy one is reported at once).
@@ -90,6 +97,7 @@ async function serve(opts: ServeOptions): Promise<void> {
   const limits = redisUrl ? new RedisLimits({ url: redisUrl, logger }) : undefined;
   const app = createApp({
     dataDir,
+    store: opened,
     logger,
     maxBodyBytes: opts.maxBodyBytes,
     engine: () => loading,
@@ -108,11 +116,11 @@ async function serve(opts: ServeOptions): Promise<void> {
   try {
     address = await app.http.listen(opts.port, opts.host);
   } catch (e) {
-    app.db.close();
+    await app.opened.close();
     throw new Error(`cannot listen on ${opts.host}:${opts.port} (--host, --port): ${(e as Error).message}`);
   }
   try {
-    logger.info({ model, dataDir }, 'loading model');
+    logger.info({ model, store: app.opened.where }, 'loading model');
     const { loadEngine } = await import('../../engine/node.ts');
     let logged = -1;
     let downloaded = 0;
@@ -144,7 +152,7 @@ async function serve(opts: ServeOptions): Promise<void> {
     throw e;
   }
 
-  logger.info({ url: address.url, dataDir }, 'listening');
+  logger.info({ url: address.url, store: app.opened.where }, 'listening');
 
   let stopping = false;
   const stop = async (signal: string) => {

@@ -20,9 +20,9 @@ export interface Served {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** `svc serve --port 0` on a data folder; resolves once it logs its address. */
-export function startServe(dataDir: string, args: string[] = [], timeoutMs = 180_000): Promise<Served> {
-  const proc = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--data', dataDir, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+/** `svc serve --port 0` on a data folder (null: the store is in `args`, e.g. --store); resolves once it logs its address. */
+export function startServe(dataDir: string | null, args: string[] = [], timeoutMs = 180_000): Promise<Served> {
+  const proc = spawn(process.execPath, [BIN, 'serve', '--port', '0', ...(dataDir === null ? [] : ['--data', dataDir]), ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   const logs: Record<string, unknown>[] = [];
   let text = '';
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));

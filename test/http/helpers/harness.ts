@@ -67,7 +67,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<Harness> {
   const logger = pino({ level: 'debug' }, sink);
   const app = createApp({ dataDir, engine: opts.engine ?? realTestEngine, logger, clock, maxBodyBytes: opts.maxBodyBytes, plansPath: opts.plansPath, specialistsDir: opts.specialistsDir, admission: opts.admission, connections: opts.connections, ws: opts.ws, ui: opts.ui });
   const { url } = await app.http.listen(0, '127.0.0.1');
-  const admin = new AccountAdmin(app.db, loadPlans(opts.plansPath));
+  const admin = app.opened.sqlite!.accounts;
   return {
     url,
     baseURL: `${url}/v1`,
