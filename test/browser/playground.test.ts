@@ -7,36 +7,39 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StaticAssets } from '../../adapters/http/static-assets.ts';
 import { buildPlayground } from '../../build/playground.ts';
 import { buildWebSite } from '../../build/web-site.ts';
+import { ARTIFACTS, launchChromium, openPage } from '../helpers/browser.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { sharedModel } from '../helpers/models.ts';
 import { serveStatic, type StaticServer } from '../helpers/static-server.ts';
 import { startServer, type Harness } from '../http/helpers/harness.ts';
 
-const CHROMIUM = process.env.SVC_CHROMIUM ?? '/usr/bin/chromium';
-const ARTIFACTS = join(process.cwd(), 'test-artifacts');
 
 let browser: Browser;
 beforeAll(async () => {
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--enable-unsafe-webgpu', '--disable-gpu', '--disable-quic'] });
+  browser = await launchChromium();
 });
 afterAll(async () => {
   await browser?.close();
 });
 
-async function openPage(url: string): Promise<{ page: Page; errors: string[] }> {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+async function openPlayground(url: string): Promise<{ page: Page; errors: string[] }> {
   const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  page.on('console', (m) => {
-    if (m.type() === 'error' && !/Failed to load resource/.test(m.text())) errors.push(m.text());
-  });
-  await page.goto(url);
+  const page = await openPage(browser, url, errors);
+  await page.setViewportSize({ width: 1280, height: 800 });
   return { page, errors };
+}
+
+/** A greedy story from the chat specialist, short. */
+async function storyChat(page: Page): Promise<{ answer: string; stats: string }> {
+  await page.getByTestId('specialist').selectOption('chat');
+  await page.getByTestId('temperature').fill('0');
+  await page.getByTestId('max-tokens').fill('24');
+  return chat(page, 'Once upon a time');
 }
 
 /** Sends a message and waits for the answer's stats line. */
@@ -57,7 +60,7 @@ describe('the playground served by svc serve (server mode)', () => {
 
   it('asks for a key, refuses a wrong one with the API’s message, and completes a streamed chat', async () => {
     const key = h.key('scale', { paid: true });
-    const { page, errors } = await openPage(h.url + '/');
+    const { page, errors } = await openPlayground(h.url + '/');
     const res = await page.request.get(h.url + '/');
     expect(res.headers()['content-security-policy']).toContain("default-src 'self'");
     expect(await page.getByTestId('mode').textContent()).toBe('server');
@@ -71,10 +74,7 @@ describe('the playground served by svc serve (server mode)', () => {
     await page.getByTestId('key').fill(key);
     await page.locator('#save-key').click();
     await expect.poll(() => page.getByTestId('specialist').locator('option').count()).toBe(6);
-    await page.getByTestId('specialist').selectOption('chat');
-    await page.getByTestId('temperature').fill('0');
-    await page.getByTestId('max-tokens').fill('24');
-    const { answer, stats } = await chat(page, 'Once upon a time');
+    const { answer, stats } = await storyChat(page);
     expect(answer.length).toBeGreaterThan(5);
     expect(stats).toMatch(/TTFT \d+ ms · [\d.]+ tok\/s · \d+ tokens · (length|stop)/);
     await page.getByTestId('raw').locator('summary').click();
@@ -121,15 +121,12 @@ describe('the playground as a static site (browser mode)', () => {
   });
 
   it('loads the model in the browser with a progress bar and completes a chat with no server-side inference', async () => {
-    const { page, errors } = await openPage(site.url + '/');
+    const { page, errors } = await openPlayground(site.url + '/');
     expect(await page.getByTestId('mode').textContent()).toBe('in this browser');
     await expect.poll(() => page.getByTestId('load-text').textContent(), { timeout: 60_000 }).toMatch(/^ready/);
     expect(await page.getByTestId('load-progress').evaluate((p) => (p as HTMLProgressElement).value)).toBe(1);
     await expect.poll(() => page.getByTestId('specialist').locator('option').count()).toBe(6);
-    await page.getByTestId('specialist').selectOption('chat');
-    await page.getByTestId('temperature').fill('0');
-    await page.getByTestId('max-tokens').fill('24');
-    const { answer, stats } = await chat(page, 'Once upon a time');
+    const { answer, stats } = await storyChat(page);
     expect(answer.length).toBeGreaterThan(5);
     expect(stats).toMatch(/tok\/s/);
     await expect.poll(() => page.getByTestId('usage').textContent()).toMatch(/^1 of \d+ requests/);

@@ -9,17 +9,16 @@ import { build } from 'esbuild';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildWebSite } from '../../build/web-site.ts';
+import { ARTIFACTS, launchChromium, openPage } from '../helpers/browser.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { sharedModel } from '../helpers/models.ts';
 import { serveStatic, type StaticServer } from '../helpers/static-server.ts';
 import { startServer, type Harness } from '../http/helpers/harness.ts';
 
-const CHROMIUM = process.env.SVC_CHROMIUM ?? '/usr/bin/chromium';
 const MODEL_PATH = '/models/stories260K.gguf';
-const ARTIFACTS = join(process.cwd(), 'test-artifacts');
 
 let dir: string;
 let site: StaticServer;
@@ -38,9 +37,9 @@ beforeAll(async () => {
   writeFileSync(join(dir, 'test.html'), '<!doctype html><title>svc local test</title><h1>svc local service test page</h1><script type="module" src="test.js"></script>');
   copyFileSync(sharedModel('stories260K.gguf'), join(dir, 'models', 'resume.gguf'));
   site = await serveStatic(dir);
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--enable-unsafe-webgpu', '--disable-gpu', '--disable-quic'] });
+  browser = await launchChromium();
   context = await browser.newContext();
-  page = await openPage();
+  page = await openTestPage();
   node = await startServer({ engine: () => testEngine() });
   nodeKey = node.key('scale', { paid: true });
 }, 120_000);
@@ -52,12 +51,8 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-async function openPage(): Promise<Page> {
-  const p = await context.newPage();
-  p.on('pageerror', (e) => pageErrors.push(e.message));
-  await p.goto(`${site.url}/test.html`);
-  await p.waitForFunction(() => typeof window.svcStart === 'function');
-  return p;
+function openTestPage(): Promise<Page> {
+  return openPage(context, `${site.url}/test.html`, pageErrors, 'svcStart');
 }
 
 /** The same request to the Node server, as raw text. */
@@ -184,7 +179,7 @@ describe('the service in a service worker', () => {
   }, 120_000);
 
   it('runs the same service in a dedicated worker where a service worker cannot (forced fallback)', async () => {
-    const p = await openPage();
+    const p = await openTestPage();
     const started = await p.evaluate(() => window.svcStart('dedicated-worker'));
     expect(started.mode).toBe('dedicated-worker');
     const done = (await p.evaluate((b) => window.svcChat(b), chat)) as { choices: { message: { content: string } }[] };

@@ -11,18 +11,17 @@ import { statSync } from 'node:fs';
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import type { AppConfig, Completion } from '@mlc-ai/web-llm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, type JsonObject, type SvcClient } from '../../adapters/in-process/client.ts';
 import { buildWebSite } from '../../build/web-site.ts';
+import { ARTIFACTS, launchChromium, openPage } from '../helpers/browser.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { sharedModel } from '../helpers/models.ts';
 import { serveStatic, type StaticServer } from '../helpers/static-server.ts';
 import { startServer, type Harness } from '../http/helpers/harness.ts';
 
-const CHROMIUM = process.env.SVC_CHROMIUM ?? '/usr/bin/chromium';
-const ARTIFACTS = join(process.cwd(), 'test-artifacts');
 const OTHER = 'TinyStories-656K-Q8_0.gguf';
 
 let dir: string;
@@ -57,7 +56,7 @@ beforeAll(async () => {
       { model_id: 'Llama-3.2-1B-Instruct-q4f16_1-MLC', model: 'https://huggingface.co/mlc-ai/Llama-3.2-1B-Instruct-q4f16_1-MLC', model_lib: 'https://example.invalid/Llama-3.2-1B-Instruct-q4f16_1-ctx4k_cs1k-webgpu.wasm' },
     ],
   };
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--enable-unsafe-webgpu', '--disable-gpu', '--disable-quic'] });
+  browser = await launchChromium();
   context = await browser.newContext();
   node = await startServer({ engine: () => testEngine() });
   nodeClient = createClient(node.app.service, { apiKey: node.key('scale', { paid: true }) });
@@ -70,12 +69,8 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-async function openPage(): Promise<Page> {
-  const p = await context.newPage();
-  p.on('pageerror', (e) => pageErrors.push(e.message));
-  await p.goto(`${site.url}/webllm.html`);
-  await p.waitForFunction(() => typeof window.webllmCreate === 'function');
-  return p;
+function openWebLLMPage(): Promise<Page> {
+  return openPage(context, `${site.url}/webllm.html`, pageErrors, 'webllmCreate');
 }
 
 /** The same request through our in-process client in Node (the chat specialist's model name). */
@@ -150,7 +145,7 @@ async function commonChecks(p: Page, kind: 'worker' | 'service-worker', config: 
 
 describe('WebLLM pages on our engine', () => {
   it('CreateWebWorkerMLCEngine: progress to 1, completions whole and streamed equal to the Node engine, interruptGenerate, runtimeStatsText', async () => {
-    const p = await openPage();
+    const p = await openWebLLMPage();
     await commonChecks(p, 'worker', appConfig);
     // The model came through our loader (Cache Storage), and nothing of WebLLM's runtime was fetched (no model library, no MLC weights).
     expect(site.hits.get('/models/stories260K.gguf') ?? 0).toBeGreaterThan(0);
@@ -210,7 +205,7 @@ describe('WebLLM pages on our engine', () => {
   }, 240_000);
 
   it('CreateServiceWorkerMLCEngine: the same through WebLLM\'s service-worker handler; a second page finds the model loaded', async () => {
-    const p = await openPage();
+    const p = await openWebLLMPage();
     // No record for stories260K here: the id is svc-web.json's own model.
     const siteModelOnly = { model_list: appConfig.model_list.filter((m) => m.model_id !== 'stories260K') };
     const { text } = await commonChecks(p, 'service-worker', siteModelOnly);
@@ -219,7 +214,7 @@ describe('WebLLM pages on our engine', () => {
     // Another page of the origin: WebLLM's handler sees the model loaded and skips the reload. (Its
     // "Finish loading" report goes out under the first page's request id, so this page hears none: the
     // same with WebLLM's own engine.)
-    const q = await openPage();
+    const q = await openWebLLMPage();
     const again = await q.evaluate((c) => window.webllmCreate('service-worker', 'stories260K', c), siteModelOnly);
     expect(again.progress.every((r) => r.progress === 1)).toBe(true);
     expect(site.hits.get('/models/stories260K.gguf')).toBe(downloads);
