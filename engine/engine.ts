@@ -224,6 +224,17 @@ export class WebGpuEngine implements TextEngine {
     });
   }
 
+  /**
+   * Runs one short greedy generation (a prefill of a few tokens, then a decode step) so the device
+   * builds the pipelines of both before the first request: browsers and Dawn compile a pipeline on its
+   * first use, which otherwise lands on the first caller's time to first token (seconds on SwiftShader).
+   */
+  async warmUp(): Promise<void> {
+    const encoded = this.tokenizer.encode('Once upon a time');
+    const tokens = encoded.length > 0 ? encoded.slice(0, 8) : [0];
+    await this.generate({ tokens, maxTokens: 2, temperature: 0, stopAtEndOfGeneration: false }).result;
+  }
+
   stats(): EngineStats {
     return {
       adapter: this.selected.choice,

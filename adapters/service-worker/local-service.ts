@@ -109,6 +109,8 @@ async function loadEngine(config: WebConfig, options: EngineOptions, report: (p:
         }
       },
     });
+    // Pipelines compile on first use: do it now, inside the compile phase, not in the first request.
+    await engine.warmUp();
     report({ phase: 'ready', loaded: 0, total: 0, message: engine.info.name });
     return engine;
   } catch (e) {

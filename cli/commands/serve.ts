@@ -84,7 +84,7 @@ async function serve(opts: ServeOptions): Promise<void> {
   // PostgreSQL is reached (and migrated) before anything else: a wrong URL fails at once.
   const opened = spec.url ? await openStore(spec, loadPlans(), { logger }) : undefined;
 
-  let engine: TextEngine | undefined;
+  let engine: WebGpuEngine | undefined;
   // Requests that arrive while the model loads wait for it (the port is bound first, so a busy one is reported at once).
   let loaded!: (e: TextEngine) => void;
   let failed!: (e: unknown) => void;
@@ -101,7 +101,7 @@ async function serve(opts: ServeOptions): Promise<void> {
     logger,
     maxBodyBytes: opts.maxBodyBytes,
     engine: () => loading,
-    loadedEngine: () => engine as WebGpuEngine | undefined,
+    loadedEngine: () => engine,
     limits,
     connections: connectionLimits(opts),
     admission: { maxRunning: opts.maxRunning, maxQueued: opts.maxQueue },
@@ -141,8 +141,8 @@ async function serve(opts: ServeOptions): Promise<void> {
       },
     });
     logger.info({ name: engine.info.name, contextLength: engine.info.contextLength }, 'model loaded');
-    // Grammar workers start now, so the first request with a schema does not wait for them.
-    await engine.grammars?.warm?.();
+    // Grammar workers start, and the kernels' pipelines compile, now: not in the first request.
+    await Promise.all([engine.grammars?.warm?.(), engine.warmUp()]);
     loaded(engine);
     app.readiness.modelLoaded();
   } catch (e) {
