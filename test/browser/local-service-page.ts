@@ -31,7 +31,12 @@ window.svcStart = async (prefer) => {
   const progress: LoadProgress[] = [];
   local.onProgress((p) => progress.push(p));
   await local.ready();
-  client = new OpenAI({ baseURL: local.baseURL, apiKey: local.apiKey, fetch: local.fetch, dangerouslyAllowBrowser: true, maxRetries: 0 });
+  // With the service worker in control, the client needs nothing but the origin (as the issue's example
+  // has it); the dedicated-worker fallback is reached through the fetch startLocalService gives.
+  client =
+    local.mode === 'service-worker'
+      ? new OpenAI({ baseURL: location.origin + '/v1', apiKey: local.apiKey, dangerouslyAllowBrowser: true, maxRetries: 0 })
+      : new OpenAI({ baseURL: local.baseURL, apiKey: local.apiKey, fetch: local.fetch, dangerouslyAllowBrowser: true, maxRetries: 0 });
   const download = progress.filter((p) => p.phase === 'download').at(-1);
   show(`started in a ${local.mode} at ${local.baseURL}; phases ${[...new Set(progress.map((p) => p.phase))].join(' → ')}${download ? `; model ${download.total} bytes, ${download.fromCache ?? 0} from the cache` : ''}`);
   return { mode: local.mode, baseURL: local.baseURL, progress };
