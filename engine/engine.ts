@@ -19,7 +19,7 @@ import { Transformer } from './model/transformer.ts';
 import type { ModelWeights } from './model/weights.ts';
 import { createTokenizer } from './tokenizer/index.ts';
 import type { Tokenizer } from './tokenizer/types.ts';
-import { EngineInputError, type GenerateOptions, type Generation, type ModelInfo, type TextEngine } from './types.ts';
+import { EngineInputError, type GenerateOptions, type Generation, type GenerationResult, type ModelInfo, type TextEngine } from './types.ts';
 import { KernelContext } from '../kernels/runtime/context.ts';
 import { createMatrixKernels } from './model/matrix-kernels.ts';
 
@@ -70,6 +70,7 @@ export interface EngineStats {
 export class WebGpuEngine implements TextEngine {
   private nextId = 1;
   private disposed = false;
+  private readonly resultListeners = new Set<(result: GenerationResult) => void>();
   /** Set by the platform's loader (engine/node.ts: grammar workers); in-thread grammars when absent. */
   grammars: GrammarCompiler | undefined;
 
@@ -168,7 +169,14 @@ export class WebGpuEngine implements TextEngine {
       seq.queue.result.finally(() => signal.removeEventListener('abort', onAbort)).catch(() => {});
     }
     this.scheduler.submit(seq);
+    if (this.resultListeners.size > 0) seq.queue.result.then((r) => this.resultListeners.forEach((cb) => cb(r)), () => {});
     return seq.queue;
+  }
+
+  /** Calls `cb` with every generation's result (token counts, timings) as it finishes; returns an unsubscribe. */
+  onGenerationResult(cb: (result: GenerationResult) => void): () => void {
+    this.resultListeners.add(cb);
+    return () => this.resultListeners.delete(cb);
   }
 
   private promptTokens(options: GenerateOptions): number[] {

@@ -536,14 +536,10 @@ export class SvcMLCEngine implements MLCEngineInterface {
   }
 
   /** Every generation of the loaded engine reports its result (timings, token counts) to the request running it; requests run one at a time. */
-  private tapResults(engine: WebGpuEngine): void {
-    const generate = engine.generate.bind(engine);
-    engine.generate = (options) => {
-      const run = this.current;
-      const generation = generate(options);
-      if (run) generation.result.then((r) => (run.result = r), () => {});
-      return generation;
-    };
+  private tapResults(engine: WebGpuEngine): () => void {
+    return engine.onGenerationResult((r) => {
+      if (this.current) this.current.result = r;
+    });
   }
 
   private async webConfig(): Promise<{ config: WebConfig; url: string }> {
