@@ -15,12 +15,12 @@ import type { WebGpuEngine } from '../../engine/engine.ts';
 import { DEFAULT_MAX_BODY_BYTES } from '../../adapters/http/server.ts';
 import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from '../../adapters/http/connection-limits.ts';
 import { DEFAULT_ADMISSION } from '../../protocol/admission.ts';
-import { createLogger } from '../../adapters/http/logger.ts';
+import { createLogger, type HttpLogger } from '../../adapters/http/logger.ts';
 import { resolveDataDir } from '../../adapters/sqlite/db.ts';
 import type { TextEngine } from '../../engine/types.ts';
 import { checkChoice, choiceOption, intOption, LOG_LEVELS, NODE_ADAPTERS } from '../options.ts';
 import { DATA_OPTION_HELP, STORE_OPTION_HELP } from './keys.ts';
-import { openStore, resolveStoreSpec } from '../../adapters/open-store.ts';
+import { openStore, resolveStoreSpec, type OpenedStore } from '../../adapters/open-store.ts';
 import { loadPlans } from '../../adapters/config-node.ts';
 
 /** The tiny test model next to the repository, used when neither --model nor $SVC_MODEL is given. */
@@ -44,6 +44,7 @@ interface ServeOptions {
   ui: boolean;
   redis?: string;
   store?: string;
+  firstKeyPlan: string;
   metricsPort?: number;
   metricsHost: string;
 }
@@ -67,6 +68,7 @@ export function registerServe(program: Command): void {
     .option('--request-timeout <s>', 'seconds a request may take to arrive whole, body included (408 after)', intOption('--request-timeout', 1), DEFAULT_CONNECTION_LIMITS.requestTimeoutMs / 1000)
     .option('--keep-alive-timeout <s>', 'seconds an idle kept-alive connection stays open', intOption('--keep-alive-timeout', 1), DEFAULT_CONNECTION_LIMITS.keepAliveTimeoutMs / 1000)
     .option('--no-ui', 'do not serve the playground page at /')
+    .option('--first-key-plan <plan>', 'on a first start with no keys (SQLite), the plan of the key made and printed once', 'professional')
     .option('--redis <url>', 'share the per-minute limits and quota holds with other replicas on this Redis (default: $SVC_REDIS_URL, else in memory)')
     .option('--metrics-port <port>', 'serve GET /metrics (Prometheus) and GET /ready on this port (default: off)', intOption('--metrics-port', 0, 65535))
     .option('--metrics-host <host>', 'address for --metrics-port (keep it private)', '127.0.0.1')
@@ -112,6 +114,11 @@ async function serve(opts: ServeOptions): Promise<void> {
     throw new Error(`cannot listen on ${opts.metricsHost}:${opts.metricsPort} (--metrics-host, --metrics-port): ${e.message}`);
   });
   if (metricsServer) logger.info({ url: metricsServer.url }, 'metrics listening');
+  await firstKey(app.opened, opts.firstKeyPlan, logger).catch(async (e: Error) => {
+    await app.close(0);
+    await metricsServer?.close();
+    throw e;
+  });
   let address: Awaited<ReturnType<typeof app.http.listen>>;
   try {
     address = await app.http.listen(opts.port, opts.host);
@@ -194,4 +201,19 @@ function resolveModel(flag: string | undefined): string {
   if (!model) throw new Error(`no model: pass --model <path-or-url> (or set SVC_MODEL); the default ${DEFAULT_MODEL} is not there`);
   if (!/^https?:\/\//i.test(model) && !existsSync(model)) throw new Error(`model file not found: ${model}`);
   return model;
+}
+
+/**
+ * A first start on an empty SQLite store makes one key, on `plan` and paid (it is the operator's own),
+ * and prints it once on stdout: clone, install, serve, and there is a key to call with. Shared stores
+ * (PostgreSQL, several replicas starting at once) get their keys from `svc keys create --store` instead.
+ */
+async function firstKey(opened: OpenedStore, plan: string, logger: HttpLogger): Promise<void> {
+  if (opened.kind !== 'sqlite') return;
+  const now = Date.now();
+  if ((await opened.admin.listKeys({ includeRevoked: true, now })).length > 0) return;
+  const created = await opened.admin.createAccount({ plan, mode: 'live', now });
+  await opened.admin.setPlan(created.account.id, { plan, paid: true }, now);
+  logger.info({ key: created.key.prefix, plan }, 'no keys yet: made one (printed once on stdout)');
+  process.stdout.write(`First start: an API key on the ${plan} plan was made. It is shown only this once; keep it:\n${created.secret}\n`);
 }
