@@ -114,18 +114,19 @@ async function serve(opts: ServeOptions): Promise<void> {
     throw new Error(`cannot listen on ${opts.metricsHost}:${opts.metricsPort} (--metrics-host, --metrics-port): ${e.message}`);
   });
   if (metricsServer) logger.info({ url: metricsServer.url }, 'metrics listening');
-  await firstKey(app.opened, opts.firstKeyPlan, logger).catch(async (e: Error) => {
-    await app.close(0);
-    await metricsServer?.close();
-    throw e;
-  });
   let address: Awaited<ReturnType<typeof app.http.listen>>;
   try {
     address = await app.http.listen(opts.port, opts.host);
   } catch (e) {
     await app.opened.close();
+    await metricsServer?.close();
     throw new Error(`cannot listen on ${opts.host}:${opts.port} (--host, --port): ${(e as Error).message}`);
   }
+  await firstKey(app.opened, opts.firstKeyPlan, logger).catch(async (e: Error) => {
+    await app.close(0);
+    await metricsServer?.close();
+    throw e;
+  });
   try {
     logger.info({ model, store: app.opened.where }, 'loading model');
     const { loadEngine } = await import('../../engine/node.ts');
