@@ -66,7 +66,7 @@ function fromServiceWorker(scope: string, status: LocalStatus): LocalService {
   // The worker may have finished before the channel opened: ask once more.
   void fetch(new URL(STATUS_PATH.slice(1), scope), { cache: 'no-store' })
     .then((r) => r.json() as Promise<LocalStatus>)
-    .then((s) => s.progress && progress.set(s.progress))
+    .then((s) => s.progress && progress.set(s.progress, true))
     .catch(() => {});
   return { apiKey: status.apiKey!, mode: 'service-worker', baseURL: new URL('v1', scope).href, fetch: window.fetch.bind(window), onProgress: (cb) => progress.on(cb), ready: () => progress.ready() };
 }
@@ -117,20 +117,26 @@ async function startDedicatedWorker(script: string, root: string): Promise<Local
   };
   const status = (await (await workerFetch(new URL(STATUS_PATH.slice(1), root))).json()) as LocalStatus;
   if (!status.apiKey) throw new Error(status.error ?? 'the local service did not start');
-  if (status.progress) progress.set(status.progress);
+  if (status.progress) progress.set(status.progress, true);
   return { apiKey: status.apiKey, mode: 'dedicated-worker', baseURL: new URL('v1', root).href, fetch: workerFetch as typeof fetch, onProgress: (cb) => progress.on(cb), ready: () => progress.ready() };
 }
 
-/** The latest load state and its listeners; phases only move forward, so a late, older message is dropped. */
+/**
+ * The latest load state and its listeners. Within a load phases only move forward, so a late, older
+ * message is dropped; after `ready` or `error` a `download` starts a new load (the browser stopped an
+ * idle service worker and a request started it again).
+ */
 class Progress {
   private readonly listeners = new Set<(p: LoadProgress) => void>();
   private static readonly ORDER = ['idle', 'download', 'upload', 'compile', 'ready', 'error'];
 
   constructor(private state: LoadProgress) {}
 
-  set(p: LoadProgress): void {
+  /** `snapshot`: a state read with /svc/status, which may be older than a pushed one, so it never starts a new load. */
+  set(p: LoadProgress, snapshot = false): void {
     const order = Progress.ORDER;
-    if (order.indexOf(p.phase) < order.indexOf(this.state.phase)) return;
+    const reload = !snapshot && p.phase === 'download' && (this.state.phase === 'ready' || this.state.phase === 'error');
+    if (!reload && order.indexOf(p.phase) < order.indexOf(this.state.phase)) return;
     this.state = p;
     for (const cb of this.listeners) cb(p);
   }
