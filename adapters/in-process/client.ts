@@ -16,6 +16,7 @@ import { silentLogger, type Logger } from '../../protocol/logger.ts';
 import type { Operation, Service } from '../../protocol/service.ts';
 import { errorHeaders, rateLimitHeaders, type Headers } from '../kit/answer-headers.ts';
 import { parseJsonBody } from '../kit/json-body.ts';
+import type { RequestObserver } from '../kit/observer.ts';
 
 export type JsonObject = Record<string, unknown>;
 
@@ -25,6 +26,8 @@ export interface ClientOptions {
   /** Largest request body, as serialized JSON (default 1 MiB, as the HTTP server's). */
   maxBodyBytes?: number;
   logger?: Logger;
+  /** Told of every finished request, as the HTTP and WebSocket transports tell theirs (e.g. ServiceMetrics.observe). */
+  observe?: RequestObserver;
 }
 
 export interface RequestOptions {
@@ -111,9 +114,13 @@ export function createClient(service: Service, opts: ClientOptions): SvcClient {
     }
   };
 
+  const report = (op: Operation, status: number, startedAt: number, ctx: RequestContext) => opts.observe?.({ transport: 'in-process', endpoint: op, status, startedAt, record: ctx.record });
+
   const jsonCall = async (op: Operation, body: unknown, params: Record<string, string>, o?: RequestOptions): Promise<JsonObject> => {
-    const { outcome, detach } = await call(op, body, params, o);
+    const startedAt = performance.now();
+    const { outcome, ctx, detach } = await call(op, body, params, o);
     detach();
+    report(op, outcome.kind === 'json' ? outcome.status : 200, startedAt, ctx);
     if (outcome.kind !== 'json') throw new Error(`${op}: the service answered with a stream`);
     if (outcome.status >= 400) throw new ServiceError(outcome.status, outcome.body as ErrorBody, { ...rateLimitHeaders(outcome.rateLimit), ...(outcome.error ? errorHeaders(outcome.error) : {}) });
     return outcome.body as JsonObject;
@@ -121,15 +128,19 @@ export function createClient(service: Service, opts: ClientOptions): SvcClient {
 
   /** As the HTTP adapter: the first event decides between an error and a stream. */
   const streamCall = async (op: Operation, body: JsonObject, o?: RequestOptions): Promise<JsonObject | AsyncIterable<JsonObject>> => {
+    const startedAt = performance.now();
     const { outcome, ctx, detach } = await call(op, body, {}, o);
     if (outcome.kind === 'json') {
       detach();
+      report(op, outcome.status, startedAt, ctx);
       if (outcome.status >= 400) throw new ServiceError(outcome.status, outcome.body as ErrorBody, { ...rateLimitHeaders(outcome.rateLimit), ...(outcome.error ? errorHeaders(outcome.error) : {}) });
       return outcome.body as JsonObject;
     }
     const events = outcome.events[Symbol.asyncIterator]();
+    let status = 200;
     const refuse = (e: unknown) => {
       const f = service.failure(e, ctx, outcome.rateLimit);
+      status = f.status;
       return new ServiceError(f.status, f.body as ErrorBody, { ...rateLimitHeaders(outcome.rateLimit), ...errorHeaders(f.error) });
     };
     let first: IteratorResult<object>;
@@ -137,7 +148,9 @@ export function createClient(service: Service, opts: ClientOptions): SvcClient {
       first = await events.next();
     } catch (e) {
       detach();
-      throw refuse(e);
+      const err = refuse(e);
+      report(op, status, startedAt, ctx);
+      throw err;
     }
     return (async function* chunks(): AsyncGenerator<JsonObject> {
       try {
@@ -152,6 +165,7 @@ export function createClient(service: Service, opts: ClientOptions): SvcClient {
         // Stops (and counts) a generation the caller left early; a no-op once the stream has ended.
         await events.return?.();
         detach();
+        report(op, status, startedAt, ctx);
       }
     })();
   };

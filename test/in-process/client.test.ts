@@ -5,6 +5,7 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, ServiceError, type JsonObject, type SvcClient } from '../../adapters/in-process/client.ts';
+import type { FinishedRequest } from '../../adapters/kit/observer.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { startServer, type Harness } from '../http/helpers/harness.ts';
 
@@ -122,5 +123,23 @@ describe('createClient(service): the SDK shapes without HTTP', () => {
     // Nothing is left running for this key once the loop is left.
     await new Promise((r) => setTimeout(r, 50));
     expect(h.app.service.admission.runningCount).toBe(0);
+  });
+
+  it('tells an observer of every finished request, as the other transports tell the metrics', async () => {
+    const seen: FinishedRequest[] = [];
+    const watched = createClient(h.app.service, { apiKey: key, observe: (f) => seen.push(f) });
+    await watched.chat.completions.create(request);
+    for await (const _ of await watched.chat.completions.create({ ...request, stream: true })) void _;
+    await expect(watched.chat.completions.create({ ...request, model: 'svc-nope' })).rejects.toThrow(ServiceError);
+    await watched.models.list();
+    expect(seen.map((f) => [f.transport, f.endpoint, f.status, f.record.specialist ?? null])).toEqual([
+      ['in-process', 'chat.completions', 200, 'chat'],
+      ['in-process', 'chat.completions', 200, 'chat'],
+      ['in-process', 'chat.completions', 404, null],
+      ['in-process', 'models.list', 200, null],
+    ]);
+    // The generations carry their token times, for the time-to-first-token and tokens/s histograms.
+    expect(seen[1].record.firstTokenAt).toBeGreaterThanOrEqual(seen[1].startedAt);
+    expect(seen[1].record.completionTokens).toBe(10);
   });
 });
