@@ -118,7 +118,10 @@ export class HttpServer {
     const record: RequestRecord = {};
     let endpoint = 'unknown';
     res.once('close', () => {
-      log.info({ method: req.method, path, status: res.statusCode, ms: Math.round(performance.now() - started), completed: res.writableFinished, ...record }, 'request');
+      // Readiness probes come every few seconds from each load balancer: kept out of the info log.
+      const line = { method: req.method, path, status: res.statusCode, ms: Math.round(performance.now() - started), completed: res.writableFinished, ...record };
+      if (path === READY_PATH) log.debug(line, 'request');
+      else log.info(line, 'request');
       this.observe?.({ transport: 'http', endpoint, status: res.statusCode, startedAt: started, record });
     });
     if (path === READY_PATH && (req.method === 'GET' || req.method === 'HEAD')) {
