@@ -19,7 +19,9 @@ import { Transformer } from './model/transformer.ts';
 import type { ModelWeights } from './model/weights.ts';
 import { createTokenizer } from './tokenizer/index.ts';
 import type { Tokenizer } from './tokenizer/types.ts';
-import { EngineInputError, type GenerateOptions, type Generation, type GenerationResult, type ModelInfo, type TextEngine } from './types.ts';
+import { EngineInputError, type AdapterHandle, type GenerateOptions, type Generation, type GenerationResult, type LoadAdapterOptions, type ModelInfo, type TextEngine } from './types.ts';
+import { BytesSource } from './loader/source.ts';
+import { AdapterRegistry, type AdapterLease } from './lora/registry.ts';
 import { KernelContext } from '../kernels/runtime/context.ts';
 import { createMatrixKernels } from './model/matrix-kernels.ts';
 
@@ -45,6 +47,10 @@ export interface EngineOptions {
    * the step yields to other work (default 16 ms; 0 yields after every layer). See SegmentPlanner.
    */
   yieldEveryMs?: number;
+  /** LoRA adapters loaded at once (default 16). */
+  maxAdapters?: number;
+  /** Most bytes of one LoRA adapter's weights as F32 (default 1 GiB). */
+  maxAdapterBytes?: number;
   onProgress?: LoadProgress;
 }
 
@@ -65,6 +71,8 @@ export interface EngineStats {
   steps: { count: number; ms: number; deviceIdleMs: number };
   /** The prefix cache's counters, or null when it is off. */
   prefixCache: PrefixCacheStats | null;
+  /** LoRA adapters loaded now. */
+  adapters: number;
 }
 
 export class WebGpuEngine implements TextEngine {
@@ -73,6 +81,7 @@ export class WebGpuEngine implements TextEngine {
   private readonly resultListeners = new Set<(result: GenerationResult) => void>();
   /** Set by the platform's loader (engine/node.ts: grammar workers); in-thread grammars when absent. */
   grammars: GrammarCompiler | undefined;
+  private readonly loras: AdapterRegistry;
 
   private constructor(
     readonly info: ModelInfo,
@@ -83,9 +92,24 @@ export class WebGpuEngine implements TextEngine {
     private readonly cache: PagedKvCache,
     private readonly transformer: Transformer,
     private readonly scheduler: Scheduler,
-  ) {}
+    ctx: KernelContext,
+    opts: EngineOptions,
+  ) {
+    this.loras = new AdapterRegistry({
+      ctx,
+      cfg: config,
+      maxAdapters: opts.maxAdapters ?? 16,
+      maxTokensPerStep: transformer.maxTokensPerStep,
+      maxAdapterBytes: opts.maxAdapterBytes,
+      lock: scheduler.lock,
+      enable: (pool) => transformer.enableLora(pool),
+      unloaded: (id) => scheduler.prefixCache?.dropSpace(id),
+    });
+  }
 
   static async load(selected: SelectedDevice, source: ModelSource, opts: EngineOptions = {}): Promise<WebGpuEngine> {
+    const maxAdapters = opts.maxAdapters ?? 16;
+    if (!Number.isInteger(maxAdapters) || maxAdapters < 1 || maxAdapters > 1024) throw new Error(`maxAdapters must be an integer in 1..1024 (got ${opts.maxAdapters})`);
     const gguf: GgufFile = await parseGguf(source);
     const cfg = readModelConfig(gguf.metadata, new Set(gguf.tensors.map((t) => t.name)));
     const tokenizer = createTokenizer(gguf.metadata);
@@ -124,7 +148,7 @@ export class WebGpuEngine implements TextEngine {
       source: source.name,
     };
     await source.close?.();
-    const engine = new WebGpuEngine(info, cfg, tokenizer, selected, weights, cache, transformer, scheduler);
+    const engine = new WebGpuEngine(info, cfg, tokenizer, selected, weights, cache, transformer, scheduler, ctx, opts);
     engine.setPrefixCache(opts.prefixCache ?? true);
     return engine;
   }
@@ -158,6 +182,7 @@ export class WebGpuEngine implements TextEngine {
       throw new EngineInputError(`prompt is ${prompt.length} tokens; the context holds ${ctx} tokens including at least one generated token`, options.tokens ? 'tokens' : 'prompt');
     }
     const seq = new Sequence(this.nextId++, prompt, o, Math.min(ctx, prompt.length + o.maxTokens), this.tokenizer, options.constraint);
+    if (options.adapter !== undefined) this.runWithAdapter(seq, this.loras.acquire(options.adapter));
     const signal = options.signal;
     if (signal) {
       if (signal.aborted) {
@@ -171,6 +196,37 @@ export class WebGpuEngine implements TextEngine {
     this.scheduler.submit(seq);
     if (this.resultListeners.size > 0) seq.queue.result.then((r) => this.resultListeners.forEach((cb) => cb(r)), () => {});
     return seq.queue;
+  }
+
+  /** The sequence runs with the leased adapter, and gives the lease back when it ends however it ends. */
+  private runWithAdapter(seq: Sequence, lease: AdapterLease): void {
+    seq.adapter = { slot: lease.slot, id: lease.id };
+    seq.queue.result.finally(() => lease.release()).catch(() => {});
+  }
+
+  /**
+   * Load a LoRA adapter in llama.cpp's GGUF format (file bytes or a source) for GenerateOptions.adapter.
+   * The file is checked against this model first: architecture, targets, shapes, ranks (EngineInputError
+   * naming the tensor at fault). The base weights are never changed: sequences with different adapters
+   * and none share each step.
+   */
+  async loadAdapter(source: ModelSource | Uint8Array, opts: LoadAdapterOptions = {}): Promise<AdapterHandle> {
+    if (this.disposed) throw new Error('engine has been disposed');
+    return this.loras.load(source instanceof Uint8Array ? new BytesSource(source, opts.name ?? '(bytes)') : source, opts);
+  }
+
+  /**
+   * Unload an adapter: from the call on, generations naming it are refused; the promise resolves once
+   * the generations already running with it have ended (it waits, it does not abort them) and its GPU
+   * memory and prefix-cache pages are freed.
+   */
+  unloadAdapter(id: string): Promise<void> {
+    return this.loras.unload(id);
+  }
+
+  /** The adapters loaded now (including any being unloaded). */
+  adapters(): AdapterHandle[] {
+    return this.loras.list();
   }
 
   /** Calls `cb` with every generation's result (token counts, timings) as it finishes; returns an unsubscribe. */
@@ -200,9 +256,11 @@ export class WebGpuEngine implements TextEngine {
    * Diagnostics: the logits after each token of `tokens` (a fresh sequence), for comparing the engine
    * with a float reference. Not for serving: it reads back whole logit vectors.
    */
-  async logits(tokens: readonly number[]): Promise<Float32Array[]> {
+  async logits(tokens: readonly number[], opts: { adapter?: string } = {}): Promise<Float32Array[]> {
     if (tokens.length === 0 || tokens.length > this.info.contextLength) throw new EngineInputError(`logits needs 1..${this.info.contextLength} tokens`, 'tokens');
     const pages = this.cache.allocator;
+    const lease = opts.adapter !== undefined ? this.loras.acquire(opts.adapter) : undefined;
+    const adapterSlot = lease?.slot ?? -1;
     return this.scheduler.lock.run(async () => {
       const slot = pages.acquireSlot();
       if (slot === undefined) throw new Error('no free sequence slot for diagnostics');
@@ -217,7 +275,7 @@ export class WebGpuEngine implements TextEngine {
           const n = Math.min(step, tokens.length - start);
           tr.begin();
           for (let i = 0; i < n; i++) {
-            const t = tr.addToken(tokens[start + i], start + i, slot);
+            const t = tr.addToken(tokens[start + i], start + i, slot, adapterSlot);
             tr.addRow(t, { temperature: 0, seed: 0, counter: 0, mask: null, penalties: null, candidates: false });
           }
           await tr.run();
@@ -229,7 +287,7 @@ export class WebGpuEngine implements TextEngine {
         pages.release(slot);
         this.cache.syncPageTable();
       }
-    });
+    }).finally(() => lease?.release());
   }
 
   /**
@@ -256,6 +314,7 @@ export class WebGpuEngine implements TextEngine {
       prefixCache: this.scheduler.prefixCache?.stats() ?? null,
       kvPages: { total: this.cache.allocator.numPages, free: this.cache.allocator.freePages },
       steps: { count: this.scheduler.stepTiming.steps, ms: this.scheduler.stepTiming.ms, deviceIdleMs: this.scheduler.stepTiming.deviceIdleMs },
+      adapters: this.loras.count,
     };
   }
 
@@ -269,6 +328,7 @@ export class WebGpuEngine implements TextEngine {
     this.grammars?.dispose?.();
     await this.selected.device.queue.onSubmittedWorkDone();
     this.transformer.destroy();
+    this.loras.destroy();
     this.cache.destroy();
     for (const b of this.weights.buffers) b.destroy();
     this.selected.device.destroy();

@@ -4,6 +4,9 @@
  */
 import type { GrammarCompiler } from './grammar/handle.ts';
 import type { Tokenizer } from './tokenizer/types.ts';
+import type { LoraTarget } from './lora/adapter-file.ts';
+
+export type { LoraTarget } from './lora/adapter-file.ts';
 
 export interface ModelInfo {
   /** general.name or the file name. */
@@ -76,6 +79,37 @@ export interface GenerateOptions {
   constraint?: TokenConstraint;
   /** Stop at end-of-generation tokens (default true). */
   stopAtEndOfGeneration?: boolean;
+  /**
+   * Id of a loaded LoRA adapter (AdapterHandle.id) to run this generation with; absent: the base
+   * model. An unknown or unloading id is an EngineInputError (param `adapter`).
+   */
+  adapter?: string;
+}
+
+/** A LoRA adapter loaded into an engine (WebGpuEngine.loadAdapter). */
+export interface AdapterHandle {
+  /** 'lora-1', 'lora-2', …: what GenerateOptions.adapter names; never reused by one engine. */
+  id: string;
+  /** LoadAdapterOptions.name, else the file's general.name, else the file name. */
+  name: string;
+  /** The largest rank among its matrices. */
+  rank: number;
+  /** adapter.lora.alpha (0: none, the delta is scaled by `scale` alone). */
+  alpha: number;
+  /** The user scale given at load (default 1): each delta is multiplied by scale · alpha / rank. */
+  scale: number;
+  /** The matrices it adapts, in LORA_TARGETS order. */
+  targets: LoraTarget[];
+  /** Layers with at least one adapted matrix. */
+  layers: number;
+  /** Its A and B weights as F32 on the GPU. */
+  bytes: number;
+}
+
+export interface LoadAdapterOptions {
+  name?: string;
+  /** Multiplies the adapter's delta (default 1), as llama.cpp's LoRA scale. */
+  scale?: number;
 }
 
 /** One streamed piece: the text completed by these tokens (valid UTF-8, possibly '') and the token ids. */

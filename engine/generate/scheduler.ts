@@ -83,7 +83,7 @@ export class Scheduler {
       if (slot === undefined) return;
       // The cached run of the prompt's full pages, mapped first so that reserve() cannot evict them; the
       // prompt's last token is always computed, so the sampler has its logits.
-      const shared = this.prefixCache?.match(seq.prompt, seq.prompt.length - 1) ?? [];
+      const shared = this.prefixCache?.match(seq.prompt, seq.prompt.length - 1, seq.adapter?.id) ?? [];
       this.pages.share(slot, shared);
       if (!this.pages.reserve(slot, seq.maxLength)) {
         this.pages.release(slot);
@@ -172,7 +172,8 @@ export class Scheduler {
       if (mask === false) continue;
       this.assertWritable(seq, tokens.length);
       let last = -1;
-      tokens.forEach((t, i) => (last = r.addToken(t, seq.cached + i, seq.slot)));
+      const adapter = seq.adapter?.slot ?? -1;
+      tokens.forEach((t, i) => (last = r.addToken(t, seq.cached + i, seq.slot, adapter)));
       seq.pendingWrite = tokens.length;
       budget -= tokens.length;
       this.addRow(seq, last, mask);
@@ -186,7 +187,8 @@ export class Scheduler {
       if (mask === false) continue;
       this.assertWritable(seq, n);
       let last = -1;
-      for (let i = 0; i < n; i++) last = r.addToken(seq.prompt[seq.cached + i], seq.cached + i, seq.slot);
+      const adapter = seq.adapter?.slot ?? -1;
+      for (let i = 0; i < n; i++) last = r.addToken(seq.prompt[seq.cached + i], seq.cached + i, seq.slot, adapter);
       budget -= n;
       seq.pendingWrite = n;
       if (endsPrompt) this.addRow(seq, last, mask);
@@ -211,7 +213,7 @@ export class Scheduler {
     const full = Math.floor(seq.cached / this.pages.pageSize);
     if (!this.prefixCache || full <= seq.listedPages) return;
     const tokens = seq.cached <= seq.prompt.length ? seq.prompt : [...seq.prompt, ...seq.generated];
-    this.prefixCache.insert(tokens, this.pages.pagesOfSlot(seq.slot).slice(0, full));
+    this.prefixCache.insert(tokens, this.pages.pagesOfSlot(seq.slot).slice(0, full), seq.adapter?.id);
     seq.listedPages = full;
   }
 

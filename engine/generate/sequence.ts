@@ -32,6 +32,11 @@ export class Sequence {
   private readonly stopMatcher: StopMatcher;
   /** Occurrences of each generated token (presence/frequency penalties). */
   readonly generatedCounts = new Map<number, number>();
+  /**
+   * The LoRA adapter this sequence runs with: its pool slot (StepRunner.addToken) and its id, which
+   * keys the sequence's pages in the prefix cache. Undefined: the base model.
+   */
+  adapter: { slot: number; id: string } | undefined;
   aborted = false;
   finished = false;
   readonly createdAt = performance.now();

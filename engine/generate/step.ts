@@ -25,8 +25,11 @@ export interface StepRunner {
   readonly maxRowsPerStep: number;
   /** Start filling a new step. */
   begin(): void;
-  /** Add a token at `position` of the sequence in cache slot `slot`; returns its index in the step. */
-  addToken(token: number, position: number, slot: number): number;
+  /**
+   * Add a token at `position` of the sequence in cache slot `slot`, computed with the LoRA adapter in
+   * pool slot `adapter` (absent or -1: none); returns its index in the step.
+   */
+  addToken(token: number, position: number, slot: number, adapter?: number): number;
   /** Ask for the logits after token `tokenIndex` to be sampled; returns the row index. */
   addRow(tokenIndex: number, spec: SampleRowSpec): number;
   /** Of the last run(), the milliseconds before its first submit (uploads, encoding): the device had no work. */

@@ -3,7 +3,9 @@
  * prompt, a conversation's history). A hash chain over page-sized token blocks: a block's key is its
  * parent block's identity plus its own tokens, so a block matches only after the same whole prefix.
  * Only full pages are listed, and a sequence only appends after its full pages, so no sequence ever
- * writes into a page it shares.
+ * writes into a page it shares. KV computed under a LoRA adapter differs from the base model's: each
+ * adapter has its own key space (`space`, the adapter id; '' for the base model), so a chain matches
+ * only pages computed under the same adapter.
  *
  * The cache holds one reference (PageAllocator refs) on each page it lists. When the allocator runs out
  * of free pages it asks the cache to evict: pages only the cache holds go, least recently used first,
@@ -58,14 +60,14 @@ export class PrefixCache {
    * The pages of the longest cached run of full blocks that begins `tokens`, covering at most
    * `maxTokens` tokens (a prompt leaves its last token to compute, so the sampler has logits).
    */
-  match(tokens: readonly number[], maxTokens = tokens.length): number[] {
+  match(tokens: readonly number[], maxTokens = tokens.length, space = ''): number[] {
     const ps = this.pageSize;
     const n = Math.floor(Math.min(maxTokens, tokens.length) / ps);
     const out: number[] = [];
     const tick = ++this.clock;
     let parent: Block | undefined;
     for (let i = 0; i < n; i++) {
-      const b = this.blocks.get(keyOf(parent, tokens, i, ps));
+      const b = this.blocks.get(keyOf(parent, tokens, i, ps, space));
       if (!b) break;
       b.lastUse = tick;
       out.push(b.page);
@@ -86,14 +88,14 @@ export class PrefixCache {
    * [i * pageSize, (i + 1) * pageSize)). Blocks already listed are kept (and touched); each new block takes
    * a reference on its page. Returns how many blocks were new.
    */
-  insert(tokens: readonly number[], pages: readonly number[]): number {
+  insert(tokens: readonly number[], pages: readonly number[], space = ''): number {
     const ps = this.pageSize;
     if (pages.length * ps > tokens.length) throw new Error(`${pages.length} pages of ${ps} need ${pages.length * ps} tokens; got ${tokens.length}`);
     const tick = ++this.clock;
     let added = 0;
     let parent: Block | undefined;
     for (let i = 0; i < pages.length; i++) {
-      const key = keyOf(parent, tokens, i, ps);
+      const key = keyOf(parent, tokens, i, ps, space);
       let b = this.blocks.get(key);
       if (!b) {
         this.pages.retain(pages[i]);
@@ -126,6 +128,12 @@ export class PrefixCache {
     return this.pages.freePages - before;
   }
 
+  /** Drop every block of key space `space` (an unloaded adapter's pages, which nothing can match again). */
+  dropSpace(space: string): void {
+    const prefix = rootPrefix(space);
+    for (const b of [...this.roots]) if (b.key.startsWith(prefix)) this.remove(b);
+  }
+
   /** Drop every block (pages still used by sequences stay theirs). */
   clear(): void {
     for (const b of [...this.roots]) this.remove(b);
@@ -140,6 +148,11 @@ export class PrefixCache {
   }
 }
 
-function keyOf(parent: Block | undefined, tokens: readonly number[], block: number, pageSize: number): string {
-  return `${parent?.id ?? 0}:${tokens.slice(block * pageSize, (block + 1) * pageSize).join(',')}`;
+/** A first block's key starts with its space; later blocks are tied to it through their parent's id. */
+function keyOf(parent: Block | undefined, tokens: readonly number[], block: number, pageSize: number, space: string): string {
+  return `${parent ? parent.id : rootPrefix(space)}:${tokens.slice(block * pageSize, (block + 1) * pageSize).join(',')}`;
+}
+
+function rootPrefix(space: string): string {
+  return `root/${space}/`;
 }

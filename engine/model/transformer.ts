@@ -13,6 +13,9 @@ import { SampleKernel, writeSampleRow, SAMPLE_ROW_BYTES, SAMPLE_OUT_WORDS, type 
 import { readTopKRow, TopKKernel, TOPK_ROW_WORDS, type TopKRow } from '../../kernels/sampling/topk.ts';
 import { SwiGluKernel } from '../../kernels/swiglu.ts';
 import { MAX_MATVEC_T } from '../../kernels/matvec.ts';
+import { LORA_NO_ADAPTER } from '../../kernels/lora.ts';
+import type { LoraPool } from '../lora/pool.ts';
+import { LoraLayers } from './lora-layers.ts';
 import { SegmentPlanner } from './segment-planner.ts';
 import type { ModelConfig } from '../arch/types.ts';
 import type { SampleRowSpec, StepRunner } from '../generate/step.ts';
@@ -41,6 +44,12 @@ interface LayerPlan {
   /** The gated activation as its own pass; absent where the down product applies it as it reads x. */
   swiglu?: GPUBindGroup;
   down: BoundProduct;
+  /**
+   * Where the down product folds the gated activation in: the activation as its own pass into act and a
+   * plain down product over it, for steps with adapter rows (LoRA's A must read the activated hidden
+   * state the down product sees). Made when adapters are enabled.
+   */
+  unfusedDown?: { swiglu: GPUBindGroup; down: BoundProduct };
 }
 
 export class Transformer implements StepRunner {
@@ -65,6 +74,7 @@ export class Transformer implements StepRunner {
   private readonly tokens: Uint32Array;
   private readonly positions: Uint32Array;
   private readonly slots: Uint32Array;
+  private readonly tokenAdapter: Uint32Array;
   private readonly lastIndex: Uint32Array;
   private readonly settingsU32: Uint32Array;
   private readonly settingsF32: Float32Array;
@@ -82,6 +92,10 @@ export class Transformer implements StepRunner {
   private anyMask = false;
   private anyPenalty = false;
   private anyCandidates = false;
+  /** A token of this step uses a LoRA adapter. */
+  private anyAdapter = false;
+  /** Present once adapters are enabled (the first adapter load). */
+  private lora: LoraLayers | undefined;
   private readonly ropeFactorsDummy: GPUBuffer | undefined;
   /** Dispatches recorded by the last step (for the bench's dispatches-per-token figure). */
   lastDispatches = 0;
@@ -103,7 +117,7 @@ export class Transformer implements StepRunner {
     readonly cfg: ModelConfig,
     private readonly weights: ModelWeights,
     private readonly cache: PagedKvCache,
-    matrices: MatrixKernels,
+    private readonly matrices: MatrixKernels,
     limits: { maxTokensPerStep: number; maxRowsPerStep: number; yieldEveryMs?: number },
     /**
      * Where `queue.submit` runs the work before it returns (llvmpipe through Dawn's OpenGL ES backend), a
@@ -128,8 +142,9 @@ export class Transformer implements StepRunner {
       topk: new TopKKernel(ctx),
       penalties: new PenaltiesKernel(ctx),
     };
-    // Generous: about 15 dispatches per layer plus head and sampling, times row shards.
-    this.arena = new ParamArena(ctx, 64 + cfg.nLayers * 24);
+    // Generous: about 15 dispatches per layer plus head and sampling, times row shards, plus 10 per layer
+    // in steps with LoRA rows.
+    this.arena = new ParamArena(ctx, 64 + cfg.nLayers * 34);
     const qDim = cfg.nHeads * cfg.headDim;
     const kvDim = cfg.nKvHeads * cfg.headDim;
     const F = cfg.ffnDim;
@@ -178,6 +193,7 @@ export class Transformer implements StepRunner {
     this.tokens = new Uint32Array(T);
     this.positions = new Uint32Array(T);
     this.slots = new Uint32Array(T);
+    this.tokenAdapter = new Uint32Array(T);
     this.lastIndex = new Uint32Array(R);
     this.settingsU32 = new Uint32Array((R * SAMPLE_ROW_BYTES) / 4);
     this.settingsF32 = new Float32Array(this.settingsU32.buffer);
@@ -198,15 +214,48 @@ export class Transformer implements StepRunner {
     this.anyMask = false;
     this.anyPenalty = false;
     this.anyCandidates = false;
+    this.anyAdapter = false;
+    this.lora?.begin();
   }
 
-  addToken(token: number, position: number, slot: number): number {
+  /**
+   * Run LoRA adapters from `pool` in steps whose tokens name one (addToken's `adapter`). Compiles the
+   * LoRA kernels and binds the unfused paths the adapted steps take, so call it when loading the first
+   * adapter, not on a request's time.
+   */
+  enableLora(pool: LoraPool): void {
+    if (this.lora) {
+      if (this.lora.pool !== pool) throw new Error('LoRA is enabled with another adapter pool');
+      return;
+    }
+    const ws = this.ws;
+    const F = this.cfg.ffnDim;
+    const D = this.cfg.dim;
+    this.weights.layers.forEach((w, l) => {
+      const L = this.layers[l];
+      if (L.swiglu) return;
+      L.unfusedDown = {
+        swiglu: this.k.swiglu.bind(ws.gateUp, ws.gateUp, ws.act),
+        down: this.matrices.product(w.down, ws.act, ws.x, { xOffset: 0, xStride: F, yOffset: 0, yStride: D, accumulate: true }),
+      };
+    });
+    this.lora = new LoraLayers(this.ctx, this.cfg, ws, pool);
+  }
+
+  /** `adapter`: the pool slot of the LoRA adapter this token's sequence uses (enableLora), or -1 for none. */
+  addToken(token: number, position: number, slot: number, adapter = -1): number {
     const i = this.nTokens;
     if (i >= this.maxTokensPerStep) throw new Error(`step holds at most ${this.maxTokensPerStep} tokens`);
     if (token < 0 || token >= this.cfg.vocabSize || !Number.isInteger(token)) throw new Error(`token id ${token} is outside the vocabulary (0..${this.cfg.vocabSize - 1})`);
     this.tokens[i] = token;
     this.positions[i] = position;
     this.slots[i] = slot;
+    if (adapter >= 0) {
+      if (!this.lora) throw new Error(`token names adapter slot ${adapter}, but no LoRA adapter is loaded`);
+      this.lora.use(adapter);
+      this.tokenAdapter[i] = adapter;
+      this.anyAdapter = true;
+    } else this.tokenAdapter[i] = LORA_NO_ADAPTER;
     this.nTokens++;
     return i;
   }
@@ -253,6 +302,7 @@ export class Transformer implements StepRunner {
     q.writeBuffer(ws.tokens, 0, this.tokens, 0, T);
     q.writeBuffer(ws.positions, 0, this.positions, 0, T);
     q.writeBuffer(ws.slots, 0, this.slots, 0, T);
+    if (this.anyAdapter) q.writeBuffer(ws.tokenAdapter, 0, this.tokenAdapter, 0, T);
     if (R === 0) return;
     q.writeBuffer(ws.lastIndex, 0, this.lastIndex, 0, R);
     q.writeBuffer(ws.sampleSettings, 0, this.settingsU32, 0, (R * SAMPLE_ROW_BYTES) / 4);
@@ -348,13 +398,17 @@ export class Transformer implements StepRunner {
     const cache = this.cache;
     this.embed.encode(pass, a, T);
     let done = 0;
-    const fused = T <= this.fuseNormUpTo;
-    for (const L of this.layers) {
+    // Steps with adapter rows take the unfused paths: LoRA's A reads the normed x and the activated hidden
+    // state, which the fused products compute only inside themselves.
+    const lora = this.anyAdapter ? this.lora : undefined;
+    const fused = T <= this.fuseNormUpTo && !lora;
+    this.layers.forEach((L, l) => {
       if (fused) for (const p of L.normed!.qkv) p.encode(pass, a, T);
       else {
         k.rmsnorm.encode(pass, a, L.attnNorm, { rows: T, dim: cfg.dim, eps: cfg.rmsEps });
         for (const p of L.qkv) p.encode(pass, a, T);
       }
+      lora?.encode(pass, a, l, 'qkv', T);
       // Q heads then K heads of each token, normed where they lie: one dispatch, two weight vectors.
       if (L.qkNorm) k.qkNorm!.encode(pass, a, L.qkNorm, { rows: T * (cfg.nHeads + cfg.nKvHeads), dim: hd, eps: cfg.rmsEps, group: cfg.nHeads + cfg.nKvHeads, xStride: S, wSplit: cfg.nHeads });
       k.ropeStore.encode(pass, a, L.ropeStore, {
@@ -382,15 +436,24 @@ export class Transformer implements StepRunner {
         qStride: S,
       });
       L.o.encode(pass, a, T);
+      lora?.encode(pass, a, l, 'o', T);
       if (fused) for (const p of L.normed!.gateUp) p.encode(pass, a, T);
       else {
         k.rmsnorm.encode(pass, a, L.ffnNorm, { rows: T, dim: cfg.dim, eps: cfg.rmsEps });
         for (const p of L.gateUp) p.encode(pass, a, T);
       }
-      if (L.swiglu) k.swiglu.encode(pass, a, L.swiglu, { tokens: T, n: cfg.ffnDim, gateOffset: 0, upOffset: cfg.ffnDim, inStride: 2 * cfg.ffnDim });
-      L.down.encode(pass, a, T);
+      lora?.encode(pass, a, l, 'gateUp', T);
+      const glu = { tokens: T, n: cfg.ffnDim, gateOffset: 0, upOffset: cfg.ffnDim, inStride: 2 * cfg.ffnDim };
+      if (lora && L.unfusedDown) {
+        k.swiglu.encode(pass, a, L.unfusedDown.swiglu, glu);
+        L.unfusedDown.down.encode(pass, a, T);
+      } else {
+        if (L.swiglu) k.swiglu.encode(pass, a, L.swiglu, glu);
+        L.down.encode(pass, a, T);
+      }
+      lora?.encode(pass, a, l, 'down', T);
       if (afterLayer && ++done % perSegment === 0 && done < this.layers.length) pass = afterLayer();
-    }
+    });
   }
 
   private encodeHead(pass: GPUComputePassEncoder, R: number): void {

@@ -13,6 +13,8 @@ export class Workspace {
   readonly tokens: GPUBuffer;
   readonly positions: GPUBuffer;
   readonly slots: GPUBuffer;
+  /** Per token: the pool slot of its sequence's LoRA adapter, or LORA_NO_ADAPTER (uploaded only in steps that use one). */
+  readonly tokenAdapter: GPUBuffer;
   readonly lastIndex: GPUBuffer;
   readonly sampleSettings: GPUBuffer;
   readonly mask: GPUBuffer;
@@ -50,6 +52,7 @@ export class Workspace {
     this.tokens = f('step.tokens', T);
     this.positions = f('step.positions', T);
     this.slots = f('step.slots', T);
+    this.tokenAdapter = f('step.token-adapter', T);
     this.lastIndex = f('step.last-index', maxRows);
     this.sampleSettings = this.track(ctx.storage('step.sample-settings', maxRows * SAMPLE_ROW_BYTES));
     this.mask = f('step.mask', maxRows * this.maskWords);
