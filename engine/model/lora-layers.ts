@@ -75,10 +75,15 @@ export class LoraLayers {
     for (let l = 0; l < this.cfg.nLayers; l++) this.stepTargets[l] |= this.pool.targetsAt(slot, l);
   }
 
+  /** Whether a row of this step has an adapter that adapts a target of group `name` at `layer`. */
+  adapts(layer: number, name: LoraGroupName): boolean {
+    return (this.stepTargets[layer] & this.groups[name].mask) !== 0;
+  }
+
   /** Record lora-a and lora-b of `name` at `layer` for `tokens` rows, after the group's base product. */
   encode(pass: GPUComputePassEncoder, arena: ParamArena, layer: number, name: LoraGroupName, tokens: number): void {
     const g = this.groups[name];
-    if ((this.stepTargets[layer] & g.mask) === 0) return;
+    if (!this.adapts(layer, name)) return;
     const bound = this.bindGroups();
     const common = { tokens, layer, layers: this.cfg.nLayers, targetsPerLayer: this.pool.targetsPerLayer, targets: g.targets, maxRank: this.stepMaxRank };
     this.a.encode(pass, arena, bound.a.get(g.x)!, { ...common, inDim: g.inDim, xOffset: 0, xStride: g.xStride });

@@ -398,12 +398,12 @@ export class Transformer implements StepRunner {
     const cache = this.cache;
     this.embed.encode(pass, a, T);
     let done = 0;
-    // Steps with adapter rows take the unfused paths: LoRA's A reads the normed x and the activated hidden
-    // state, which the fused products compute only inside themselves.
+    // Layers with adapted products take the unfused paths: LoRA's A reads the normed x and the activated
+    // hidden state, which the fused products compute only inside themselves.
     const lora = this.anyAdapter ? this.lora : undefined;
-    const fused = T <= this.fuseNormUpTo && !lora;
+    const fusable = T <= this.fuseNormUpTo;
     this.layers.forEach((L, l) => {
-      if (fused) for (const p of L.normed!.qkv) p.encode(pass, a, T);
+      if (fusable && !lora?.adapts(l, 'qkv')) for (const p of L.normed!.qkv) p.encode(pass, a, T);
       else {
         k.rmsnorm.encode(pass, a, L.attnNorm, { rows: T, dim: cfg.dim, eps: cfg.rmsEps });
         for (const p of L.qkv) p.encode(pass, a, T);
@@ -437,14 +437,14 @@ export class Transformer implements StepRunner {
       });
       L.o.encode(pass, a, T);
       lora?.encode(pass, a, l, 'o', T);
-      if (fused) for (const p of L.normed!.gateUp) p.encode(pass, a, T);
+      if (fusable && !lora?.adapts(l, 'gateUp')) for (const p of L.normed!.gateUp) p.encode(pass, a, T);
       else {
         k.rmsnorm.encode(pass, a, L.ffnNorm, { rows: T, dim: cfg.dim, eps: cfg.rmsEps });
         for (const p of L.gateUp) p.encode(pass, a, T);
       }
       lora?.encode(pass, a, l, 'gateUp', T);
       const glu = { tokens: T, n: cfg.ffnDim, gateOffset: 0, upOffset: cfg.ffnDim, inStride: 2 * cfg.ffnDim };
-      if (lora && L.unfusedDown) {
+      if (L.unfusedDown && lora?.adapts(l, 'down')) {
         k.swiglu.encode(pass, a, L.unfusedDown.swiglu, glu);
         L.unfusedDown.down.encode(pass, a, T);
       } else {
