@@ -149,4 +149,35 @@ describe('LoRA serving', () => {
     expect((await run()).timings.cachedPromptTokens).toBeGreaterThanOrEqual(3 * 16);
     await e.unloadAdapter(y.id);
   });
+
+  it('the pool grows and reuses freed room without disturbing loaded adapters', async () => {
+    const { e, x, y } = await loadTwo();
+    const tokens = [1, 403, 407, 261, 378, 432, 383];
+    const before = await e.logits(tokens, { adapter: x.id });
+    const beforeY = await e.logits(tokens, { adapter: y.id });
+    // Rank 64 on every target: ~1.5 MB each, past the pool's first allocation, so it grows (a copy on the GPU).
+    const big = (seed: number) => encodeLoraAdapter(randomLoraSpec(e.config, { rank: 64, alpha: 64, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'], seed, bScale: 0.02 }));
+    const b1 = await e.loadAdapter(big(21));
+    const b2 = await e.loadAdapter(big(22));
+    expect(b1.bytes).toBeGreaterThan(1 << 20);
+    expect(await e.logits(tokens, { adapter: x.id })).toEqual(before);
+    const b1Logits = await e.logits(tokens, { adapter: b1.id });
+    await e.unloadAdapter(b1.id);
+    // Into the room b1 left: the same weights compute the same logits, and the others are untouched.
+    const b3 = await e.loadAdapter(big(21));
+    expect(await e.logits(tokens, { adapter: b3.id })).toEqual(b1Logits);
+    expect(await e.logits(tokens, { adapter: x.id })).toEqual(before);
+    expect(await e.logits(tokens, { adapter: y.id })).toEqual(beforeY);
+    expect(await e.logits(tokens, { adapter: b2.id })).not.toEqual(b1Logits);
+  });
+
+  it('refuses more adapters than the engine holds, naming the limit', async () => {
+    const e = await testEngine('stories260K.gguf', { grammars: 'in-process', contextLength: 64, maxAdapters: 2 });
+    const bytes = (seed: number) => encodeLoraAdapter(randomLoraSpec(e.config, { rank: 2, alpha: 2, targets: ['q'], seed }));
+    const a = await e.loadAdapter(bytes(1));
+    await e.loadAdapter(bytes(2));
+    await expect(e.loadAdapter(bytes(3))).rejects.toThrow(/2 adapters are loaded, the most this engine holds \(EngineOptions\.maxAdapters\); unload one first/);
+    await e.unloadAdapter(a.id);
+    await expect(e.loadAdapter(bytes(3))).resolves.toMatchObject({ rank: 2 });
+  });
 });
