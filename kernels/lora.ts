@@ -6,6 +6,7 @@
  * serves a whole mixed batch, whichever adapters its rows use.
  */
 import loraASource from './lora-a.wgsl?raw';
+import loraARowsSource from './lora-a-rows.wgsl?raw';
 import loraBSource from './lora-b.wgsl?raw';
 import type { ParamArena } from './runtime/arena.ts';
 import type { CompiledKernel, KernelContext } from './runtime/context.ts';
@@ -67,10 +68,19 @@ export function loraScratchStride(members: number, maxRank: number): number {
   return members * maxRank;
 }
 
+/**
+ * `workgroup`: a workgroup per row of A reduces it against x (GPUs); `rows`: an invocation per row of A
+ * does the whole dot product, with no barrier (CPU rasterisers, where barriers cost more than they share).
+ */
+export type LoraAVariant = 'workgroup' | 'rows';
+
 export class LoraAKernel {
   readonly kernel: CompiledKernel;
-  constructor(ctx: KernelContext) {
-    this.kernel = ctx.kernel({ label: 'lora-a', code: loraASource, bindings: ['read', 'read', 'read', 'read', 'write'], constants: { WG } });
+  readonly variant: LoraAVariant;
+  constructor(ctx: KernelContext, variant?: LoraAVariant) {
+    this.variant = variant ?? (ctx.caps.software ? 'rows' : 'workgroup');
+    const code = this.variant === 'rows' ? loraARowsSource : loraASource;
+    this.kernel = ctx.kernel({ label: `lora-a-${this.variant}`, code, bindings: ['read', 'read', 'read', 'read', 'write'], constants: { WG } });
   }
 
   bind(b: LoraBuffers, x: GPUBuffer): GPUBindGroup {
@@ -92,7 +102,8 @@ export class LoraAKernel {
     u[s + 8] = p.maxRank;
     u[s + 9] = loraScratchStride(p.targets.length, p.maxRank);
     for (let m = 0; m < p.targets.length; m++) u[s + 12 + m] = p.targets[m];
-    const [gx, gy] = grid2d(p.tokens * p.targets.length * p.maxRank);
+    const rows = p.tokens * p.targets.length * p.maxRank;
+    const [gx, gy] = grid2d(this.variant === 'rows' ? Math.ceil(rows / WG) : rows);
     arena.dispatch(pass, this.kernel, group, s, gx, gy);
   }
 }

@@ -5,7 +5,7 @@
  */
 import type { AsyncLock } from '../generate/lock.ts';
 import type { ModelConfig } from '../arch/types.ts';
-import type { ModelSource } from '../loader/source.ts';
+import { BytesSource, type ModelSource } from '../loader/source.ts';
 import { EngineInputError, type AdapterHandle, type LoadAdapterOptions } from '../types.ts';
 import type { KernelContext } from '../../kernels/runtime/context.ts';
 import { LoraPool } from './pool.ts';
@@ -81,7 +81,8 @@ export class AdapterRegistry {
     const id = `lora-${this.nextId++}`;
     const handle: AdapterHandle = {
       id,
-      name: opts.name ?? data.name ?? source.name.split(/[\\/]/).pop() ?? id,
+      // Bytes have no file name to fall back on; the id names them then.
+      name: opts.name ?? data.name ?? (source instanceof BytesSource ? undefined : source.name.split(/[\\/]/).pop()) ?? id,
       rank: data.rank,
       alpha: data.alpha,
       scale,

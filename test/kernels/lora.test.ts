@@ -3,7 +3,7 @@
  * adapters (of different ranks) and rows that use none, over a group of targets one adapter leaves out.
  */
 import { describe, expect, it } from 'vitest';
-import { LORA_ENTRY_WORDS, LORA_NO_ADAPTER, LoraAKernel, LoraBKernel, loraScratchStride } from '../../kernels/lora.ts';
+import { LORA_ENTRY_WORDS, LORA_NO_ADAPTER, LoraAKernel, LoraBKernel, loraScratchStride, type LoraAVariant } from '../../kernels/lora.ts';
 import { readF32, runPass, testContext } from '../helpers/gpu.ts';
 import { maxRelError, randomF32 } from '../helpers/random.ts';
 
@@ -20,7 +20,7 @@ interface Mat {
   scale: number;
 }
 
-describe('LoRA kernels', () => {
+describe.each(['workgroup', 'rows'] as LoraAVariant[])('LoRA kernels (lora-a %s)', (variant) => {
   it('add scale · B(Ax) per row with each row its own adapter, nothing on rows without one', async () => {
     const ctx = await testContext();
     const inDim = 70; // not a multiple of the workgroup: the reduction's tail must count
@@ -66,7 +66,7 @@ describe('LoRA kernels', () => {
     const scratch = ctx.storage('t', T * loraScratchStride(3, maxRank) * 4);
     const xb = ctx.storage('x', x.byteLength, x);
     const yb = ctx.storage('y', y0.byteLength, y0);
-    const ka = new LoraAKernel(ctx);
+    const ka = new LoraAKernel(ctx, variant);
     const kb = new LoraBKernel(ctx);
     const bufs = { pool, directory, rowAdapter: rows, scratch };
     const group = { tokens: T, layer: LAYER, layers: LAYERS, targetsPerLayer: TARGETS_PER_LAYER, targets, maxRank };
@@ -100,7 +100,7 @@ describe('LoRA kernels', () => {
     for (const t of [1, 5]) expect(got.subarray(t * yStride, (t + 1) * yStride)).toEqual(y0.subarray(t * yStride, (t + 1) * yStride));
   });
 
-  it('covers more tokens than one grid row holds (2-D dispatch)', async () => {
+  it('covers thousands of tokens (past 65535 workgroups, a 2-D grid, for the workgroup variant)', async () => {
     const ctx = await testContext();
     const inDim = 16;
     const rank = 4;
@@ -126,7 +126,7 @@ describe('LoRA kernels', () => {
     };
     const xb = ctx.storage('x', x.byteLength, x);
     const yb = ctx.storage('y', T * 8 * 4);
-    const ka = new LoraAKernel(ctx);
+    const ka = new LoraAKernel(ctx, variant);
     const kb = new LoraBKernel(ctx);
     const group = { tokens: T, layer: 0, layers: 1, targetsPerLayer: 2, targets: [0, 1], maxRank: rank };
     await runPass(ctx, (pass, arena) => {
