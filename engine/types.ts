@@ -5,7 +5,6 @@
 import type { GrammarCompiler } from './grammar/handle.ts';
 import type { Tokenizer } from './tokenizer/types.ts';
 import type { LoraTarget } from './lora/adapter-file.ts';
-import type { ModelSource } from './loader/source.ts';
 
 export type { LoraTarget } from './lora/adapter-file.ts';
 
@@ -170,13 +169,6 @@ export interface TextEngine {
   readonly grammars?: GrammarCompiler;
   generate(options: GenerateOptions): Generation;
   dispose(): Promise<void>;
-  /**
-   * LoRA adapters, on engines that run them (WebGpuEngine): load one for GenerateOptions.adapter, unload
-   * it (waits for the generations using it), list those loaded.
-   */
-  loadAdapter?(source: ModelSource | Uint8Array, opts?: LoadAdapterOptions): Promise<AdapterHandle>;
-  unloadAdapter?(id: string): Promise<void>;
-  adapters?(): AdapterHandle[];
 }
 
 /** Errors the caller caused (bad parameters, prompt too long): the protocol maps them to 400. */
