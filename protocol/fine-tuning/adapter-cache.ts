@@ -1,0 +1,88 @@
+/**
+ * Fine-tuned models' adapters on this replica's engine: loaded from the store on first use, kept while
+ * generations use them, and the least recently used unloaded beyond `capacity` (an adapter in use is
+ * never unloaded; the cache grows past capacity rather than wait). Names are unique across accounts
+ * (they carry the account), so they key the cache.
+ */
+import type { FineTuningStore } from './records.ts';
+import type { Tuner } from './tuner.ts';
+
+export const DEFAULT_ADAPTER_CACHE = 8;
+
+interface Entry {
+  id: Promise<string>;
+  refs: number;
+}
+
+export interface AdapterLease {
+  /** The engine's adapter id, for GenerateOptions.adapter. */
+  id: string;
+  /** Idempotent. */
+  release(): void;
+}
+
+export class AdapterCache {
+  /** Map order is recency: a use moves the entry to the end. */
+  private readonly entries = new Map<string, Entry>();
+
+  constructor(
+    private readonly store: FineTuningStore,
+    private readonly tuner: () => Promise<Tuner>,
+    readonly capacity = DEFAULT_ADAPTER_CACHE,
+  ) {}
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** The adapter of the account's model `name`, loaded if needed; undefined when the account has no such model. */
+  async acquire(accountId: number, name: string): Promise<AdapterLease | undefined> {
+    let entry = this.entries.get(name);
+    if (entry) this.entries.delete(name);
+    else {
+      const bytes = await this.store.adapter(accountId, name);
+      if (!bytes) return undefined;
+      // Another request may have started the load while the store answered.
+      entry = this.entries.get(name);
+      if (entry) this.entries.delete(name);
+      else {
+        const id = this.tuner().then((t) => t.loadAdapter(bytes, name));
+        entry = { id, refs: 0 };
+        id.catch(() => {
+          if (this.entries.get(name) === entry) this.entries.delete(name);
+        });
+      }
+    }
+    this.entries.set(name, entry);
+    entry.refs++;
+    let id: string;
+    try {
+      id = await entry.id;
+    } catch (e) {
+      entry.refs--;
+      throw e;
+    }
+    const held = entry;
+    let released = false;
+    this.evict();
+    return {
+      id,
+      release: () => {
+        if (released) return;
+        released = true;
+        held.refs--;
+        this.evict();
+      },
+    };
+  }
+
+  /** Unloads least recently used adapters nobody holds until at most `capacity` are loaded. */
+  private evict(): void {
+    for (const [name, entry] of this.entries) {
+      if (this.entries.size <= this.capacity) return;
+      if (entry.refs > 0) continue;
+      this.entries.delete(name);
+      void entry.id.then((id) => this.tuner().then((t) => t.unloadAdapter(id))).catch(() => {});
+    }
+  }
+}
