@@ -173,8 +173,9 @@ export class JobRunner {
       const h = job.hyperparameters;
       const hooks: FineTuneHooks = {
         signal: controller.signal,
+        // An abort is not thrown here: the training loop sees the signal and saves a checkpoint on its way out.
         beforeStep: async () => {
-          if (controller.signal.aborted) throw abortError(controller.signal);
+          if (controller.signal.aborted) return;
           if (this.clock.now() > leaseUntil - this.opts.leaseMs / 2) {
             const until = this.clock.now() + this.opts.leaseMs;
             if (!(await this.store.renewLease(job.id, this.id, until))) controller.abort('lease-lost' satisfies StopReason);
@@ -183,7 +184,6 @@ export class JobRunner {
           // Inference first: wait while requests run or wait, but never more than maxYieldMs per step.
           const deadline = performance.now() + this.opts.maxYieldMs;
           while (tuner.inferenceBusy() && performance.now() < deadline && !controller.signal.aborted) await sleep(YIELD_POLL_MS);
-          if (controller.signal.aborted) throw abortError(controller.signal);
         },
         onProgress: (p) => {
           const now = performance.now();
@@ -255,7 +255,9 @@ export class JobRunner {
     await this.fail(job, { code: 'model_name_taken', message: `Every model name from ${fineTunedModelName(job.specialist, job.accountId, base)} to …-${NAME_ATTEMPTS} is taken; use another suffix.`, param: 'suffix' });
   }
 
-  private async fail(job: JobRecord, error: JobError): Promise<void> {
+  private async fail(job: JobRecord, given: JobError): Promise<void> {
+    // Problems quoted from a caller's file are bounded like everything else stored.
+    const error = { ...given, message: given.message.slice(0, 4000) };
     await this.store.transitionJob(job.id, ['running', 'queued'], 'failed', { error, finishedAt: this.clock.now(), runner: this.id, event: this.event(job.id, `Fine-tuning job failed: ${error.message}`, {}, 'message', 'error') });
   }
 
@@ -271,10 +273,6 @@ export class JobRunner {
       .then(() => this.store.addJobEvent(e))
       .catch((err: unknown) => this.logger.warn({ err, jobId: e.jobId }, 'could not record a fine-tuning event'));
   }
-}
-
-function abortError(signal: AbortSignal): Error {
-  return Object.assign(new Error(`fine-tuning stopped (${String(signal.reason)})`), { name: 'AbortError' });
 }
 
 function sleep(ms: number): Promise<void> {
