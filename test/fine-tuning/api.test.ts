@@ -8,10 +8,12 @@
  * test checks the adapter id reaches GenerateOptions.adapter.
  */
 import OpenAI from 'openai';
+import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testEngine } from '../helpers/engine.ts';
 import { watched, type Watched } from '../http/helpers/watched.ts';
 import { bearer, postJson, startServer, type Harness } from '../http/helpers/harness.ts';
+import { connectWs, WsRequestError } from '../../adapters/ws/client.ts';
 import { StandInTuner } from './stand-in-tuner.ts';
 import { caught, eventMessages, trainingJsonl, upload, waitFor, waitForStatus } from './helpers.ts';
 
@@ -222,6 +224,24 @@ describe('a job', () => {
     expect(body.fine_tuning.trained_tokens).toBe(jobs.reduce((n, j) => n + (j.trained_tokens ?? 0), 0));
     // Inference requests only in requests_used.
     expect(body.requests_used).toBe(3);
+  });
+});
+
+describe('other transports', () => {
+  it('reach the JSON endpoints over a WebSocket (pages included), and are told uploads need HTTP', async () => {
+    const ws = await connectWs(h.url.replace(/^http/, 'ws') + '/v1/ws', scaleKey, WebSocket as never);
+    try {
+      const viaHttp = await scale.fineTuning.jobs.list({ limit: 1 });
+      const page = (await ws.request('GET', '/v1/fine_tuning/jobs?limit=1')) as { data: { id: string }[]; has_more: boolean };
+      expect(page.data.map((j) => j.id)).toEqual(viaHttp.data.map((j) => j.id));
+      expect(page.has_more).toBe(viaHttp.has_more);
+      const e = await ws.request('POST', '/v1/files', { purpose: 'fine-tune' }).catch((x: unknown) => x);
+      expect(e).toBeInstanceOf(WsRequestError);
+      expect((e as WsRequestError).status).toBe(400);
+      expect((e as WsRequestError).message).toMatch(/multipart\/form-data .* over HTTP/);
+    } finally {
+      ws.close();
+    }
   });
 });
 
