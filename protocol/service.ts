@@ -175,7 +175,8 @@ function fineTuningParts(opts: ServiceOptions, clock: Clock, logger: Logger): Fi
   if (!given) return { store };
   const tuner = engineProvider<Tuner>(given);
   const adapters = new AdapterCache(store, tuner, opts.fineTuning?.adapterCache ?? DEFAULT_ADAPTER_CACHE);
-  return { store, adapters, runner: new JobRunner(store, tuner, clock, logger, opts.fineTuning?.runner, adapters) };
+  const systemPrompt = (name: string) => opts.specialists.get(name)?.systemPrompt || undefined;
+  return { store, adapters, runner: new JobRunner(store, tuner, clock, logger, opts.fineTuning?.runner, adapters, systemPrompt) };
 }
 
 function engineProvider<T extends object>(engine: T | (() => Promise<T>)): () => Promise<T> {

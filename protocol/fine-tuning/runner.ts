@@ -56,6 +56,8 @@ export class JobRunner {
     private readonly logger: Logger,
     opts: Partial<RunnerOptions> = {},
     private readonly adapters?: AdapterCache,
+    /** The specialist's system prompt, which serving puts before every conversation with the model. */
+    private readonly systemPrompt: (specialist: string) => string | undefined = () => undefined,
   ) {
     this.opts = { ...DEFAULT_RUNNER_OPTIONS, ...opts };
   }
@@ -165,6 +167,9 @@ export class JobRunner {
         await this.fail(job, { code: 'invalid_training_file', message: `${param}: ${why}`, param });
         return;
       }
+      // Trained on what serving will send: the specialist's system prompt first, then the conversation.
+      const prompt = this.systemPrompt(job.specialist);
+      const framed = (cs: TrainingConversation[]) => (prompt ? cs.map((c) => ({ ...c, messages: [{ role: 'system' as const, content: prompt }, ...c.messages] })) : cs);
       const resume = await this.store.checkpoint(job.id);
       await this.store.addJobEvent(this.event(job.id, resume ? `Resuming fine-tuning from the checkpoint at step ${resume.step}` : 'Fine-tuning job started'));
       this.logger.info({ ...log, resumeStep: resume?.step ?? null }, 'fine-tuning job started');
@@ -215,7 +220,7 @@ export class JobRunner {
       };
       let out;
       try {
-        out = await tuner.train({ train, validation, settings }, hooks);
+        out = await tuner.train({ train: framed(train), validation: validation && framed(validation), settings }, hooks);
       } catch (e) {
         if (controller.signal.aborted) return this.stopped_(job, controller.signal.reason as StopReason);
         if (e instanceof TuneInputError) return this.fail(job, { code: 'invalid_training_file', message: e.message, param: 'training_file' });

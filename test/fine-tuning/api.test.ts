@@ -7,6 +7,7 @@
  * test/fine-tuning/stand-in-tuner.ts (the API plumbing only); the engine still serves the chats, and the
  * test checks the adapter id reaches GenerateOptions.adapter.
  */
+import { readFileSync } from 'node:fs';
 import OpenAI from 'openai';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -149,6 +150,13 @@ describe('a job', () => {
     expect(messages).toContain('Checkpoint saved at step 2');
     expect(messages.some((m) => /^Epoch 1 done: training loss=/.test(m))).toBe(true);
     expect(messages.at(-1)).toBe(`The job has successfully completed: new fine-tuned model ${done.fine_tuned_model}`);
+    // Trained on what serving sends: the chat specialist's system prompt, then the conversation.
+    const given = tuner.inputs[0];
+    expect(given.train).toHaveLength(6);
+    const chatPrompt = (JSON.parse(readFileSync(new URL('../../specialists/chat.json', import.meta.url), 'utf8')) as { systemPrompt: string }).systemPrompt;
+    expect(given.train[0].messages[0]).toEqual({ role: 'system', content: chatPrompt });
+    expect(given.train[0].messages.slice(1).map((m) => m.role)).toEqual(['user', 'assistant']);
+    expect(given.settings).toMatchObject({ epochs: 2, batchSize: 2, seed: 7, learningRate: 2e-4, lora: { rank: 8, alpha: 16 } });
     const metrics = (await scale.fineTuning.jobs.listEvents(job.id, { limit: 100 })).data.filter((e) => e.type === 'metrics' && /^Step/.test(e.message));
     expect(metrics[0].data).toMatchObject({ step: 6, total_steps: 6, train_loss: 2 / 6 });
     job = done;

@@ -13,6 +13,8 @@ export class StandInTuner implements Tuner {
   readonly unloaded: string[] = [];
   /** Each train() call: where it started (0, or the checkpoint's step). */
   readonly runs: { startStep: number; steps: number }[] = [];
+  /** What each train() call was given. */
+  readonly inputs: TuneInput[] = [];
   busy = false;
   private nextId = 1;
 
@@ -22,6 +24,7 @@ export class StandInTuner implements Tuner {
   ) {}
 
   async train(input: TuneInput, hooks: FineTuneHooks): Promise<TuneOutput> {
+    this.inputs.push(input);
     const s = input.settings;
     const perEpoch = Math.ceil(input.train.length / s.batchSize);
     const total = s.epochs * perEpoch;
