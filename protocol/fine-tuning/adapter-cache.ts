@@ -1,8 +1,8 @@
 /**
  * Fine-tuned models' adapters on this replica's engine: loaded from the store on first use, kept while
  * generations use them, and the least recently used unloaded beyond `capacity` (an adapter in use is
- * never unloaded; the cache grows past capacity rather than wait). Names are unique across accounts
- * (they carry the account), so they key the cache.
+ * never unloaded; the cache grows past capacity rather than wait). Keyed by account and name, so a
+ * cached adapter is only ever handed to the account the store gave it to.
  */
 import type { FineTuningStore } from './records.ts';
 import type { Tuner } from './tuner.ts';
@@ -37,23 +37,24 @@ export class AdapterCache {
 
   /** The adapter of the account's model `name`, loaded if needed; undefined when the account has no such model. */
   async acquire(accountId: number, name: string): Promise<AdapterLease | undefined> {
-    let entry = this.entries.get(name);
-    if (entry) this.entries.delete(name);
+    const key = `${accountId}\n${name}`;
+    let entry = this.entries.get(key);
+    if (entry) this.entries.delete(key);
     else {
       const bytes = await this.store.adapter(accountId, name);
       if (!bytes) return undefined;
       // Another request may have started the load while the store answered.
-      entry = this.entries.get(name);
-      if (entry) this.entries.delete(name);
+      entry = this.entries.get(key);
+      if (entry) this.entries.delete(key);
       else {
         const id = this.tuner().then((t) => t.loadAdapter(bytes, name));
         entry = { id, refs: 0 };
         id.catch(() => {
-          if (this.entries.get(name) === entry) this.entries.delete(name);
+          if (this.entries.get(key) === entry) this.entries.delete(key);
         });
       }
     }
-    this.entries.set(name, entry);
+    this.entries.set(key, entry);
     entry.refs++;
     let id: string;
     try {
@@ -78,10 +79,10 @@ export class AdapterCache {
 
   /** Unloads least recently used adapters nobody holds until at most `capacity` are loaded. */
   private evict(): void {
-    for (const [name, entry] of this.entries) {
+    for (const [key, entry] of this.entries) {
       if (this.entries.size <= this.capacity) return;
       if (entry.refs > 0) continue;
-      this.entries.delete(name);
+      this.entries.delete(key);
       void entry.id.then((id) => this.tuner().then((t) => t.unloadAdapter(id))).catch(() => {});
     }
   }

@@ -235,6 +235,23 @@ describe('a job', () => {
   });
 });
 
+describe('a plan change', () => {
+  it('away from fine-tuning hides the models and refuses them with 403; back again restores them', async () => {
+    const { account } = h.admin.resolveKey(scaleKey);
+    const name = (await scale.fineTuning.jobs.list()).data.find((j) => j.fine_tuned_model)!.fine_tuned_model!;
+    h.admin.setPlan(account.id, { plan: 'professional' }, h.clock.now());
+    try {
+      expect((await scale.models.list()).data.map((m) => m.id)).not.toContain(name);
+      const e = await caught(scale.chat.completions.create({ model: name, messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 }));
+      expect([e.status, e.type, e.code, e.param]).toEqual([403, 'permission_error', 'feature_not_in_plan', 'model']);
+      expect((await caught(scale.fineTuning.jobs.list())).status).toBe(403);
+    } finally {
+      h.admin.setPlan(account.id, { plan: 'scale' }, h.clock.now());
+    }
+    expect((await scale.models.list()).data.map((m) => m.id)).toContain(name);
+  });
+});
+
 describe('other transports', () => {
   it('reach the JSON endpoints over a WebSocket (pages included), and are told uploads need HTTP', async () => {
     const ws = await connectWs(h.url.replace(/^http/, 'ws') + '/v1/ws', scaleKey, WebSocket as never);
