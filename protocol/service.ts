@@ -46,7 +46,7 @@ export type Operation =
   | 'fine_tuning.jobs.cancel';
 
 export interface FineTuningOptions {
-  /** Trains jobs and loads fine-tuned adapters; without it jobs are accepted but wait in `queued`. */
+  /** Trains jobs and loads fine-tuned adapters; without it jobs are accepted and wait for a replica that has one. */
   tuner?: Tuner | (() => Promise<Tuner>);
   runner?: Partial<RunnerOptions>;
   /** Fine-tuned adapters kept loaded on this replica (default DEFAULT_ADAPTER_CACHE). */

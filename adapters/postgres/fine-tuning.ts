@@ -60,6 +60,16 @@ export class PostgresFineTuning implements FineTuningStore {
     return rowCount === 1;
   }
 
+  async fileUsage(accountId: number): Promise<{ files: number; bytes: number }> {
+    const { rows } = await this.db.query<{ n: string; b: string }>('SELECT count(*) AS n, coalesce(sum(bytes), 0)::bigint AS b FROM ft_files WHERE account_id = $1', [accountId]);
+    return { files: num(rows[0].n), bytes: num(rows[0].b) };
+  }
+
+  async openJobCount(accountId: number): Promise<number> {
+    const { rows } = await this.db.query<{ n: string }>("SELECT count(*) AS n FROM ft_jobs WHERE account_id = $1 AND status IN ('validating_files', 'queued', 'running')", [accountId]);
+    return num(rows[0].n);
+  }
+
   async createJob(job: JobRecord, event: NewJobEvent): Promise<void> {
     await this.db.transaction(async (q) => {
       await q.query(`INSERT INTO ft_jobs (${JOB_COLUMNS}) VALUES (${params(1, 16)})`, jobValues(job));

@@ -64,6 +64,15 @@ export class SqliteFineTuning implements FineTuningStore {
     return this.db.prepare('DELETE FROM ft_files WHERE id = ? AND account_id = ?').run(id, accountId).changes === 1;
   }
 
+  fileUsage(accountId: number): { files: number; bytes: number } {
+    const r = this.db.prepare<[number], { n: number; b: number }>('SELECT count(*) AS n, coalesce(sum(bytes), 0) AS b FROM ft_files WHERE account_id = ?').get(accountId)!;
+    return { files: r.n, bytes: r.b };
+  }
+
+  openJobCount(accountId: number): number {
+    return this.db.prepare<[number], { n: number }>("SELECT count(*) AS n FROM ft_jobs WHERE account_id = ? AND status IN ('validating_files', 'queued', 'running')").get(accountId)!.n;
+  }
+
   createJob(job: JobRecord, event: NewJobEvent): void {
     this.db.transaction(() => {
       this.db.prepare(`INSERT INTO ft_jobs (${JOB_COLUMNS}) VALUES (${marks(16)})`).run(...jobValues(job));

@@ -111,12 +111,16 @@ export interface FineTuningStore {
   listFiles(accountId: number, page: Page & { purpose?: string }): Awaitable<FileRecord[]>;
   /** False when there was no such file. */
   deleteFile(accountId: number, id: string): Awaitable<boolean>;
+  /** What the account keeps in files now (its storage limit). */
+  fileUsage(accountId: number): Awaitable<{ files: number; bytes: number }>;
 
   /** The job and its first event, together. */
   createJob(job: JobRecord, event: NewJobEvent): Awaitable<void>;
   job(accountId: number, id: string): Awaitable<JobRecord | undefined>;
   /** Newest first. */
   listJobs(accountId: number, page: Page): Awaitable<JobRecord[]>;
+  /** Jobs of the account not yet finished (validating_files, queued, running). */
+  openJobCount(accountId: number): Awaitable<number>;
   /** Jobs waiting for their files to be checked, oldest first (any account). */
   jobsToValidate(limit: number): Awaitable<JobRecord[]>;
   /**

@@ -13,6 +13,9 @@ import { fileObject, listObject } from '../fine-tuning/shapes.ts';
 import { randomBase62 } from '../ids.ts';
 
 export const FINE_TUNE_PURPOSE = 'fine-tune';
+/** What one account may keep in files: uploads beyond are refused until it deletes some. */
+export const MAX_FILES_PER_ACCOUNT = 500;
+export const MAX_FILE_BYTES_PER_ACCOUNT = 1024 * 1024 * 1024;
 const MAX_FILENAME_CHARS = 255;
 
 export function fileNotFound(id: string, param: string | null = null): ApiError {
@@ -40,6 +43,14 @@ export async function createFile(svc: ServiceParts, caller: Caller, ctx: Request
   if (check.problems.length > 0) {
     const n = check.problems.length + check.moreProblems;
     throw invalidRequest(`Invalid file: the training file has ${n} problem${n === 1 ? '' : 's'}; nothing was stored.\n${describeProblems(check)}`, 'file', 'invalid_training_file');
+  }
+  const kept = await ft.store.fileUsage(caller.account.id);
+  if (kept.files >= MAX_FILES_PER_ACCOUNT || kept.bytes + file.bytes.byteLength > MAX_FILE_BYTES_PER_ACCOUNT) {
+    throw invalidRequest(
+      `File storage limit reached: an account keeps at most ${MAX_FILES_PER_ACCOUNT} files and ${MAX_FILE_BYTES_PER_ACCOUNT} bytes (this one has ${kept.files} files, ${kept.bytes} bytes). Delete files with DELETE /v1/files/{id}.`,
+      'file',
+      'file_storage_limit',
+    );
   }
   const record = {
     id: `file-${randomBase62(24)}`,

@@ -15,6 +15,9 @@ import { randomBase62 } from '../ids.ts';
 import { isFineTunedModelName, MAX_SUFFIX_CHARS, sanitiseSuffix, specialistForModel } from '../model-names.ts';
 import { FINE_TUNE_PURPOSE } from './files.ts';
 
+/** Jobs of one account not yet finished; more wait for one to end (they run one at a time anyway). */
+export const MAX_OPEN_JOBS_PER_ACCOUNT = 5;
+
 function jobNotFound(id: string): ApiError {
   return new ApiError(404, 'invalid_request_error', `No such fine-tuning job: ${id.slice(0, 128)}`, { code: 'fine_tuning_job_not_found', param: null });
 }
@@ -31,6 +34,13 @@ export async function createJob(svc: ServiceParts, caller: Caller, ctx: RequestC
   svc.access.requireSpecialist(caller, specialist, 'model');
   const training = await trainingData(ft, caller, req.trainingFile, 'training_file');
   if (req.validationFile !== null) await trainingData(ft, caller, req.validationFile, 'validation_file');
+  const open = await ft.store.openJobCount(caller.account.id);
+  if (open >= MAX_OPEN_JOBS_PER_ACCOUNT) {
+    throw new ApiError(429, 'rate_limit_error', `This account already has ${open} fine-tuning jobs that have not finished (at most ${MAX_OPEN_JOBS_PER_ACCOUNT}); wait for one to end or cancel one.`, {
+      code: 'too_many_fine_tuning_jobs',
+      retryAfterSeconds: 60,
+    });
+  }
 
   let suffix: string | null = null;
   if (req.suffix !== null) {

@@ -252,6 +252,25 @@ describe('a plan change', () => {
   });
 });
 
+describe('limits', () => {
+  it('at most 5 unfinished jobs per account: the 6th is a 429 until one ends', async () => {
+    // No trainer on this server: jobs wait for a replica that has one.
+    const s = await startServer({ engine: async () => (engine ??= watched(await testEngine())) });
+    try {
+      const c = new OpenAI({ baseURL: s.baseURL, apiKey: s.key('scale', { paid: true }), maxRetries: 0 });
+      const f = await upload(c, trainingJsonl(2));
+      const jobs = [];
+      for (let i = 0; i < 5; i++) jobs.push(await c.fineTuning.jobs.create({ model: 'svc-chat', training_file: f.id }));
+      const e = await caught(c.fineTuning.jobs.create({ model: 'svc-chat', training_file: f.id }));
+      expect([e.status, e.code]).toEqual([429, 'too_many_fine_tuning_jobs']);
+      await c.fineTuning.jobs.cancel(jobs[0].id);
+      expect((await c.fineTuning.jobs.create({ model: 'svc-chat', training_file: f.id })).status).toBe('validating_files');
+    } finally {
+      await s.close();
+    }
+  });
+});
+
 describe('other transports', () => {
   it('reach the JSON endpoints over a WebSocket (pages included), and are told uploads need HTTP', async () => {
     const ws = await connectWs(h.url.replace(/^http/, 'ws') + '/v1/ws', scaleKey, WebSocket as never);

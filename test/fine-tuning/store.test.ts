@@ -79,6 +79,8 @@ function suite(name: string, open: () => Promise<Fixture>) {
       expect((await s.listFiles(a.account, { limit: 2 })).map((x) => x.id)).toEqual([`file-${name}-3`, `file-${name}-2`]);
       expect((await s.listFiles(a.account, { limit: 5, after: `file-${name}-2` })).map((x) => x.id)).toEqual([`file-${name}-1`]);
       expect(await s.listFiles(b.account, { limit: 5 })).toEqual([]);
+      expect(await s.fileUsage(a.account)).toEqual({ files: 3, bytes: 9 });
+      expect(await s.fileUsage(b.account)).toEqual({ files: 0, bytes: 0 });
       expect(await s.deleteFile(b.account, `file-${name}-1`)).toBe(false);
       expect(await s.deleteFile(a.account, `file-${name}-1`)).toBe(true);
       expect(await s.deleteFile(a.account, `file-${name}-1`)).toBe(false);
@@ -88,6 +90,7 @@ function suite(name: string, open: () => Promise<Fixture>) {
       const s = f.store;
       const j = job(a.account, a.key, { status: 'validating_files' });
       await s.createJob(j, event(j.id, 'created'));
+      expect(await s.openJobCount(a.account)).toBe(1);
       expect(await s.job(a.account, j.id)).toEqual(j);
       expect(await s.job(b.account, j.id)).toBeUndefined();
       expect((await s.jobsToValidate(10)).map((x) => x.id)).toContain(j.id);
@@ -105,6 +108,8 @@ function suite(name: string, open: () => Promise<Fixture>) {
       const error = { code: 'invalid_training_file', message: 'line 2: bad', param: 'training_file' };
       expect(await s.transitionJob(failed.id, ['queued'], 'failed', { error, finishedAt: 6, event: event(failed.id, 'failed') })).toBe(true);
       expect(await s.job(a.account, failed.id)).toMatchObject({ status: 'failed', error });
+      expect(await s.openJobCount(a.account)).toBe(0);
+      expect(await s.openJobCount(b.account)).toBe(0);
       const listed = await s.listJobs(a.account, { limit: 10 });
       expect(listed.map((x) => x.id).slice(0, 2)).toEqual([failed.id, j.id]);
       expect((await s.listJobs(a.account, { limit: 10, after: failed.id }))[0].id).toBe(j.id);
