@@ -145,13 +145,14 @@ export class PostgresFineTuning implements FineTuningStore {
     return rows.map(toEvent);
   }
 
-  async saveCheckpoint(jobId: string, step: number, state: Uint8Array, now: number): Promise<void> {
+  async saveCheckpoint(jobId: string, step: number, state: Uint8Array, now: number): Promise<boolean> {
     // Only for a job still running: a late save after a cancel must not leave a checkpoint behind.
-    await this.db.query(
+    const { rowCount } = await this.db.query(
       `INSERT INTO ft_checkpoints (job_id, step, state, created_at) SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM ft_jobs WHERE id = $1 AND status = 'running')
        ON CONFLICT (job_id) DO UPDATE SET step = excluded.step, state = excluded.state, created_at = excluded.created_at`,
       [jobId, step, bytea(state), now],
     );
+    return rowCount === 1;
   }
 
   async checkpoint(jobId: string): Promise<{ step: number; state: Uint8Array } | undefined> {

@@ -151,14 +151,14 @@ export class SqliteFineTuning implements FineTuningStore {
     return rows.map(toEvent);
   }
 
-  saveCheckpoint(jobId: string, step: number, state: Uint8Array, now: number): void {
+  saveCheckpoint(jobId: string, step: number, state: Uint8Array, now: number): boolean {
     // Only for a job still running: a late save after a cancel must not leave a checkpoint behind.
-    this.db
+    return this.db
       .prepare(
         `INSERT INTO ft_checkpoints (job_id, step, state, created_at) SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM ft_jobs WHERE id = ? AND status = 'running')
          ON CONFLICT (job_id) DO UPDATE SET step = excluded.step, state = excluded.state, created_at = excluded.created_at`,
       )
-      .run(jobId, step, blob(state), now, jobId);
+      .run(jobId, step, blob(state), now, jobId).changes === 1;
   }
 
   checkpoint(jobId: string): { step: number; state: Uint8Array } | undefined {

@@ -141,8 +141,8 @@ export interface FineTuningStore {
   /** Newest first, as the provider lists them. */
   listJobEvents(jobId: string, page: Page): Awaitable<JobEventRecord[]>;
 
-  /** The latest checkpoint replaces the one before (one per job). */
-  saveCheckpoint(jobId: string, step: number, state: Uint8Array, now: number): Awaitable<void>;
+  /** The latest checkpoint replaces the one before (one per job); false (nothing kept) once the job is no longer running. */
+  saveCheckpoint(jobId: string, step: number, state: Uint8Array, now: number): Awaitable<boolean>;
   checkpoint(jobId: string): Awaitable<{ step: number; state: Uint8Array } | undefined>;
 
   /**

@@ -205,8 +205,7 @@ export class JobRunner {
           every: this.opts.checkpointEvery,
           resumeFrom: resume?.state,
           save: async (state, step) => {
-            await this.store.saveCheckpoint(job.id, step, state, this.clock.now());
-            await this.store.addJobEvent(this.event(job.id, `Checkpoint saved at step ${step}`, { step }));
+            if (await this.store.saveCheckpoint(job.id, step, state, this.clock.now())) await this.store.addJobEvent(this.event(job.id, `Checkpoint saved at step ${step}`, { step }));
           },
         },
       };

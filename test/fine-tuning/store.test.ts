@@ -131,8 +131,8 @@ function suite(name: string, open: () => Promise<Fixture>) {
       expect(await s.renewLease(j.id, 'r1', 300)).toBe(true);
       expect(await s.claimJob('r2', 250, 350)).toBeUndefined();
 
-      await s.saveCheckpoint(j.id, 4, new Uint8Array([4]), 1);
-      await s.saveCheckpoint(j.id, 8, new Uint8Array([8, 8]), 2);
+      expect(await s.saveCheckpoint(j.id, 4, new Uint8Array([4]), 1)).toBe(true);
+      expect(await s.saveCheckpoint(j.id, 8, new Uint8Array([8, 8]), 2)).toBe(true);
       expect(await s.checkpoint(j.id)).toEqual({ step: 8, state: new Uint8Array([8, 8]) });
       // r1 died; its lease lapses and r2 takes the job over with its checkpoint.
       expect(await s.claimJob('r2', 301, 400)).toMatchObject({ id: j.id });
@@ -144,7 +144,7 @@ function suite(name: string, open: () => Promise<Fixture>) {
       expect(await s.transitionJob(j.id, ['running'], 'failed', { runner: 'r2', event: event(j.id, 'no') })).toBe(false);
       expect(await s.transitionJob(j.id, ['running'], 'cancelled', { finishedAt: 9, event: event(j.id, 'cancelled') })).toBe(true);
       expect(await s.checkpoint(j.id)).toBeUndefined();
-      await s.saveCheckpoint(j.id, 9, new Uint8Array([9]), 3);
+      expect(await s.saveCheckpoint(j.id, 9, new Uint8Array([9]), 3)).toBe(false);
       expect(await s.checkpoint(j.id)).toBeUndefined();
     });
 
