@@ -37,6 +37,7 @@ export const DEFAULT_RUNNER_OPTIONS: RunnerOptions = { pollMs: 5000, leaseMs: 12
 /** Names tried for a model before the job fails (`suffix`, `suffix-2`, …). */
 const NAME_ATTEMPTS = 50;
 const YIELD_POLL_MS = 20;
+const RENEW_EVERY_MS = 10_000;
 
 type StopReason = 'cancelled' | 'shutdown' | 'lease-lost';
 
@@ -141,7 +142,7 @@ export class JobRunner {
     for (const [param, id] of [['training_file', job.trainingFile], ['validation_file', job.validationFile]] as const) {
       if (id === null) continue;
       const data = await this.conversations(job, id);
-      if (typeof data === 'string') return { code: 'invalid_training_file', message: `${param} ${id}: ${data}`, param };
+      if (typeof data === 'string') return { code: 'invalid_training_file', message: `${param} ${id}: ${data}`.slice(0, 4000), param };
     }
     return undefined;
   }
@@ -181,7 +182,8 @@ export class JobRunner {
         // An abort is not thrown here: the training loop sees the signal and saves a checkpoint on its way out.
         beforeStep: async () => {
           if (controller.signal.aborted) return;
-          if (this.clock.now() > leaseUntil - this.opts.leaseMs / 2) {
+          // Renewed often enough that a cancel made on another replica stops this one within seconds.
+          if (this.clock.now() > leaseUntil - this.opts.leaseMs + Math.min(this.opts.leaseMs / 2, RENEW_EVERY_MS)) {
             const until = this.clock.now() + this.opts.leaseMs;
             if (!(await this.store.renewLease(job.id, this.id, until))) controller.abort('lease-lost' satisfies StopReason);
             else leaseUntil = until;

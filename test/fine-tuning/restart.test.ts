@@ -57,6 +57,32 @@ describe('restart', () => {
   });
 });
 
+describe('replicas', () => {
+  it('a job cancelled on another replica stops here at the next lease renewal', async () => {
+    const clock = new ManualClock();
+    const tuner = new StandInTuner(20);
+    const s = await startServer({ clock, engine: never, fineTuning: { tuner, runner: { pollMs: 50, leaseMs: 60_000 } } });
+    try {
+      const client = new OpenAI({ baseURL: s.baseURL, apiKey: s.key('scale', { paid: true }), maxRetries: 0 });
+      const f = await upload(client, trainingJsonl(8));
+      const job = await client.fineTuning.jobs.create({ model: 'svc-chat', training_file: f.id, hyperparameters: { n_epochs: 20, batch_size: 1 } });
+      await waitForStatus(client, job.id, ['running']);
+      // Another replica's cancel reaches this one only through the store.
+      const cancel = { jobId: job.id, createdAt: clock.now(), level: 'info' as const, message: 'Fine-tuning job cancelled', type: 'message' as const, data: {} };
+      expect(await s.app.store.fineTuning!.transitionJob(job.id, ['running'], 'cancelled', { finishedAt: clock.now(), event: cancel })).toBe(true);
+      await new Promise((r) => setTimeout(r, 200));
+      expect(s.app.service.fineTuningRunner!.currentJob).toBe(job.id);
+      clock.advance(10_001);
+      await waitFor('the runner to let go', async () => s.app.service.fineTuningRunner!.currentJob === undefined, 5000);
+      const after = await client.fineTuning.jobs.retrieve(job.id);
+      expect([after.status, after.fine_tuned_model]).toEqual(['cancelled', null]);
+      expect(tuner.loaded.size).toBe(0);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
 describe('yielding to inference', () => {
   it('waits while inference is busy, at most maxYieldMs per step', async () => {
     const tuner = new StandInTuner(0);
