@@ -3,20 +3,28 @@
  * jobs to succeeded with their events, cancel, plans without the feature, fine-tuned models served to
  * their account only, training tokens in /v1/usage.
  *
- * STAND-IN TUNER: until the trainer and adapter serving are merged these tests train with
- * test/fine-tuning/stand-in-tuner.ts (the API plumbing only); the engine still serves the chats, and the
- * test checks the adapter id reaches GenerateOptions.adapter.
+ * STAND-IN TUNER: these tests train with test/fine-tuning/stand-in-tuner.ts (the API plumbing only, fast
+ * and deterministic); real-trainer.test.ts runs the same path on the real trainer and engine adapters.
+ * The stand-in's adapters are not real files, so the engine here records the adapter id each request
+ * asked for (the check) and generates without it.
  */
 import { readFileSync } from 'node:fs';
 import OpenAI from 'openai';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testEngine } from '../helpers/engine.ts';
+import type { TextEngine } from '../../engine/types.ts';
 import { watched, type Watched } from '../http/helpers/watched.ts';
 import { bearer, postJson, startServer, type Harness } from '../http/helpers/harness.ts';
 import { connectWs, WsRequestError } from '../../adapters/ws/client.ts';
 import { StandInTuner } from './stand-in-tuner.ts';
 import { caught, eventMessages, trainingJsonl, upload, waitFor, waitForStatus } from './helpers.ts';
+
+/** The test engine, watched; the stand-in's adapter ids are recorded but not passed on. */
+function servingStandIns(inner: TextEngine): Watched {
+  const w = watched(inner);
+  return { ...w, generate: (o) => (w.calls.push(o), inner.generate({ ...o, adapter: undefined } as typeof o)) };
+}
 
 let h: Harness;
 let tuner: StandInTuner;
@@ -28,7 +36,7 @@ let solo: OpenAI;
 beforeAll(async () => {
   tuner = new StandInTuner(5);
   h = await startServer({
-    engine: async () => (engine ??= watched(await testEngine())),
+    engine: async () => (engine ??= servingStandIns(await testEngine())),
     fineTuning: { tuner, runner: { pollMs: 50, checkpointEvery: 2, progressEventMs: 0 } },
   });
   scaleKey = h.key('scale', { paid: true });
@@ -89,7 +97,7 @@ describe('files', () => {
     const r = await postJson(`${h.baseURL}/files`, { purpose: 'fine-tune' }, bearer(scaleKey));
     expect(r.status).toBe(400);
     expect((await r.json()).error.code).toBe('unsupported_content_type');
-    const small = await startServer({ engine: async () => (engine ??= watched(await testEngine())), maxUploadBytes: 1000 });
+    const small = await startServer({ engine: async () => (engine ??= servingStandIns(await testEngine())), maxUploadBytes: 1000 });
     try {
       const big = new OpenAI({ baseURL: small.baseURL, apiKey: small.key('scale', { paid: true }), maxRetries: 0 });
       const e = await caught(upload(big, trainingJsonl(40)));
@@ -255,7 +263,7 @@ describe('a plan change', () => {
 describe('limits', () => {
   it('at most 5 unfinished jobs per account: the 6th is a 429 until one ends', async () => {
     // No trainer on this server: jobs wait for a replica that has one.
-    const s = await startServer({ engine: async () => (engine ??= watched(await testEngine())) });
+    const s = await startServer({ engine: async () => (engine ??= servingStandIns(await testEngine())) });
     try {
       const c = new OpenAI({ baseURL: s.baseURL, apiKey: s.key('scale', { paid: true }), maxRetries: 0 });
       const f = await upload(c, trainingJsonl(2));
@@ -292,7 +300,7 @@ describe('other transports', () => {
 describe('cancel', () => {
   it('stops a running job: cancelled, no model, no usage', async () => {
     const slow = new StandInTuner(40);
-    const s = await startServer({ engine: async () => (engine ??= watched(await testEngine())), fineTuning: { tuner: slow, runner: { pollMs: 50, checkpointEvery: 1 } } });
+    const s = await startServer({ engine: async () => (engine ??= servingStandIns(await testEngine())), fineTuning: { tuner: slow, runner: { pollMs: 50, checkpointEvery: 1 } } });
     try {
       const key = s.key('scale', { paid: true });
       const c = new OpenAI({ baseURL: s.baseURL, apiKey: key, maxRetries: 0 });
