@@ -6,7 +6,8 @@
 import type { Caller } from '../access.ts';
 import type { Ticket } from '../admission.ts';
 import type { ServiceParts } from '../context.ts';
-import { ApiError, modelNotFound } from '../errors.ts';
+import { EngineInputError } from '../../engine/types.ts';
+import { ApiError, invalidRequest, modelNotFound } from '../errors.ts';
 import type { AdapterLease } from './adapter-cache.ts';
 import type { FineTunedModelRecord } from './records.ts';
 
@@ -24,7 +25,13 @@ export async function withAdapter(svc: ServiceParts, caller: Caller, model: Fine
   try {
     const adapters = svc.fineTuning?.adapters;
     if (!adapters) throw new ApiError(503, 'server_error', 'This server cannot serve fine-tuned models right now (it runs without a trainer to load adapters); retry later.', { code: 'fine_tuned_model_unavailable', retryAfterSeconds: 30 });
-    lease = await adapters.acquire(caller.account.id, model.name);
+    lease = await adapters.acquire(caller.account.id, model.name).catch((e: unknown) => {
+      // The engine refuses the file: the server now runs another base model than the one it was trained on.
+      if (e instanceof EngineInputError) {
+        throw invalidRequest(`The fine-tuned model ${model.name} cannot run on the model this server serves now (${e.message}); fine-tune it again.`, param, 'model_incompatible');
+      }
+      throw e;
+    });
     if (!lease) throw modelNotFound(model.name, param);
   } catch (e) {
     ticket.release();

@@ -1,6 +1,10 @@
-/** The adapter cache: lazy loads (one per name however many ask at once), LRU unloads, never an adapter in use. */
+/** The adapter cache: lazy loads (one per name however many ask at once), LRU unloads, never an adapter in use; and how a request holds one. */
 import { describe, expect, it } from 'vitest';
+import { EngineInputError } from '../../engine/types.ts';
+import type { Caller } from '../../protocol/access.ts';
+import type { ServiceParts } from '../../protocol/context.ts';
 import { AdapterCache } from '../../protocol/fine-tuning/adapter-cache.ts';
+import { withAdapter } from '../../protocol/fine-tuning/serving.ts';
 import type { FineTuningStore } from '../../protocol/fine-tuning/records.ts';
 import { StandInTuner } from './stand-in-tuner.ts';
 
@@ -59,5 +63,34 @@ describe('the adapter cache', () => {
     expect(cache.size).toBe(0);
     fail = false;
     expect((await cache.acquire(1, 'a'))!.id).toMatch(/^adapter-/);
+  });
+});
+
+describe('serving a fine-tuned model', () => {
+  const model = { name: 'ft:svc-chat:acct-1:a', accountId: 1, specialist: 'chat', jobId: 'ftjob-x', bytes: 1, createdAt: 0 };
+  const caller = { account: { id: 1 } } as unknown as Caller;
+
+  it('holds the adapter until the ticket is released, and releases the ticket on a refusal', async () => {
+    const tuner = new StandInTuner();
+    const adapters = new AdapterCache(storeWith(['ft:svc-chat:acct-1:a', 'b']), async () => tuner, 0);
+    const svc = { fineTuning: { adapters } } as unknown as ServiceParts;
+    let released = 0;
+    const held = await withAdapter(svc, caller, model, { release: () => released++ }, 'model');
+    expect(tuner.loaded.get(held.adapter)?.name).toBe(model.name);
+    held.ticket.release();
+    expect(released).toBe(1);
+    await new Promise((r) => setTimeout(r, 0));
+    // Capacity 0: unloaded as soon as nobody holds it.
+    expect(tuner.unloaded).toEqual([held.adapter]);
+
+    const refusing = Object.assign(Object.create(tuner) as StandInTuner, { loadAdapter: () => Promise.reject(new EngineInputError('adapter is for architecture gpt2, the model is llama', 'adapter')) });
+    const svc2 = { fineTuning: { adapters: new AdapterCache(storeWith([model.name]), async () => refusing, 2) } } as unknown as ServiceParts;
+    const e = await withAdapter(svc2, caller, model, { release: () => released++ }, 'model').catch((x: unknown) => x);
+    expect(e).toMatchObject({ status: 400, code: 'model_incompatible', param: 'model' });
+    expect((e as Error).message).toMatch(/architecture gpt2/);
+    expect(released).toBe(2);
+    const none = await withAdapter({} as ServiceParts, caller, model, { release: () => released++ }, 'model').catch((x: unknown) => x);
+    expect(none).toMatchObject({ status: 503, code: 'fine_tuned_model_unavailable' });
+    expect(released).toBe(3);
   });
 });
