@@ -90,7 +90,6 @@ export async function deleteFile(svc: ServiceParts, caller: Caller, ctx: Request
 
 /** The name as sent, without any folder part or control characters, at most 255 characters. */
 function cleanFilename(name: string): string {
-  // eslint-disable-next-line no-control-regex
   const base = name.split(/[\\/]/).pop()!.replace(/[\u0000-\u001f\u007f]/g, '').trim();
   return (base || 'upload.jsonl').slice(0, MAX_FILENAME_CHARS);
 }
