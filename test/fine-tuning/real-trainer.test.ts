@@ -8,13 +8,16 @@
  * their modules are imported by path at run time. After the merge, replace the dynamic imports with
  * static ones.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WebGpuEngine } from '../../engine/engine.ts';
 import { engineTuner, type AdapterEngine, type TrainingFunctions } from '../../protocol/fine-tuning/engine-tuner.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { startServer, type Harness } from '../http/helpers/harness.ts';
-import { caught, eventMessages, upload, waitForStatus } from './helpers.ts';
+import { caught, eventMessages, upload, waitFor, waitForStatus } from './helpers.ts';
 
 async function trainingFunctions(): Promise<TrainingFunctions<AdapterEngine> | undefined> {
   const paths = ['../../engine/train/fine-tune.ts', '../../engine/train/render.ts'];
@@ -67,5 +70,46 @@ describe.skipIf(!ready)('fine-tuning on the real trainer', () => {
     expect([foreign.status, foreign.code]).toEqual([404, 'model_not_found']);
     const solo = new OpenAI({ baseURL: h.baseURL, apiKey: h.key('solo', { paid: true }), maxRetries: 0 });
     expect((await caught(upload(solo, jsonl))).status).toBe(403);
+  });
+});
+
+describe.skipIf(!ready)('a real training job across a restart', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'svc-ft-real-restart-'));
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  it('resumes from the checkpoint the stopped server saved, to succeeded', async () => {
+    const engine = (await testEngine()) as unknown as AdapterEngine;
+    const options = { engine: engine as never, dataDir, fineTuning: { tuner: engineTuner(engine, training!), runner: { pollMs: 100, checkpointEvery: 4 } } };
+    const a = await startServer(options);
+    const key = a.key('scale', { paid: true });
+    let client = new OpenAI({ baseURL: a.baseURL, apiKey: key, maxRetries: 0 });
+    const file = await upload(client, jsonl);
+    const job = await client.fineTuning.jobs.create({ model: 'svc-chat', training_file: file.id, suffix: 'resumed', seed: 3, hyperparameters: { n_epochs: 12, batch_size: 2 } });
+    await waitFor('a checkpoint', async () => (await eventMessages(client, job.id)).some((m) => m.startsWith('Checkpoint saved')), 300_000);
+    await a.close();
+    // Stopped, not finished: a server without a trainer sees it still running.
+    const peek = await startServer({ ...options, fineTuning: undefined });
+    try {
+      expect((await new OpenAI({ baseURL: peek.baseURL, apiKey: key, maxRetries: 0 }).fineTuning.jobs.retrieve(job.id)).status).toBe('running');
+    } finally {
+      await peek.close();
+    }
+
+    const b = await startServer(options);
+    try {
+      client = new OpenAI({ baseURL: b.baseURL, apiKey: key, maxRetries: 0 });
+      const done = await waitForStatus(client, job.id, ['succeeded', 'failed'], 600_000);
+      expect(done.error).toBeNull();
+      expect(done.fine_tuned_model).toMatch(/:resumed$/);
+      const messages = await eventMessages(client, job.id);
+      const at = messages.findIndex((m) => m.startsWith('Resuming fine-tuning from the checkpoint at step '));
+      const resumed = Number(/(\d+)$/.exec(messages[at])![1]);
+      expect(resumed).toBeGreaterThan(0);
+      // The new server went on from there: its first step is the one after the checkpoint.
+      const next = messages.slice(at).find((m) => m.startsWith('Step '));
+      expect(next).toMatch(new RegExp(`^Step ${resumed + 1}/`));
+    } finally {
+      await b.close();
+    }
   });
 });
