@@ -12,7 +12,7 @@ import { chatCompletions } from './handlers/chat-completions.ts';
 import { health } from './handlers/health.ts';
 import { infer } from './handlers/infer.ts';
 import { responses } from './handlers/responses.ts';
-import { listModels, retrieveModel } from './handlers/models.ts';
+import { deleteModel, listModels, retrieveModel } from './handlers/models.ts';
 import { usage } from './handlers/usage.ts';
 import { createFile, deleteFile, listFiles, retrieveFile } from './handlers/files.ts';
 import { cancelJob, createJob, listJobEvents, listJobs, retrieveJob } from './handlers/fine-tuning.ts';
@@ -34,6 +34,7 @@ export type Operation =
   | 'infer'
   | 'models.list'
   | 'models.retrieve'
+  | 'models.delete'
   | 'usage'
   | 'files.create'
   | 'files.list'
@@ -79,6 +80,7 @@ const AUTHENTICATED: Record<Exclude<Operation, 'health'>, Handler> = {
   infer,
   'models.list': listModels,
   'models.retrieve': retrieveModel,
+  'models.delete': deleteModel,
   usage,
   'files.create': createFile,
   'files.list': listFiles,

@@ -15,6 +15,7 @@ const ROUTES: readonly Route[] = [
   { method: 'POST', pattern: /^\/v1\/infer$/, op: 'infer' },
   { method: 'GET', pattern: /^\/v1\/models$/, op: 'models.list' },
   { method: 'GET', pattern: /^\/v1\/models\/(?<id>[^/]+)$/, op: 'models.retrieve' },
+  { method: 'DELETE', pattern: /^\/v1\/models\/(?<id>[^/]+)$/, op: 'models.delete' },
   { method: 'GET', pattern: /^\/v1\/usage$/, op: 'usage' },
   { method: 'POST', pattern: /^\/v1\/files$/, op: 'files.create' },
   { method: 'GET', pattern: /^\/v1\/files$/, op: 'files.list' },

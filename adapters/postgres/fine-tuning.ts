@@ -198,6 +198,11 @@ export class PostgresFineTuning implements FineTuningStore {
     return rows[0] && bytes(rows[0].adapter);
   }
 
+  async deleteFineTunedModel(accountId: number, name: string): Promise<boolean> {
+    const { rowCount } = await this.db.query('DELETE FROM ft_models WHERE name = $1 AND account_id = $2', [name, accountId]);
+    return rowCount === 1;
+  }
+
   async trainingUsage(keyId: number, periodStart: number): Promise<{ trainedTokens: number; jobs: number }> {
     const { rows } = await this.db.query<{ t: string; n: string }>('SELECT coalesce(sum(trained_tokens), 0)::bigint AS t, count(*) AS n FROM ft_usage WHERE key_id = $1 AND period_start = $2', [keyId, periodStart]);
     return { trainedTokens: num(rows[0].t), jobs: num(rows[0].n) };

@@ -199,6 +199,10 @@ export class SqliteFineTuning implements FineTuningStore {
     return r && bytes(r.adapter);
   }
 
+  deleteFineTunedModel(accountId: number, name: string): boolean {
+    return this.db.prepare('DELETE FROM ft_models WHERE name = ? AND account_id = ?').run(name, accountId).changes === 1;
+  }
+
   trainingUsage(keyId: number, periodStart: number): { trainedTokens: number; jobs: number } {
     const r = this.db.prepare<[number, number], { t: number; n: number }>('SELECT coalesce(sum(trained_tokens), 0) AS t, count(*) AS n FROM ft_usage WHERE key_id = ? AND period_start = ?').get(keyId, periodStart)!;
     return { trainedTokens: r.t, jobs: r.n };

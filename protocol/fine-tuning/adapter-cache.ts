@@ -12,6 +12,8 @@ export const DEFAULT_ADAPTER_CACHE = 8;
 interface Entry {
   id: Promise<string>;
   refs: number;
+  /** The model was deleted: unloaded as soon as nobody holds it. */
+  forgotten?: boolean;
 }
 
 export interface AdapterLease {
@@ -72,9 +74,20 @@ export class AdapterCache {
         if (released) return;
         released = true;
         held.refs--;
+        if (held.forgotten && held.refs === 0) this.unload(held);
         this.evict();
       },
     };
+  }
+
+  /** The model was deleted: its adapter is unloaded now, or when the last request using it ends. */
+  forget(accountId: number, name: string): void {
+    const key = `${accountId}\n${name}`;
+    const entry = this.entries.get(key);
+    if (!entry) return;
+    this.entries.delete(key);
+    entry.forgotten = true;
+    if (entry.refs === 0) this.unload(entry);
   }
 
   /** Unloads least recently used adapters nobody holds until at most `capacity` are loaded. */
@@ -83,7 +96,11 @@ export class AdapterCache {
       if (this.entries.size <= this.capacity) return;
       if (entry.refs > 0) continue;
       this.entries.delete(key);
-      void entry.id.then((id) => this.tuner().then((t) => t.unloadAdapter(id))).catch(() => {});
+      this.unload(entry);
     }
+  }
+
+  private unload(entry: Entry): void {
+    void entry.id.then((id) => this.tuner().then((t) => t.unloadAdapter(id))).catch(() => {});
   }
 }

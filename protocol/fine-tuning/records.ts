@@ -154,6 +154,8 @@ export interface FineTuningStore {
   fineTunedModel(accountId: number, name: string): Awaitable<FineTunedModelRecord | undefined>;
   listFineTunedModels(accountId: number): Awaitable<FineTunedModelRecord[]>;
   adapter(accountId: number, name: string): Awaitable<Uint8Array | undefined>;
+  /** Removes the model and its adapter (its job keeps the name it produced); false when there was none. */
+  deleteFineTunedModel(accountId: number, name: string): Awaitable<boolean>;
 
   /** Training tokens and finished jobs counted for this key in the period. */
   trainingUsage(keyId: number, periodStart: number): Awaitable<{ trainedTokens: number; jobs: number }>;

@@ -52,6 +52,21 @@ describe('the adapter cache', () => {
     c.release();
   });
 
+  it('unloads a deleted model at once, or when the last request using it ends', async () => {
+    const tuner = new StandInTuner();
+    const cache = new AdapterCache(storeWith(['a', 'b']), async () => tuner, 8);
+    (await cache.acquire(1, 'a'))!.release();
+    const b = (await cache.acquire(1, 'b'))!;
+    cache.forget(1, 'a');
+    cache.forget(1, 'b');
+    await new Promise((r) => setTimeout(r, 0));
+    expect([...tuner.loaded.values()].map((x) => x.name)).toEqual(['b']);
+    b.release();
+    await new Promise((r) => setTimeout(r, 0));
+    expect(tuner.loaded.size).toBe(0);
+    expect(cache.size).toBe(0);
+  });
+
   it('forgets a failed load, so the next request tries again', async () => {
     const tuner = new StandInTuner();
     let fail = true;

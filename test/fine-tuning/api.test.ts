@@ -243,10 +243,29 @@ describe('a job', () => {
   });
 });
 
+describe('deleting a fine-tuned model', () => {
+  it('removes it for its account (gone from the list, 404 after, adapter unloaded); others cannot', async () => {
+    const name = `${(await scale.fineTuning.jobs.list()).data.find((j) => j.fine_tuned_model)!.fine_tuned_model!.replace(/-2$/, '')}-2`;
+    // Loaded by a request first, so the delete has something to unload.
+    await scale.chat.completions.create({ model: name, messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
+    const loaded = [...tuner.loaded.entries()].find(([, a]) => a.name === name)![0];
+    expect((await caught(other.models.delete(name))).status).toBe(404);
+    const base = await caught(scale.models.delete('svc-chat'));
+    expect([base.status, base.code]).toEqual([403, 'model_not_deletable']);
+    expect(await scale.models.delete(name)).toEqual({ id: name, object: 'model', deleted: true });
+    expect((await scale.models.list()).data.map((m) => m.id)).not.toContain(name);
+    expect((await caught(scale.models.retrieve(name))).status).toBe(404);
+    expect((await caught(scale.chat.completions.create({ model: name, messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 }))).code).toBe('model_not_found');
+    expect((await caught(scale.models.delete(name))).status).toBe(404);
+    await new Promise((r) => setTimeout(r, 0));
+    expect(tuner.unloaded).toContain(loaded);
+  });
+});
+
 describe('a plan change', () => {
   it('away from fine-tuning hides the models and refuses them with 403; back again restores them', async () => {
     const { account } = h.admin.resolveKey(scaleKey);
-    const name = (await scale.fineTuning.jobs.list()).data.find((j) => j.fine_tuned_model)!.fine_tuned_model!;
+    const name = (await scale.models.list()).data.find((m) => m.id.startsWith('ft:'))!.id;
     h.admin.setPlan(account.id, { plan: 'professional' }, h.clock.now());
     try {
       expect((await scale.models.list()).data.map((m) => m.id)).not.toContain(name);

@@ -177,6 +177,7 @@ function suite(name: string, open: () => Promise<Fixture>) {
       expect((await s.listFineTunedModels(a.account)).map((m) => m.name)).toEqual([model]);
       expect(await s.trainingUsage(a.key, 0)).toEqual({ trainedTokens: 500, jobs: 1 });
       expect(await s.trainingUsage(b.key, 0)).toEqual({ trainedTokens: 0, jobs: 0 });
+      expect(await s.deleteFineTunedModel(b.account, model)).toBe(false);
 
       // Another job cannot take the name: the runner is told to pick another, and nothing else changed.
       const k = job(a.account, a.key);
@@ -185,6 +186,13 @@ function suite(name: string, open: () => Promise<Fixture>) {
       expect(await s.completeJob({ ...completion('r1', model), jobId: k.id, model: { ...completion('r1', model).model, jobId: k.id } })).toBe('name-taken');
       expect(await s.job(a.account, k.id)).toMatchObject({ status: 'running', fineTunedModel: null });
       expect(await s.trainingUsage(a.key, 0)).toEqual({ trainedTokens: 500, jobs: 1 });
+      // Deleted: the model and adapter go; the job and the counted tokens stay.
+      expect(await s.deleteFineTunedModel(a.account, model)).toBe(true);
+      expect(await s.fineTunedModel(a.account, model)).toBeUndefined();
+      expect(await s.adapter(a.account, model)).toBeUndefined();
+      expect(await s.job(a.account, j.id)).toMatchObject({ status: 'succeeded', fineTunedModel: model });
+      expect(await s.trainingUsage(a.key, 0)).toEqual({ trainedTokens: 500, jobs: 1 });
+      expect(await s.deleteFineTunedModel(a.account, model)).toBe(false);
     });
   });
 }
