@@ -74,6 +74,8 @@ export interface SvcClient {
   models: {
     list(opts?: RequestOptions): Promise<JsonObject & { data: JsonObject[] }>;
     retrieve(id: string, opts?: RequestOptions): Promise<JsonObject>;
+    /** The account's own fine-tuned model. */
+    delete(id: string, opts?: RequestOptions): Promise<JsonObject>;
   };
   usage(opts?: RequestOptions): Promise<JsonObject>;
   health(opts?: RequestOptions): Promise<JsonObject>;
@@ -205,6 +207,7 @@ export function createClient(service: Service, opts: ClientOptions): SvcClient {
     models: {
       list: (o) => jsonCall('models.list', undefined, {}, o) as Promise<JsonObject & { data: JsonObject[] }>,
       retrieve: (id, o) => jsonCall('models.retrieve', undefined, { id }, o),
+      delete: (id, o) => jsonCall('models.delete', undefined, { id }, o),
     },
     usage: (o) => jsonCall('usage', undefined, {}, o),
     health: (o) => jsonCall('health', undefined, {}, o),

@@ -37,6 +37,8 @@ describe('fine-tuning in process', () => {
     expect(page.data).toHaveLength(2);
     expect(page.has_more).toBe(true);
     expect((await client.models.list()).data.map((m) => m.id)).toContain(done.fine_tuned_model);
+    expect(await client.models.delete(done.fine_tuned_model as string)).toMatchObject({ deleted: true });
+    expect((await client.models.list()).data.map((m) => m.id)).not.toContain(done.fine_tuned_model);
   });
 
   it('refuses as HTTP does', async () => {
