@@ -9,7 +9,7 @@ import { ServiceMetrics } from './metrics/registry.ts';
 import { Readiness } from './kit/observer.ts';
 import type { AdmissionLimits } from '../protocol/admission.ts';
 import type { Clock } from '../protocol/clock.ts';
-import { Service } from '../protocol/service.ts';
+import { Service, type FineTuningOptions } from '../protocol/service.ts';
 import type { ConnectionLimits } from './http/connection-limits.ts';
 import { DEFAULT_MAX_BODY_BYTES, HttpServer } from './http/server.ts';
 import { WsGateway, type WsLimits } from './ws/server.ts';
@@ -40,6 +40,10 @@ export interface AppOptions {
   limits?: Limits;
   /** The engine once loaded, for the metrics read at scrape time (queue, sequences, KV pages, prefix cache). */
   loadedEngine?: () => WebGpuEngine | undefined;
+  /** Largest file upload on POST /v1/files (default 16 MiB). */
+  maxUploadBytes?: number;
+  /** The trainer behind fine-tuning jobs and fine-tuned models (protocol/fine-tuning/tuner.ts). */
+  fineTuning?: FineTuningOptions;
 }
 
 export interface App {
@@ -63,7 +67,7 @@ export function createApp(opts: AppOptions): App {
   try {
     const store = opened.store;
     const version = packageVersion();
-    const service = new Service({ engine: opts.engine, store, limits: opts.limits, plans, specialists, clock: opts.clock, logger: opts.logger, admission: opts.admission, version });
+    const service = new Service({ engine: opts.engine, store, limits: opts.limits, plans, specialists, clock: opts.clock, logger: opts.logger, admission: opts.admission, version, fineTuning: opts.fineTuning });
     const readiness = new Readiness();
     let model: string | undefined;
     const metrics = new ServiceMetrics({
@@ -76,7 +80,7 @@ export function createApp(opts: AppOptions): App {
       },
     });
     const observe = (f: Parameters<ServiceMetrics['observe']>[0]) => metrics.observe(f);
-    const http = new HttpServer({ service, logger: opts.logger, maxBodyBytes: opts.maxBodyBytes, connections: opts.connections, observe, readiness, ui: opts.ui });
+    const http = new HttpServer({ service, logger: opts.logger, maxBodyBytes: opts.maxBodyBytes, maxUploadBytes: opts.maxUploadBytes, connections: opts.connections, observe, readiness, ui: opts.ui });
     // WebSocket on the same port, path /v1/ws.
     const ws = new WsGateway({ server: http.server, service, logger: opts.logger, observe, limits: { maxFrameBytes: opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, ...opts.ws } });
     return {
@@ -89,7 +93,7 @@ export function createApp(opts: AppOptions): App {
       opened,
       async close(graceMs) {
         readiness.drain();
-        await Promise.all([ws.shutdown(graceMs), http.shutdown(graceMs)]);
+        await Promise.all([ws.shutdown(graceMs), http.shutdown(graceMs), service.close()]);
         await opts.limits?.close?.();
         await opened.close();
       },

@@ -4,6 +4,7 @@ import type { AccessControl } from './access.ts';
 import type { Admission } from './admission.ts';
 import type { Clock } from './clock.ts';
 import type { ApiError } from './errors.ts';
+import type { FineTuning } from './fine-tuning/service-parts.ts';
 import type { Logger } from './logger.ts';
 import type { PlanCatalog } from './plans.ts';
 import type { RateLimitState } from './rate-limiter.ts';
@@ -24,6 +25,8 @@ export interface ServiceParts {
   /** ms since epoch, by `clock`. */
   startedAt: number;
   logger: Logger;
+  /** Files, jobs and fine-tuned models, where the store keeps them. */
+  fineTuning?: FineTuning;
 }
 
 /** Facts about a request for the transport's access log; never keys or prompts. */
@@ -53,10 +56,23 @@ export interface RequestContext {
   readBody(): Promise<unknown>;
   /** Path parameters, e.g. `{ id }` for a model. */
   params: Readonly<Record<string, string>>;
+  /** Query-string parameters (the list endpoints' `after` and `limit`); transports without them leave it out. */
+  query?: Readonly<Record<string, string>>;
+  /**
+   * Reads a multipart/form-data body (file uploads), bounded by the transport; rejects with an ApiError
+   * (400, 413) for a bad one. Absent where the transport cannot carry uploads (the protocol says so).
+   */
+  readUpload?(): Promise<Upload>;
   /** Aborted when the caller goes away: generation stops. */
   signal: AbortSignal;
   logger: Logger;
   record: RequestRecord;
+}
+
+/** A parsed multipart body: its text fields and its one file. */
+export interface Upload {
+  fields: Readonly<Record<string, string>>;
+  file?: { field: string; filename: string; contentType: string; bytes: Uint8Array };
 }
 
 export type Outcome =

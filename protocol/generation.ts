@@ -19,7 +19,8 @@ import type { Specialist } from './specialists/schema.ts';
 export interface PreparedRun {
   engine: TextEngine;
   promptTokens: number[];
-  options: Omit<GenerateOptions, 'prompt' | 'tokens' | 'signal' | 'constraint'>;
+  /** `adapter`: a fine-tuned model's LoRA adapter id on the engine (GenerateOptions.adapter). */
+  options: Omit<GenerateOptions, 'prompt' | 'tokens' | 'signal' | 'constraint'> & { adapter?: string };
   output: OutputPlan;
   grammar?: GrammarHandle;
   /** History turns that made it into the prompt (the oldest others were left out to fit). */
@@ -53,6 +54,8 @@ export interface RunInput {
   output: OutputPlan;
   sampling: SamplingRequest;
   params: ParamNames;
+  /** A fine-tuned model's adapter id on the engine. */
+  adapter?: string;
 }
 
 /**
@@ -123,6 +126,7 @@ export async function prepareRun(engine: TextEngine, input: RunInput): Promise<P
       stop: grammar && !output.formatStop && !output.closing ? [] : [...new Set([...sampling.stop, ...(output.formatStop ? rendered.stop : [])])],
       presencePenalty: sampling.presencePenalty,
       frequencyPenalty: sampling.frequencyPenalty,
+      ...(input.adapter !== undefined ? { adapter: input.adapter } : {}),
     },
   };
 }

@@ -33,3 +33,40 @@ export function specialistForModel(model: string, isSpecialist: (name: string) =
 export function modelIdFor(specialist: string): string {
   return MODEL_PREFIX + specialist;
 }
+
+/**
+ * Fine-tuned models (protocol/fine-tuning): `ft:svc-<specialist>:acct-<account id>:<suffix>`, the
+ * provider's `ft:<base>:<owner>:<suffix>` with our base model names. The suffix is made of
+ * [a-z0-9_-] (sanitiseSuffix), so the name splits on ':' unambiguously. Such a name selects a model only
+ * for its own account; the store decides, the grammar only says whether a name is of this kind.
+ */
+export const FINE_TUNED_PREFIX = 'ft:';
+export const MAX_SUFFIX_CHARS = 40;
+
+export function accountOwner(accountId: number): string {
+  return `acct-${accountId}`;
+}
+
+export function fineTunedModelName(specialist: string, accountId: number, suffix: string): string {
+  return `${FINE_TUNED_PREFIX}${modelIdFor(specialist)}:${accountOwner(accountId)}:${suffix}`;
+}
+
+export function isFineTunedModelName(model: string): boolean {
+  return model.startsWith(FINE_TUNED_PREFIX);
+}
+
+/** The parts of a fine-tuned model name, or undefined when it does not follow the grammar. */
+export function parseFineTunedModelName(model: string): { specialist: string; accountId: number; suffix: string } | undefined {
+  const m = /^ft:svc-([a-z][a-z0-9_-]*):acct-([1-9][0-9]{0,15}):([a-z0-9_-]{1,64})$/.exec(model);
+  return m ? { specialist: m[1], accountId: Number(m[2]), suffix: m[3] } : undefined;
+}
+
+/** A caller's suffix made safe for the name: lower case, runs of anything else as one '-', at most MAX_SUFFIX_CHARS. */
+export function sanitiseSuffix(suffix: string): string {
+  return suffix
+    .toLowerCase()
+    .replace(/[^a-z0-9_-]+/g, '-')
+    .replace(/-{2,}/g, '-')
+    .slice(0, MAX_SUFFIX_CHARS)
+    .replace(/^-+|-+$/g, '');
+}

@@ -12,8 +12,14 @@ import { chatCompletions } from './handlers/chat-completions.ts';
 import { health } from './handlers/health.ts';
 import { infer } from './handlers/infer.ts';
 import { responses } from './handlers/responses.ts';
-import { listModels, retrieveModel } from './handlers/models.ts';
+import { deleteModel, listModels, retrieveModel } from './handlers/models.ts';
 import { usage } from './handlers/usage.ts';
+import { createFile, deleteFile, listFiles, retrieveFile } from './handlers/files.ts';
+import { cancelJob, createJob, listJobEvents, listJobs, retrieveJob } from './handlers/fine-tuning.ts';
+import { AdapterCache, DEFAULT_ADAPTER_CACHE } from './fine-tuning/adapter-cache.ts';
+import { JobRunner, type RunnerOptions } from './fine-tuning/runner.ts';
+import type { FineTuning } from './fine-tuning/service-parts.ts';
+import type { Tuner } from './fine-tuning/tuner.ts';
 import { silentLogger, type Logger } from './logger.ts';
 import type { PlanCatalog } from './plans.ts';
 import { MemoryLimits, type Limits } from './limits.ts';
@@ -21,7 +27,32 @@ import type { RateLimitState } from './rate-limiter.ts';
 import type { SpecialistRegistry } from './specialists/registry.ts';
 import type { Store } from './store.ts';
 
-export type Operation = 'health' | 'chat.completions' | 'responses' | 'infer' | 'models.list' | 'models.retrieve' | 'usage';
+export type Operation =
+  | 'health'
+  | 'chat.completions'
+  | 'responses'
+  | 'infer'
+  | 'models.list'
+  | 'models.retrieve'
+  | 'models.delete'
+  | 'usage'
+  | 'files.create'
+  | 'files.list'
+  | 'files.retrieve'
+  | 'files.delete'
+  | 'fine_tuning.jobs.create'
+  | 'fine_tuning.jobs.list'
+  | 'fine_tuning.jobs.retrieve'
+  | 'fine_tuning.jobs.events'
+  | 'fine_tuning.jobs.cancel';
+
+export interface FineTuningOptions {
+  /** Trains jobs and loads fine-tuned adapters; without it jobs are accepted and wait for a replica that has one. */
+  tuner?: Tuner | (() => Promise<Tuner>);
+  runner?: Partial<RunnerOptions>;
+  /** Fine-tuned adapters kept loaded on this replica (default DEFAULT_ADAPTER_CACHE). */
+  adapterCache?: number;
+}
 
 export interface ServiceOptions {
   /** The engine, or a function that gives it; either way it is only touched by requests that reach the model. */
@@ -37,6 +68,8 @@ export interface ServiceOptions {
   admission?: AdmissionLimits;
   /** Reported by /health; the caller reads it (package.json's in Node: adapters/config-node.ts). */
   version: string;
+  /** Fine-tuning, where the store keeps it: the runner starts with the service and stops with close(). */
+  fineTuning?: FineTuningOptions;
 }
 
 type Handler = (svc: ServiceParts, caller: Caller, ctx: RequestContext) => Promise<Outcome>;
@@ -47,7 +80,17 @@ const AUTHENTICATED: Record<Exclude<Operation, 'health'>, Handler> = {
   infer,
   'models.list': listModels,
   'models.retrieve': retrieveModel,
+  'models.delete': deleteModel,
   usage,
+  'files.create': createFile,
+  'files.list': listFiles,
+  'files.retrieve': retrieveFile,
+  'files.delete': deleteFile,
+  'fine_tuning.jobs.create': createJob,
+  'fine_tuning.jobs.list': listJobs,
+  'fine_tuning.jobs.retrieve': retrieveJob,
+  'fine_tuning.jobs.events': listJobEvents,
+  'fine_tuning.jobs.cancel': cancelJob,
 };
 
 export class Service {
@@ -68,7 +111,19 @@ export class Service {
       version: opts.version,
       startedAt: clock.now(),
       logger,
+      fineTuning: fineTuningParts(opts, clock, logger),
     };
+    this.parts.fineTuning?.runner?.start();
+  }
+
+  /** Stops background work (a fine-tuning job in training is left to resume from its checkpoint). */
+  async close(): Promise<void> {
+    await this.parts.fineTuning?.runner?.stop();
+  }
+
+  /** The fine-tuning runner, when this service trains (for tests and operators). */
+  get fineTuningRunner(): JobRunner | undefined {
+    return this.parts.fineTuning?.runner;
   }
 
   /** The generations running and waiting now (for operators and tests). */
@@ -115,9 +170,20 @@ export class Service {
   }
 }
 
-function engineProvider(engine: ServiceOptions['engine']): () => Promise<TextEngine> {
+function fineTuningParts(opts: ServiceOptions, clock: Clock, logger: Logger): FineTuning | undefined {
+  const store = opts.store.fineTuning;
+  if (!store) return undefined;
+  const given = opts.fineTuning?.tuner;
+  if (!given) return { store };
+  const tuner = engineProvider<Tuner>(given);
+  const adapters = new AdapterCache(store, tuner, opts.fineTuning?.adapterCache ?? DEFAULT_ADAPTER_CACHE);
+  const systemPrompt = (name: string) => opts.specialists.get(name)?.systemPrompt || undefined;
+  return { store, adapters, runner: new JobRunner(store, tuner, clock, logger, opts.fineTuning?.runner, adapters, systemPrompt) };
+}
+
+function engineProvider<T extends object>(engine: T | (() => Promise<T>)): () => Promise<T> {
   if (typeof engine !== 'function') return () => Promise.resolve(engine);
-  let pending: Promise<TextEngine> | undefined;
+  let pending: Promise<T> | undefined;
   return () => {
     // A failed load is retried by the next request instead of failing every request forever.
     pending ??= engine().catch((e) => {

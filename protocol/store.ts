@@ -5,6 +5,7 @@
  * with Retry-After (backendUnavailable), never a generic failure.
  */
 import type { ConversationStore } from './conversations.ts';
+import type { FineTuningStore } from './fine-tuning/records.ts';
 import type { KeyMode } from './keys.ts';
 
 export interface AccountRecord {
@@ -62,4 +63,6 @@ export interface Store extends ConversationStore {
   usageInPeriod(keyId: number, periodStart: number): Awaitable<UsageRow[]>;
   /** Counts one request (once per requestId); durable when it returns (or its promise resolves). */
   recordUsage(entry: UsageEntry): Awaitable<void>;
+  /** Files, fine-tuning jobs and fine-tuned models; absent where the store cannot keep them (the browser's). */
+  readonly fineTuning?: FineTuningStore;
 }

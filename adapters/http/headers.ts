@@ -9,7 +9,7 @@ const DEFAULT_ALLOWED = 'authorization, content-type, x-request-id';
 export function preflightHeaders(req: IncomingMessage): Headers {
   const asked = req.headers['access-control-request-headers'];
   return {
-    'access-control-allow-methods': 'GET, POST, OPTIONS',
+    'access-control-allow-methods': 'GET, POST, DELETE, OPTIONS',
     'access-control-allow-headers': typeof asked === 'string' && TOKEN_LIST.test(asked) && asked.length <= 2000 ? asked : DEFAULT_ALLOWED,
     'access-control-max-age': '86400',
     vary: 'Access-Control-Request-Headers',

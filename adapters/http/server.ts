@@ -9,12 +9,13 @@ import type { Outcome, RequestContext, RequestRecord } from '../../protocol/cont
 import { ApiError, invalidRequest, requestTimeout, shuttingDown } from '../../protocol/errors.ts';
 import type { Service } from '../../protocol/service.ts';
 import { readJsonBody } from './body.ts';
+import { DEFAULT_MULTIPART_LIMITS, readUpload } from './multipart.ts';
 import { applyConnectionLimits, DEFAULT_CONNECTION_LIMITS, serverOptions, type ConnectionLimits } from './connection-limits.ts';
 import { preflightHeaders } from './headers.ts';
 import type { StaticAssets } from './static-assets.ts';
 import { CORS_HEADERS, errorHeaders, rateLimitHeaders, requestIdFor, type Headers } from '../kit/answer-headers.ts';
 import type { HttpLogger } from './logger.ts';
-import { matchRoute, routeError } from '../kit/routes.ts';
+import { matchRoute, parseQuery, routeError } from '../kit/routes.ts';
 import { InFlight, pumpStream } from '../kit/lifecycle.ts';
 import { Readiness, type RequestObserver } from '../kit/observer.ts';
 import { SSE_HEADERS, sseEvent } from '../kit/sse.ts';
@@ -29,6 +30,8 @@ export interface HttpServerOptions {
   logger: HttpLogger;
   /** Largest request body accepted (413 above). Default 1 MiB. */
   maxBodyBytes?: number;
+  /** Largest file upload (multipart body) accepted on POST /v1/files (413 above). Default 16 MiB. */
+  maxUploadBytes?: number;
   /** Connection cap, timeouts and keep-alive; each defaults to DEFAULT_CONNECTION_LIMITS'. */
   connections?: Partial<ConnectionLimits>;
   /** Files served beside the API (the playground); none by default. */
@@ -47,6 +50,7 @@ export class HttpServer {
   private readonly service: Service;
   private readonly logger: HttpLogger;
   private readonly maxBodyBytes: number;
+  private readonly maxUploadBytes: number;
   private readonly ui: StaticAssets | undefined;
   private readonly observe: RequestObserver | undefined;
   private readonly readiness: Readiness;
@@ -60,6 +64,7 @@ export class HttpServer {
     this.service = opts.service;
     this.logger = opts.logger;
     this.maxBodyBytes = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+    this.maxUploadBytes = opts.maxUploadBytes ?? DEFAULT_MULTIPART_LIMITS.maxBytes;
     this.ui = opts.ui;
     this.observe = opts.observe;
     this.readiness = opts.readiness ?? new Readiness();
@@ -113,7 +118,7 @@ export class HttpServer {
     const started = performance.now();
     const requestId = requestIdFor(req.headers['x-request-id']);
     const log = this.logger.child({ reqId: requestId });
-    const path = (req.url ?? '/').split('?')[0];
+    const [path, search = ''] = (req.url ?? '/').split(/\?(.*)/s);
     const base: Headers = { 'x-request-id': requestId, ...CORS_HEADERS };
     const record: RequestRecord = {};
     let endpoint = 'unknown';
@@ -154,11 +159,14 @@ export class HttpServer {
       done();
     });
     let body: Promise<unknown> | undefined;
+    let upload: ReturnType<typeof readUpload> | undefined;
     const ctx: RequestContext = {
       requestId,
       authorization: req.headers.authorization,
       readBody: () => (body ??= readJsonBody(req, this.maxBodyBytes)),
+      readUpload: () => (upload ??= readUpload(req, { ...DEFAULT_MULTIPART_LIMITS, maxBytes: this.maxUploadBytes })),
       params: route.params,
+      query: parseQuery(search),
       signal: controller.signal,
       logger: log,
       record,

@@ -3,7 +3,7 @@ import type { Operation } from '../../protocol/service.ts';
 import { ApiError } from '../../protocol/errors.ts';
 
 interface Route {
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'DELETE';
   pattern: RegExp;
   op: Operation;
 }
@@ -15,8 +15,30 @@ const ROUTES: readonly Route[] = [
   { method: 'POST', pattern: /^\/v1\/infer$/, op: 'infer' },
   { method: 'GET', pattern: /^\/v1\/models$/, op: 'models.list' },
   { method: 'GET', pattern: /^\/v1\/models\/(?<id>[^/]+)$/, op: 'models.retrieve' },
+  { method: 'DELETE', pattern: /^\/v1\/models\/(?<id>[^/]+)$/, op: 'models.delete' },
   { method: 'GET', pattern: /^\/v1\/usage$/, op: 'usage' },
+  { method: 'POST', pattern: /^\/v1\/files$/, op: 'files.create' },
+  { method: 'GET', pattern: /^\/v1\/files$/, op: 'files.list' },
+  { method: 'GET', pattern: /^\/v1\/files\/(?<id>[^/]+)$/, op: 'files.retrieve' },
+  { method: 'DELETE', pattern: /^\/v1\/files\/(?<id>[^/]+)$/, op: 'files.delete' },
+  { method: 'POST', pattern: /^\/v1\/fine_tuning\/jobs$/, op: 'fine_tuning.jobs.create' },
+  { method: 'GET', pattern: /^\/v1\/fine_tuning\/jobs$/, op: 'fine_tuning.jobs.list' },
+  { method: 'GET', pattern: /^\/v1\/fine_tuning\/jobs\/(?<id>[^/]+)$/, op: 'fine_tuning.jobs.retrieve' },
+  { method: 'GET', pattern: /^\/v1\/fine_tuning\/jobs\/(?<id>[^/]+)\/events$/, op: 'fine_tuning.jobs.events' },
+  { method: 'POST', pattern: /^\/v1\/fine_tuning\/jobs\/(?<id>[^/]+)\/cancel$/, op: 'fine_tuning.jobs.cancel' },
 ];
+
+/** Query-string parameters (the first value of each name), for the list endpoints' `after` and `limit`. */
+export function parseQuery(search: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  // Bounded: a query of thousands of parameters is not read past the first few dozen.
+  let n = 0;
+  for (const [k, v] of new URLSearchParams(search.slice(0, 4096))) {
+    if (++n > 32) break;
+    if (!Object.hasOwn(out, k)) out[k] = v;
+  }
+  return out;
+}
 
 export type RouteMatch =
   | { kind: 'found'; op: Operation; params: Record<string, string> }

@@ -66,6 +66,83 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
     PRIMARY KEY (key_id, conversation_id, seq)
   );
   `,
+  // 3: fine-tuning (protocol/fine-tuning/records.ts), as SQLite's migration 3: files, jobs with their
+  // runner's lease, events, the latest checkpoint per job, models with adapters, training tokens per job.
+  `
+  CREATE TABLE ft_files (
+    seq         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id          text   NOT NULL UNIQUE,
+    account_id  bigint NOT NULL REFERENCES accounts (id),
+    filename    text   NOT NULL,
+    purpose     text   NOT NULL,
+    bytes       bigint NOT NULL CHECK (bytes >= 0),
+    lines       bigint NOT NULL CHECK (lines >= 0),
+    content     bytea  NOT NULL,
+    created_at  bigint NOT NULL
+  );
+  CREATE INDEX ft_files_account ON ft_files (account_id, seq);
+
+  CREATE TABLE ft_jobs (
+    seq               bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id                text   NOT NULL UNIQUE,
+    account_id        bigint NOT NULL REFERENCES accounts (id),
+    key_id            bigint NOT NULL REFERENCES api_keys (id),
+    model             text   NOT NULL,
+    specialist        text   NOT NULL,
+    training_file     text   NOT NULL,
+    validation_file   text,
+    hyperparameters   text   NOT NULL,
+    suffix            text,
+    seed              bigint NOT NULL,
+    status            text   NOT NULL CHECK (status IN ('validating_files', 'queued', 'running', 'succeeded', 'failed', 'cancelled')),
+    fine_tuned_model  text,
+    error             text,
+    trained_tokens    bigint,
+    runner            text,
+    lease_until       bigint NOT NULL DEFAULT 0,
+    created_at        bigint NOT NULL,
+    finished_at       bigint
+  );
+  CREATE INDEX ft_jobs_account ON ft_jobs (account_id, seq);
+  CREATE INDEX ft_jobs_status ON ft_jobs (status, seq);
+
+  CREATE TABLE ft_job_events (
+    seq         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id          text   NOT NULL UNIQUE,
+    job_id      text   NOT NULL REFERENCES ft_jobs (id),
+    created_at  bigint NOT NULL,
+    level       text   NOT NULL CHECK (level IN ('info', 'warn', 'error')),
+    message     text   NOT NULL,
+    type        text   NOT NULL CHECK (type IN ('message', 'metrics')),
+    data        text
+  );
+  CREATE INDEX ft_job_events_job ON ft_job_events (job_id, seq);
+
+  CREATE TABLE ft_checkpoints (
+    job_id      text   PRIMARY KEY REFERENCES ft_jobs (id),
+    step        bigint NOT NULL,
+    state       bytea  NOT NULL,
+    created_at  bigint NOT NULL
+  );
+
+  CREATE TABLE ft_models (
+    name        text   PRIMARY KEY,
+    account_id  bigint NOT NULL REFERENCES accounts (id),
+    specialist  text   NOT NULL,
+    job_id      text   NOT NULL UNIQUE REFERENCES ft_jobs (id),
+    adapter     bytea  NOT NULL,
+    created_at  bigint NOT NULL
+  );
+  CREATE INDEX ft_models_account ON ft_models (account_id);
+
+  CREATE TABLE ft_usage (
+    job_id          text   PRIMARY KEY REFERENCES ft_jobs (id),
+    key_id          bigint NOT NULL REFERENCES api_keys (id),
+    period_start    bigint NOT NULL,
+    trained_tokens  bigint NOT NULL CHECK (trained_tokens >= 0)
+  );
+  CREATE INDEX ft_usage_key_period ON ft_usage (key_id, period_start);
+  `,
 ];
 
 /** pg_advisory_xact_lock key of the migration step (the ASCII bytes of "svc:migr"): one replica migrates, the others wait. */

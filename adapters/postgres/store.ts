@@ -6,6 +6,7 @@
 import type { ConversationTurn } from '../../protocol/conversations.ts';
 import type { AccountRecord, KeyRecord, Store, UsageEntry, UsageRow } from '../../protocol/store.ts';
 import { PostgresConversations } from './conversations.ts';
+import { PostgresFineTuning } from './fine-tuning.ts';
 import type { Postgres } from './pool.ts';
 import { ACCOUNT_COLUMNS, KEY_COLUMNS, num, toAccount, toKey, type KeyAccountRow } from './rows.ts';
 
@@ -38,9 +39,11 @@ const RECORD = `
 
 export class PostgresStore implements Store {
   private readonly conversations: PostgresConversations;
+  readonly fineTuning: PostgresFineTuning;
 
   constructor(readonly db: Postgres) {
     this.conversations = new PostgresConversations(db);
+    this.fineTuning = new PostgresFineTuning(db);
   }
 
   async findKey(prefix: string): Promise<{ key: KeyRecord; account: AccountRecord } | undefined> {

@@ -50,4 +50,82 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (key_id, conversation_id, seq)
   ) STRICT, WITHOUT ROWID;
   `,
+  // 3: fine-tuning (protocol/fine-tuning/records.ts): uploaded training files, jobs and their events, the
+  // latest checkpoint of each running job, fine-tuned models with their adapters, and training tokens
+  // per job (counted once: the job id is the key). `seq` orders lists newest first and pages them.
+  `
+  CREATE TABLE ft_files (
+    seq         INTEGER PRIMARY KEY,
+    id          TEXT    NOT NULL UNIQUE,
+    account_id  INTEGER NOT NULL REFERENCES accounts (id),
+    filename    TEXT    NOT NULL,
+    purpose     TEXT    NOT NULL,
+    bytes       INTEGER NOT NULL CHECK (bytes >= 0),
+    lines       INTEGER NOT NULL CHECK (lines >= 0),
+    content     BLOB    NOT NULL,
+    created_at  INTEGER NOT NULL
+  ) STRICT;
+  CREATE INDEX ft_files_account ON ft_files (account_id, seq);
+
+  CREATE TABLE ft_jobs (
+    seq               INTEGER PRIMARY KEY,
+    id                TEXT    NOT NULL UNIQUE,
+    account_id        INTEGER NOT NULL REFERENCES accounts (id),
+    key_id            INTEGER NOT NULL REFERENCES api_keys (id),
+    model             TEXT    NOT NULL,
+    specialist        TEXT    NOT NULL,
+    training_file     TEXT    NOT NULL,
+    validation_file   TEXT,
+    hyperparameters   TEXT    NOT NULL,
+    suffix            TEXT,
+    seed              INTEGER NOT NULL,
+    status            TEXT    NOT NULL CHECK (status IN ('validating_files', 'queued', 'running', 'succeeded', 'failed', 'cancelled')),
+    fine_tuned_model  TEXT,
+    error             TEXT,
+    trained_tokens    INTEGER,
+    runner            TEXT,
+    lease_until       INTEGER NOT NULL DEFAULT 0,
+    created_at        INTEGER NOT NULL,
+    finished_at       INTEGER
+  ) STRICT;
+  CREATE INDEX ft_jobs_account ON ft_jobs (account_id, seq);
+  CREATE INDEX ft_jobs_status ON ft_jobs (status, seq);
+
+  CREATE TABLE ft_job_events (
+    seq         INTEGER PRIMARY KEY,
+    id          TEXT    NOT NULL UNIQUE,
+    job_id      TEXT    NOT NULL REFERENCES ft_jobs (id),
+    created_at  INTEGER NOT NULL,
+    level       TEXT    NOT NULL CHECK (level IN ('info', 'warn', 'error')),
+    message     TEXT    NOT NULL,
+    type        TEXT    NOT NULL CHECK (type IN ('message', 'metrics')),
+    data        TEXT
+  ) STRICT;
+  CREATE INDEX ft_job_events_job ON ft_job_events (job_id, seq);
+
+  CREATE TABLE ft_checkpoints (
+    job_id      TEXT    PRIMARY KEY REFERENCES ft_jobs (id),
+    step        INTEGER NOT NULL,
+    state       BLOB    NOT NULL,
+    created_at  INTEGER NOT NULL
+  ) STRICT;
+
+  CREATE TABLE ft_models (
+    name        TEXT    PRIMARY KEY,
+    account_id  INTEGER NOT NULL REFERENCES accounts (id),
+    specialist  TEXT    NOT NULL,
+    job_id      TEXT    NOT NULL UNIQUE REFERENCES ft_jobs (id),
+    adapter     BLOB    NOT NULL,
+    created_at  INTEGER NOT NULL
+  ) STRICT;
+  CREATE INDEX ft_models_account ON ft_models (account_id);
+
+  CREATE TABLE ft_usage (
+    job_id          TEXT    PRIMARY KEY REFERENCES ft_jobs (id),
+    key_id          INTEGER NOT NULL REFERENCES api_keys (id),
+    period_start    INTEGER NOT NULL,
+    trained_tokens  INTEGER NOT NULL CHECK (trained_tokens >= 0)
+  ) STRICT;
+  CREATE INDEX ft_usage_key_period ON ft_usage (key_id, period_start);
+  `,
 ];

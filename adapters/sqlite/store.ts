@@ -2,6 +2,7 @@
 import type { ConversationTurn } from '../../protocol/conversations.ts';
 import type { Store, UsageEntry, UsageRow } from '../../protocol/store.ts';
 import { SqliteConversations } from './conversations.ts';
+import { SqliteFineTuning } from './fine-tuning.ts';
 import type { Db } from './db.ts';
 import { ACCOUNT_COLUMNS, KEY_COLUMNS, toAccount, toKey, type KeyAccountRow } from './rows.ts';
 
@@ -11,9 +12,11 @@ export class SqliteStore implements Store {
   private readonly usage;
   private readonly record;
   private readonly conversations: SqliteConversations;
+  readonly fineTuning: SqliteFineTuning;
 
   constructor(readonly db: Db) {
     this.conversations = new SqliteConversations(db);
+    this.fineTuning = new SqliteFineTuning(db);
     this.byPrefix = db.prepare<[string], KeyAccountRow>(`SELECT ${KEY_COLUMNS}, ${ACCOUNT_COLUMNS} FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.prefix = ?`);
     this.requests = db.prepare<[number, number], { n: number }>('SELECT COALESCE(SUM(requests), 0) AS n FROM usage WHERE key_id = ? AND period_start = ?');
     this.usage = db.prepare<[number, number], { specialist: string; requests: number; prompt_tokens: number; completion_tokens: number }>(

@@ -33,7 +33,7 @@ export class WsRequestError extends Error {
 
 export interface WsConnection {
   /** A request that is answered once (any endpoint, or a chat completion without `stream`). */
-  request(method: 'GET' | 'POST', path: string, body?: object): Promise<unknown>;
+  request(method: 'GET' | 'POST' | 'DELETE', path: string, body?: object): Promise<unknown>;
   /** A streaming request: the chunk objects an SSE `data:` line would carry. Leaving the loop early cancels it. */
   stream(path: string, body: object, opts?: { signal?: AbortSignal }): AsyncIterable<unknown>;
   close(): void;

@@ -31,7 +31,7 @@ export const clientMessageSchema = z.discriminatedUnion('type', [
   z.strictObject({
     id,
     type: z.literal('request'),
-    method: z.enum(['GET', 'POST']),
+    method: z.enum(['GET', 'POST', 'DELETE']),
     path: z.string().min(1).max(512),
     body: z.record(z.string(), z.unknown()).optional(),
   }),

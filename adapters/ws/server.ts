@@ -17,7 +17,7 @@ import { findDepthExcess } from '../../protocol/json-depth.ts';
 import type { Service } from '../../protocol/service.ts';
 import { errorHeaders, rateLimitHeaders, type Headers } from '../kit/answer-headers.ts';
 import type { HttpLogger } from '../http/logger.ts';
-import { matchRoute, routeError } from '../kit/routes.ts';
+import { matchRoute, parseQuery, routeError } from '../kit/routes.ts';
 import { parseJsonBody } from '../kit/json-body.ts';
 import { InFlight, pumpStream, sleep, type Failure } from '../kit/lifecycle.ts';
 import type { RequestObserver } from '../kit/observer.ts';
@@ -200,7 +200,7 @@ export class WsGateway {
 
   private async request(conn: Connection, id: string, method: string, fullPath: string, body: unknown): Promise<void> {
     const started = performance.now();
-    const path = fullPath.split('?')[0];
+    const [path, search = ''] = fullPath.split(/\?(.*)/s);
     const route = matchRoute(method, path);
     if (route.kind !== 'found') {
       return this.send(conn, errorFrame(id, routeError(route, method, path)));
@@ -218,6 +218,7 @@ export class WsGateway {
         return parseJsonBody(text, Buffer.byteLength(text), this.limits.maxFrameBytes);
       },
       params: route.params,
+      query: parseQuery(search),
       signal: controller.signal,
       logger: log,
       record,

@@ -6,7 +6,8 @@ import type { Outcome, RequestContext, ServiceParts } from '../context.ts';
 import { modelNotFound } from '../errors.ts';
 import { answerProbability, CHAT_PARAMS, MeteredRun, prepareRun, tokenLogprobs, type PreparedRun, type TokenLogprob } from '../generation.ts';
 import { completionId } from '../ids.ts';
-import { specialistForModel } from '../model-names.ts';
+import { fineTunedModelFor, withAdapter } from '../fine-tuning/serving.ts';
+import { isFineTunedModelName, specialistForModel } from '../model-names.ts';
 import { chatOutputPlan } from '../output/chat-output.ts';
 import { reportsConfidence } from '../output/plan.ts';
 import { assembleMessage, outputReader, type Delta } from '../output/reader.ts';
@@ -19,7 +20,8 @@ export async function chatCompletions(svc: ServiceParts, caller: Caller, ctx: Re
   ctx.record.model = req.model;
   ctx.record.stream = req.stream;
 
-  const name = specialistForModel(req.model, (n) => svc.specialists.has(n));
+  const fineTuned = isFineTunedModelName(req.model) ? await fineTunedModelFor(svc, caller, req.model, 'model') : undefined;
+  const name = fineTuned?.specialist ?? specialistForModel(req.model, (n) => svc.specialists.has(n));
   if (!name) throw modelNotFound(req.model);
   ctx.record.specialist = name;
   svc.access.requireSpecialist(caller, name, 'model');
@@ -31,15 +33,18 @@ export async function chatCompletions(svc: ServiceParts, caller: Caller, ctx: Re
   await svc.access.requireQuota(caller);
 
   // A place among the running generations before any work on the prompt, so overload costs nothing more.
-  const ticket = await svc.admission.admit(applicantFor(caller), ctx.signal).catch((e: unknown) => {
+  let ticket = await svc.admission.admit(applicantFor(caller), ctx.signal).catch((e: unknown) => {
     // A caller who left while queued never reached the model: its per-minute place is given back.
     if (ctx.signal.aborted) void svc.access.refundRequest(caller).catch(() => {});
     throw e;
   });
+  let adapter: string | undefined;
+  // The adapter stays loaded until the ticket is released, when the generation is over.
+  if (fineTuned) ({ ticket, adapter } = await withAdapter(svc, caller, fineTuned, ticket, 'model'));
   let prep: PreparedRun;
   try {
     const engine = await svc.engine();
-    prep = await prepareRun(engine, { specialist, messages: req.messages, output, sampling: req, params: CHAT_PARAMS });
+    prep = await prepareRun(engine, { specialist, messages: req.messages, output, sampling: req, params: CHAT_PARAMS, adapter });
   } catch (e) {
     ticket.release();
     throw e;

@@ -8,7 +8,8 @@ import { invalidRequest, modelNotFound } from '../errors.ts';
 import { answerProbability, INFER_PARAMS, MeteredRun, prepareRun } from '../generation.ts';
 import { guardrailPlan } from '../guardrails/plan.ts';
 import { inferenceId } from '../ids.ts';
-import { MODEL_PREFIX } from '../model-names.ts';
+import { fineTunedModelFor, withAdapter } from '../fine-tuning/serving.ts';
+import { isFineTunedModelName, MODEL_PREFIX } from '../model-names.ts';
 import { reportsConfidence } from '../output/plan.ts';
 import { parseInferRequest } from '../requests/infer.ts';
 
@@ -16,10 +17,15 @@ export async function infer(svc: ServiceParts, caller: Caller, ctx: RequestConte
   const started = svc.clock.now();
   await svc.access.takeRequest(caller);
   const req = parseInferRequest(await ctx.readBody());
+  const fineTuned = req.model === undefined ? undefined : await inferModel(svc, caller, req.model);
   // The spec names bare specialists here; the model-style `svc-` form is accepted too.
-  const name = req.specialist.startsWith(MODEL_PREFIX) ? req.specialist.slice(MODEL_PREFIX.length) : req.specialist;
+  const asked = req.specialist ?? fineTuned!.specialist;
+  const name = asked.startsWith(MODEL_PREFIX) ? asked.slice(MODEL_PREFIX.length) : asked;
   const specialist = svc.specialists.get(name);
-  if (!specialist) throw modelNotFound(req.specialist, 'specialist');
+  if (!specialist) throw modelNotFound(asked, 'specialist');
+  if (fineTuned && fineTuned.specialist !== name) {
+    throw invalidRequest(`The model ${fineTuned.name} is fine-tuned from the '${fineTuned.specialist}' specialist, not '${name}'; leave 'specialist' out or make it '${fineTuned.specialist}'.`, 'specialist');
+  }
   ctx.record.specialist = name;
   svc.access.requireSpecialist(caller, name, 'specialist');
   if (req.conversationId !== undefined && !specialist.memory) {
@@ -31,18 +37,20 @@ export async function infer(svc: ServiceParts, caller: Caller, ctx: RequestConte
   await svc.access.requireQuota(caller);
 
   // A place among the running generations before any work on the prompt, so overload costs nothing more.
-  const ticket = await svc.admission.admit(applicantFor(caller), ctx.signal).catch((e: unknown) => {
+  let ticket = await svc.admission.admit(applicantFor(caller), ctx.signal).catch((e: unknown) => {
     // A caller who left while queued never reached the model: its per-minute place is given back.
     if (ctx.signal.aborted) void svc.access.refundRequest(caller).catch(() => {});
     throw e;
   });
+  let adapter: string | undefined;
+  if (fineTuned) ({ ticket, adapter } = await withAdapter(svc, caller, fineTuned, ticket, 'model'));
   const conversation = req.conversationId;
   let reservation: Reservation | undefined;
   let run: MeteredRun | undefined;
   try {
     const history = conversation === undefined ? undefined : await svc.store.conversationTurns(caller.key.id, conversation, MAX_STORED_TURNS);
     const engine = await svc.engine();
-    const prep = await prepareRun(engine, { specialist, messages, history, output, sampling: req, params: INFER_PARAMS });
+    const prep = await prepareRun(engine, { specialist, messages, history, output, sampling: req, params: INFER_PARAMS, adapter });
     reservation = await svc.access.reserve(caller, name);
     run = await MeteredRun.start(prep, reservation, ctx.signal, INFER_PARAMS, ctx.record);
     const logprobs: number[] = [];
@@ -77,4 +85,12 @@ export async function infer(svc: ServiceParts, caller: Caller, ctx: RequestConte
     await reservation?.release();
     ticket.release();
   }
+}
+
+/** `model` on /v1/infer names a fine-tuned model; any other name is not one of the caller's models. */
+async function inferModel(svc: ServiceParts, caller: Caller, model: string) {
+  if (!isFineTunedModelName(model)) {
+    throw invalidRequest(`'model' on /v1/infer names a fine-tuned model (ft:svc-<specialist>:…); for a specialist use 'specialist', got ${JSON.stringify(model.slice(0, 64))}.`, 'model');
+  }
+  return fineTunedModelFor(svc, caller, model, 'model');
 }

@@ -1,4 +1,8 @@
-/** `GET /v1/usage`: this key's requests and tokens in the current billing period. */
+/**
+ * `GET /v1/usage`: this key's requests and tokens in the current billing period; on plans with
+ * fine-tuning, also `fine_tuning`: tokens trained on by the key's jobs that finished in the period
+ * (apart from tokens_used, which counts inference).
+ */
 import type { Caller } from '../access.ts';
 import { billingPeriodAt } from '../billing-period.ts';
 import type { Outcome, ServiceParts } from '../context.ts';
@@ -17,6 +21,7 @@ export async function usage(svc: ServiceParts, caller: Caller): Promise<Outcome>
     requests += r.requests;
     tokens += r.promptTokens + r.completionTokens;
   }
+  const ft = svc.fineTuning && caller.plan.features.fineTunedAdapters ? await svc.fineTuning.store.trainingUsage(caller.key.id, period.start) : undefined;
   return json({
     period_start: new Date(period.start).toISOString(),
     period_end: new Date(period.end).toISOString(),
@@ -24,5 +29,6 @@ export async function usage(svc: ServiceParts, caller: Caller): Promise<Outcome>
     requests_limit: caller.limits.perMonth,
     tokens_used: tokens,
     by_specialist: bySpecialist,
+    ...(ft ? { fine_tuning: { trained_tokens: ft.trainedTokens, jobs: ft.jobs } } : {}),
   });
 }

@@ -13,7 +13,9 @@ import { maxTokens, penalty, samplingFrom, seed, stop, temperature, topP, type S
 export const CONVERSATION_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 const fields = {
-  specialist: z.string().min(1),
+  specialist: z.string().min(1).optional(),
+  /** A fine-tuned model (`ft:svc-<specialist>:…`), run as its specialist with its adapter; instead of, or beside, `specialist`. */
+  model: z.string().min(1).max(256).optional(),
   prompt: z.string().min(1),
   max_tokens: maxTokens,
   temperature,
@@ -30,7 +32,9 @@ const fields = {
 const schema = z.object(fields);
 
 export interface InferRequest extends SamplingRequest {
-  specialist: string;
+  /** Given, or (with only `model`) the fine-tuned model's specialist, filled in by the handler. */
+  specialist: string | undefined;
+  model?: string;
   prompt: string;
   conversationId?: string;
   output: OutputOptions;
@@ -51,8 +55,10 @@ export function parseInferRequest(body: unknown): InferRequest {
   if (!parsed.success) throw issuesToError(parsed.error.issues, body);
   const r = parsed.data;
   if (r.stream === true) throw invalidRequest("Streaming is not available on /v1/infer; use /v1/chat/completions with 'stream': true.", 'stream');
+  if (r.specialist === undefined && r.model === undefined) throw invalidRequest("Missing required parameter: 'specialist'.", 'specialist');
   return {
     specialist: r.specialist,
+    ...(r.model !== undefined ? { model: r.model } : {}),
     prompt: r.prompt,
     ...samplingFrom(r, r.max_tokens),
     ...(r.conversation_id != null ? { conversationId: r.conversation_id } : {}),

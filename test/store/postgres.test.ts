@@ -93,7 +93,20 @@ describe.skipIf(!postgresAvailable)('the store on PostgreSQL', () => {
       const { db, admin } = await fresh(server);
       expect(await postgresSchemaVersion(db)).toBe(POSTGRES_MIGRATIONS.length);
       const { rows: tables } = await db.query<{ t: string }>("SELECT table_name AS t FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1");
-      expect(tables.map((r) => r.t)).toEqual(['accounts', 'api_keys', 'conversation_turns', 'schema_migrations', 'usage', 'usage_events']);
+      expect(tables.map((r) => r.t)).toEqual([
+        'accounts',
+        'api_keys',
+        'conversation_turns',
+        'ft_checkpoints',
+        'ft_files',
+        'ft_job_events',
+        'ft_jobs',
+        'ft_models',
+        'ft_usage',
+        'schema_migrations',
+        'usage',
+        'usage_events',
+      ]);
       await admin.createAccount({ plan: 'solo', mode: 'live', now: 1 });
       expect(await migratePostgres(db)).toBe(POSTGRES_MIGRATIONS.length);
       expect(await migratePostgres(db)).toBe(POSTGRES_MIGRATIONS.length);

@@ -18,6 +18,7 @@ import type { TextEngine } from '../../../engine/types.ts';
 import { ManualClock } from '../../../protocol/clock.ts';
 import type { KeyMode } from '../../../protocol/keys.ts';
 import { loadPlans } from '../../../adapters/config-node.ts';
+import type { FineTuningOptions } from '../../../protocol/service.ts';
 
 export const DAY_MS = 86_400_000;
 
@@ -52,6 +53,8 @@ export interface ServerOptions {
   connections?: Partial<ConnectionLimits>;
   ws?: Partial<WsLimits>;
   ui?: StaticAssets;
+  fineTuning?: FineTuningOptions;
+  maxUploadBytes?: number;
 }
 
 export async function startServer(opts: ServerOptions = {}): Promise<Harness> {
@@ -65,7 +68,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<Harness> {
     },
   });
   const logger = pino({ level: 'debug' }, sink);
-  const app = createApp({ dataDir, engine: opts.engine ?? realTestEngine, logger, clock, maxBodyBytes: opts.maxBodyBytes, plansPath: opts.plansPath, specialistsDir: opts.specialistsDir, admission: opts.admission, connections: opts.connections, ws: opts.ws, ui: opts.ui });
+  const app = createApp({ dataDir, engine: opts.engine ?? realTestEngine, logger, clock, maxBodyBytes: opts.maxBodyBytes, plansPath: opts.plansPath, specialistsDir: opts.specialistsDir, admission: opts.admission, connections: opts.connections, ws: opts.ws, ui: opts.ui, fineTuning: opts.fineTuning, maxUploadBytes: opts.maxUploadBytes });
   const { url } = await app.http.listen(0, '127.0.0.1');
   const admin = app.opened.sqlite!.accounts;
   return {
