@@ -80,6 +80,8 @@ export interface FineTuneProgress {
 export interface TrainingConversation {
   /** `weight: 0` on an assistant message leaves it out of the loss (the provider's format). */
   messages: readonly { role: 'system' | 'user' | 'assistant'; content: string; weight?: 0 | 1 }[];
+  /** 1-based line of the file it came from, so later problems (too long once rendered) can name it. */
+  line?: number;
 }
 
 export interface TrainingFileProblem {
