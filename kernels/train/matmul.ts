@@ -1,0 +1,51 @@
+import source from './matmul.wgsl?raw';
+import type { ParamArena } from '../runtime/arena.ts';
+import type { CompiledKernel, KernelContext } from '../runtime/context.ts';
+
+/** op(A) is m × k, op(B) is k × n, C is m × n; leading dimensions are the stored row lengths. */
+export interface TrainMatmulParams {
+  m: number;
+  n: number;
+  k: number;
+  transA: boolean;
+  transB: boolean;
+  lda: number;
+  ldb: number;
+  ldc: number;
+  aOffset?: number;
+  bOffset?: number;
+  cOffset?: number;
+  /** C += alpha · op(A) · op(B) instead of C = alpha · op(A) · op(B). */
+  accumulate: boolean;
+  alpha?: number;
+}
+
+const TILE = 32;
+
+/** f32 matrix product with optional transposes. Bindings: A (read), B (read), C (write; never A or B). */
+export class TrainMatmulKernel {
+  readonly kernel: CompiledKernel;
+  constructor(ctx: KernelContext) {
+    this.kernel = ctx.kernel({ label: 'train-matmul', code: source, bindings: ['read', 'read', 'write'] });
+  }
+
+  encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: TrainMatmulParams): void {
+    if (p.m === 0 || p.n === 0) return;
+    const s = arena.slot();
+    const u = arena.u32;
+    u[s] = p.m;
+    u[s + 1] = p.n;
+    u[s + 2] = p.k;
+    u[s + 3] = p.transA ? 1 : 0;
+    u[s + 4] = p.transB ? 1 : 0;
+    u[s + 5] = p.lda;
+    u[s + 6] = p.ldb;
+    u[s + 7] = p.ldc;
+    u[s + 8] = p.aOffset ?? 0;
+    u[s + 9] = p.bOffset ?? 0;
+    u[s + 10] = p.cOffset ?? 0;
+    u[s + 11] = p.accumulate ? 1 : 0;
+    arena.f32[s + 12] = p.alpha ?? 1;
+    arena.dispatch(pass, this.kernel, group, s, Math.ceil(p.n / TILE), Math.ceil(p.m / TILE));
+  }
+}
