@@ -72,3 +72,134 @@ describe('LoRA trainer on stories260K (F32)', () => {
     expect(losses[19]).toBeLessThan(losses[0] * 0.7);
   });
 });
+
+/** A copy of a saved state with parameter `i` moved by `delta` (parameters follow the JSON header). */
+function nudged(state: Uint8Array, i: number, delta: number): Uint8Array {
+  const out = state.slice();
+  const headerBytes = new DataView(out.buffer).getUint32(8, true);
+  const params = new Float32Array(out.buffer, 12 + headerBytes);
+  params[i] += delta;
+  return out;
+}
+
+describe('LoRA trainer gradients, state and adapter file (stories260K)', () => {
+  it('its gradient matches finite differences of its own loss', async () => {
+    const engine = await testEngine();
+    const tokens = engine.tokenizer.encode('The cat sat on the mat and looked at the sun.');
+    const ex = example(tokens, 3);
+    const trainer = await createLoraTrainer(engine, { rank: 4, alpha: 8, targets: LORA_TARGETS }, { seed: 3, optimizer: { clipNorm: 0 } });
+    trainers.push(trainer);
+    // One step so B ≠ 0 (with B = 0 every gradient of A is 0), then a step at learning rate 0 (weight decay
+    // times 0 as well) leaves the parameters and records the gradient there.
+    await trainer.step([ex], 2e-2);
+    const state = await trainer.saveState();
+    const base = await trainer.step([ex], 0);
+    const grads = await trainer.readGradients();
+    const params = await trainer.readParameters();
+    const saved = new Float32Array(state.buffer, 12 + new DataView(state.buffer).getUint32(8, true), trainer.parameterCount);
+    expect(Array.from(params.slice(0, 64))).toEqual(Array.from(saved.slice(0, 64)));
+    expect(Math.abs((await trainer.evaluate([ex])).loss - base.loss)).toBeLessThan(1e-6);
+    // The largest A and B gradients of a few matrices in different layers and roles.
+    const picks: number[] = [];
+    for (const slot of [trainer.layout.slots[0], trainer.layout.slots[9], trainer.layout.slots[trainer.layout.slots.length - 1], trainer.layout.slots[17]]) {
+      for (const [off, len] of [
+        [slot.aOffset, trainer.layout.rank * slot.inDim],
+        [slot.bOffset, slot.outDim * trainer.layout.rank],
+      ]) {
+        let best = off;
+        for (let i = off; i < off + len; i++) if (Math.abs(grads[i]) > Math.abs(grads[best])) best = i;
+        picks.push(best);
+      }
+    }
+    const h = 1e-2;
+    for (const i of picks) {
+      await trainer.loadState(nudged(state, i, h));
+      const up = (await trainer.evaluate([ex])).loss;
+      await trainer.loadState(nudged(state, i, -h));
+      const down = (await trainer.evaluate([ex])).loss;
+      const fd = (up - down) / (2 * h);
+      expect(Math.abs(fd - grads[i]), `parameter ${i}: finite difference ${fd}, gradient ${grads[i]}`).toBeLessThan(0.01 * Math.abs(grads[i]) + 5e-5);
+    }
+  });
+
+  it('saveState → a new trainer → loadState continues exactly as the first would', async () => {
+    const engine = await testEngine();
+    const tokens = engine.tokenizer.encode('Tom had a red ball. He threw it high.');
+    const batch = [example(tokens, 2), example(tokens.slice(0, 9), 1)];
+    const shape = { rank: 2, alpha: 4, targets: ['k', 'up', 'gate'] as const };
+    const a = await createLoraTrainer(engine, { ...shape, targets: [...shape.targets] }, { seed: 11 });
+    trainers.push(a);
+    for (let i = 0; i < 3; i++) await a.step(batch, 5e-3);
+    const state = await a.saveState();
+    const next = [await a.step(batch, 5e-3), await a.step(batch, 4e-3)];
+    const b = await createLoraTrainer(engine, { ...shape, targets: ['gate', 'k', 'up'] }, { seed: 99 });
+    trainers.push(b);
+    await b.loadState(state);
+    expect(b.stepsTaken).toBe(3);
+    const again = [await b.step(batch, 5e-3), await b.step(batch, 4e-3)];
+    expect(again).toEqual(next);
+    expect(b.stepsTaken).toBe(5);
+    const other = await createLoraTrainer(engine, { rank: 2, alpha: 4, targets: ['k', 'up'] }, { seed: 1 });
+    trainers.push(other);
+    await expect(other.loadState(state)).rejects.toThrow(/other matrices/);
+    await expect(other.loadState(state.subarray(0, 40))).rejects.toThrow(/truncated|bytes/);
+  });
+
+  it('exportAdapter writes a llama.cpp LoRA GGUF with every adapted matrix', async () => {
+    const engine = await testEngine();
+    const trainer = await createLoraTrainer(engine, { rank: 3, alpha: 6, targets: ['q', 'v', 'down'] }, { seed: 5 });
+    trainers.push(trainer);
+    await trainer.step([example(engine.tokenizer.encode('One day a bird sang.'))], 1e-2);
+    const bytes = await trainer.exportAdapter({ 'training.note': 'test' });
+    const gguf = await parseGguf(new BytesSource(bytes, 'adapter.gguf'));
+    expect(gguf.metadata.string('general.type')).toBe('adapter');
+    expect(gguf.metadata.string('adapter.type')).toBe('lora');
+    expect(gguf.metadata.string('general.architecture')).toBe('llama');
+    expect(gguf.metadata.number('adapter.lora.alpha')).toBe(6);
+    expect(gguf.metadata.string('training.note')).toBe('test');
+    const cfg = engine.config;
+    const byName = new Map(gguf.tensors.map((t) => [t.name, t]));
+    expect(gguf.tensors.length).toBe(cfg.nLayers * 3 * 2);
+    for (let l = 0; l < cfg.nLayers; l++) {
+      expect(byName.get(`blk.${l}.attn_q.weight.lora_a`)?.dims).toEqual([cfg.dim, 3]);
+      expect(byName.get(`blk.${l}.attn_q.weight.lora_b`)?.dims).toEqual([3, cfg.nHeads * cfg.headDim]);
+      expect(byName.get(`blk.${l}.attn_v.weight.lora_b`)?.dims).toEqual([3, cfg.nKvHeads * cfg.headDim]);
+      expect(byName.get(`blk.${l}.ffn_down.weight.lora_a`)?.dims).toEqual([cfg.ffnDim, 3]);
+      expect(byName.get(`blk.${l}.ffn_down.weight.lora_b`)?.dims).toEqual([3, cfg.dim]);
+    }
+    // The file's A and B are the trainer's parameters, and the step moved B off zero.
+    const params = await trainer.readParameters();
+    const slot = trainer.layout.find(1, 'down')!;
+    const t = byName.get(`blk.${slot.layer}.ffn_down.weight.lora_b`)!;
+    const b = new Float32Array(bytes.slice(t.offset, t.offset + t.byteSize).buffer);
+    expect(Array.from(b)).toEqual(Array.from(params.subarray(slot.bOffset, slot.bOffset + slot.outDim * 3)));
+    expect(b.some((v) => v !== 0)).toBe(true);
+  });
+
+  it('refuses bad shapes and batches by name', async () => {
+    const engine = await testEngine();
+    await expect(createLoraTrainer(engine, { rank: 0, alpha: 1, targets: ['q'] }, { seed: 1 })).rejects.toThrow(/rank/);
+    await expect(createLoraTrainer(engine, { rank: 2, alpha: 1, targets: ['qkv' as never] }, { seed: 1 })).rejects.toThrow(/unknown LoRA target "qkv"/);
+    const trainer = await createLoraTrainer(engine, { rank: 2, alpha: 4, targets: ['q'] }, { seed: 1, maxTokens: 16 });
+    trainers.push(trainer);
+    await expect(trainer.step([example(Array.from({ length: 17 }, (_, i) => i + 3))], 1e-3)).rejects.toThrow(/17 tokens/);
+    await expect(trainer.step([{ tokens: Int32Array.from([1, 2, 3]), lossMask: new Uint8Array(3) }], 1e-3)).rejects.toThrow(/no counted positions/);
+    await expect(trainer.evaluate([example([1, 9999])])).rejects.toThrow(/9999 is not a token id/);
+  });
+});
+
+describe('LoRA trainer on TinyStories-656K (Q8_0, tied embeddings)', () => {
+  it('loss falls', async () => {
+    const engine = await testEngine('TinyStories-656K-Q8_0.gguf');
+    expect(engine.config.tiedEmbeddings).toBe(true);
+    const tokens = engine.tokenizer.encode('Question: what color is the sky? Answer: Label: blue.');
+    const trainer = await createLoraTrainer(engine, { rank: 4, alpha: 8, targets: LORA_TARGETS }, { seed: 2 });
+    trainers.push(trainer);
+    const ex = example(tokens, 4);
+    const first = await trainer.step([ex], 1e-2);
+    let last = first;
+    for (let i = 0; i < 14; i++) last = await trainer.step([ex], 1e-2);
+    expect(Number.isFinite(first.loss)).toBe(true);
+    expect(last.loss).toBeLessThan(first.loss * 0.6);
+  });
+});

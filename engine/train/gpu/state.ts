@@ -67,12 +67,13 @@ export function decodeState(bytes: Uint8Array, expected: StateHeader): TrainerSt
     throw new Error(`LoRA trainer state header is not JSON: ${(e as Error).message}`);
   }
   if (header.format !== 1) throw new Error(`LoRA trainer state format ${header.format} is not supported (expected 1)`);
-  for (const key of ['architecture', 'rank', 'alpha', 'parameterCount'] as const) {
+  for (const key of ['architecture', 'rank', 'alpha'] as const) {
     if (header[key] !== expected[key]) throw new Error(`LoRA trainer state has ${key} ${header[key]}, this trainer ${expected[key]}`);
   }
-  if (JSON.stringify(header.matrices) !== JSON.stringify(expected.matrices)) {
-    throw new Error(`LoRA trainer state adapts other matrices (${header.matrices.length}: ${summary(header.matrices)}) than this trainer (${expected.matrices.length}: ${summary(expected.matrices)})`);
+  if (!Array.isArray(header.matrices) || JSON.stringify(header.matrices) !== JSON.stringify(expected.matrices)) {
+    throw new Error(`LoRA trainer state adapts other matrices (${summary(header.matrices ?? [])}) than this trainer (${summary(expected.matrices)})`);
   }
+  if (header.parameterCount !== expected.parameterCount) throw new Error(`LoRA trainer state has ${header.parameterCount} parameters, this trainer ${expected.parameterCount}`);
   if (!Number.isInteger(header.step) || header.step < 0) throw new Error(`LoRA trainer state has a bad step count ${header.step}`);
   const n = header.parameterCount;
   const need = 12 + len + 3 * n * 4;
@@ -85,5 +86,5 @@ export function decodeState(bytes: Uint8Array, expected: StateHeader): TrainerSt
 function summary(m: StateHeader['matrices']): string {
   const targets = [...new Set(m.map((x) => x[1]))].join(',');
   const layers = new Set(m.map((x) => x[0])).size;
-  return `${targets} in ${layers} layers`;
+  return `${m.length} matrices: ${targets} in ${layers} layers`;
 }

@@ -47,6 +47,16 @@ export interface LoraTrainerOptions {
   maxTokens?: number;
 }
 
+/**
+ * Diagnostics beyond LoraTrainer, for tests: the gradient the last step computed (before clipping, at the
+ * parameters the step started from) and the adapter's parameters, in the layout of lora-layout.ts.
+ */
+export interface LoraTrainerDiagnostics {
+  readonly layout: LoraLayout;
+  readGradients(): Promise<Float32Array>;
+  readParameters(): Promise<Float32Array>;
+}
+
 /** A micro-batch's inputs, packed on the CPU. */
 interface Packed {
   tokens: number;
@@ -57,7 +67,7 @@ interface Packed {
   mask: Float32Array;
 }
 
-export async function createLoraTrainer(engine: WebGpuEngine, shape: LoraShape, opts: LoraTrainerOptions): Promise<LoraTrainer> {
+export async function createLoraTrainer(engine: WebGpuEngine, shape: LoraShape, opts: LoraTrainerOptions): Promise<LoraTrainer & LoraTrainerDiagnostics> {
   const access = engine.trainingAccess();
   const cfg = access.config;
   checkArchitecture(cfg);
@@ -104,7 +114,7 @@ function checkOptimizer(o: OptimizerSettings): void {
   if (!(o.clipNorm >= 0)) throw bad('clipNorm', o.clipNorm);
 }
 
-class GpuLoraTrainer implements LoraTrainer {
+class GpuLoraTrainer implements LoraTrainer, LoraTrainerDiagnostics {
   private steps = 0;
   private destroyed = false;
   private readonly arena: ParamArena;
@@ -113,7 +123,7 @@ class GpuLoraTrainer implements LoraTrainer {
     private readonly ctx: KernelContext,
     private readonly cfg: ModelConfig,
     readonly shape: LoraShape,
-    private readonly layout: LoraLayout,
+    readonly layout: LoraLayout,
     private readonly base: BaseWeights,
     private readonly ws: TrainWorkspace,
     private readonly program: TrainProgram,
@@ -175,6 +185,16 @@ class GpuLoraTrainer implements LoraTrainer {
       return this.readScalars();
     });
     return { loss: lossSum / counted, tokens: counted };
+  }
+
+  readGradients(): Promise<Float32Array> {
+    this.live();
+    return this.read(this.ws.grads);
+  }
+
+  readParameters(): Promise<Float32Array> {
+    this.live();
+    return this.read(this.ws.params);
   }
 
   async exportAdapter(metadata: Readonly<Record<string, string>> = {}): Promise<Uint8Array> {
