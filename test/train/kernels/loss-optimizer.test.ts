@@ -63,8 +63,8 @@ describe('train-adamw', () => {
       const reduce = new ReduceKernel(ctx);
       const n = 777;
       let p = ref.random(n, 1);
-      let m = new Float64Array(n);
-      let v = new Float64Array(n);
+      let m: ref.Vec = new Float64Array(n);
+      let v: ref.Vec = new Float64Array(n);
       const [pb, mb, vb, gb, scal, part] = [f32(ctx, p), zeros(ctx, n), zeros(ctx, n), zeros(ctx, n), zeros(ctx, 4), zeros(ctx, REDUCE_PARTIALS)];
       for (let step = 1; step <= 3; step++) {
         const g = Float64Array.from(Float32Array.from(ref.random(n, 10 + step, 0.1)));
