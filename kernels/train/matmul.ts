@@ -22,11 +22,22 @@ export interface TrainMatmulParams {
 
 const TILE = 32;
 
-/** f32 matrix product with optional transposes. Bindings: A (read), B (read), C (write; never A or B). */
+/**
+ * f32 matrix product with optional transposes (one pipeline per combination; they share a bind group
+ * layout shape but not the layout object, so bind through `bind`). Bindings: A (read), B (read), C (write;
+ * never A or B).
+ */
 export class TrainMatmulKernel {
-  readonly kernel: CompiledKernel;
+  private readonly variants: CompiledKernel[];
   constructor(ctx: KernelContext) {
-    this.kernel = ctx.kernel({ label: 'train-matmul', code: source, bindings: ['read', 'read', 'write'] });
+    this.variants = [0, 1, 2, 3].map((v) =>
+      ctx.kernel({ label: `train-matmul-${v & 1 ? 't' : 'n'}${v & 2 ? 't' : 'n'}`, code: source, bindings: ['read', 'read', 'write'], constants: { TRANS_A: v & 1, TRANS_B: (v >> 1) & 1 } }),
+    );
+  }
+
+  /** The pipeline for a transpose combination (for bind groups). */
+  kernel(transA: boolean, transB: boolean): CompiledKernel {
+    return this.variants[(transA ? 1 : 0) + (transB ? 2 : 0)];
   }
 
   encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: TrainMatmulParams): void {
@@ -46,6 +57,6 @@ export class TrainMatmulKernel {
     u[s + 10] = p.cOffset ?? 0;
     u[s + 11] = p.accumulate ? 1 : 0;
     arena.f32[s + 12] = p.alpha ?? 1;
-    arena.dispatch(pass, this.kernel, group, s, Math.ceil(p.n / TILE), Math.ceil(p.m / TILE));
+    arena.dispatch(pass, this.kernel(p.transA, p.transB), group, s, Math.ceil(p.n / TILE), Math.ceil(p.m / TILE));
   }
 }

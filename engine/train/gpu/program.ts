@@ -9,6 +9,7 @@ import type { OptimizerSettings } from '../types.ts';
 import { AdamWKernel } from '../../../kernels/train/adamw.ts';
 import { TrainAttentionKernels } from '../../../kernels/train/attention.ts';
 import { CrossEntropyKernel } from '../../../kernels/train/cross-entropy.ts';
+import { GatherRowsKernel } from '../../../kernels/train/gather-rows.ts';
 import { TrainEmbeddingKernel } from '../../../kernels/train/embedding.ts';
 import { TrainMatmulKernel, type TrainMatmulParams } from '../../../kernels/train/matmul.ts';
 import { ReduceKernel } from '../../../kernels/train/reduce.ts';
@@ -37,6 +38,7 @@ export class TrainProgram {
   private readonly reduce: ReduceKernel;
   private readonly adamw: AdamWKernel;
   private readonly embedding: TrainEmbeddingKernel;
+  private readonly gather: GatherRowsKernel;
 
   constructor(
     ctx: KernelContext,
@@ -55,6 +57,7 @@ export class TrainProgram {
     this.reduce = new ReduceKernel(ctx);
     this.adamw = new AdamWKernel(ctx);
     this.embedding = new TrainEmbeddingKernel(ctx);
+    this.gather = new GatherRowsKernel(ctx);
   }
 
   /** Dispatches per micro-batch, generously: sizes the parameter arena. */
@@ -62,8 +65,11 @@ export class TrainProgram {
     return 32 + this.cfg.nLayers * 96;
   }
 
-  /** Forward pass and loss of T packed tokens; the summed masked loss is added to scalars[LOSS_INDEX]. */
-  forward(rec: Recorder, T: number, invCount: number, training: boolean): void {
+  /**
+   * Forward pass of T packed tokens and the loss of their `counted` counted positions (at least 1); the
+   * summed loss is added to scalars[LOSS_INDEX].
+   */
+  forward(rec: Recorder, T: number, counted: number, invCount: number, training: boolean): void {
     const { cfg, base, ws } = this;
     const a0 = rec.arena;
     const rowBytes = T * cfg.dim * 4;
@@ -88,16 +94,20 @@ export class TrainProgram {
       rec.copy(a.x2, next, rowBytes);
       this.project(rec, l, 'down', a.h, next, T, true);
     }
+    // Only the counted positions go through the output head: in chat data most tokens are prompt, and the
+    // head (vocabulary × dim) is the largest product of a small model.
     this.normForward(rec, ws.xLast, base.outputNorm, ws.xf, ws.rstdF, T);
-    this.mm(rec, [ws.xf, base.head, ws.logits], { m: T, n: cfg.vocabSize, k: cfg.dim, transA: false, transB: true, lda: cfg.dim, ldb: cfg.dim, ldc: cfg.vocabSize, accumulate: false });
-    this.ce.encode(rec.pass, a0, this.binds.bind(this.ce.kernel, [ws.logits, ws.targets, ws.mask, ws.tokenLoss]), { tokens: T, vocab: cfg.vocabSize, invCount, writeGrad: training });
-    this.sum(rec, ws.tokenLoss, T, false, LOSS_INDEX, true);
+    this.gather.encode(rec.pass, a0, this.binds.bind(this.gather.kernel, [ws.xf, ws.countedRows, ws.xfc]), { rows: counted, dim: cfg.dim });
+    this.mm(rec, [ws.xfc, base.head, ws.logits], { m: counted, n: cfg.vocabSize, k: cfg.dim, transA: false, transB: true, lda: cfg.dim, ldb: cfg.dim, ldc: cfg.vocabSize, accumulate: false });
+    this.ce.encode(rec.pass, a0, this.binds.bind(this.ce.kernel, [ws.logits, ws.targets, ws.mask, ws.tokenLoss]), { tokens: counted, vocab: cfg.vocabSize, invCount, writeGrad: training });
+    this.sum(rec, ws.tokenLoss, counted, false, LOSS_INDEX, true);
   }
 
   /** Backward from the logits' gradient (left in ws.logits by forward) to the adapter's gradients (added to ws.grads). */
-  backward(rec: Recorder, T: number): void {
+  backward(rec: Recorder, T: number, counted: number): void {
     const { cfg, base, ws } = this;
-    this.mm(rec, [ws.logits, base.head, ws.dxn], { m: T, n: cfg.dim, k: cfg.vocabSize, transA: false, transB: false, lda: cfg.vocabSize, ldb: cfg.dim, ldc: cfg.dim, accumulate: false });
+    this.mm(rec, [ws.logits, base.head, ws.xfc], { m: counted, n: cfg.dim, k: cfg.vocabSize, transA: false, transB: false, lda: cfg.vocabSize, ldb: cfg.dim, ldc: cfg.dim, accumulate: false });
+    this.gather.encode(rec.pass, rec.arena, this.binds.bind(this.gather.kernel, [ws.xfc, ws.rowOf, ws.dxn]), { rows: T, dim: cfg.dim });
     this.normBackward(rec, ws.xLast, base.outputNorm, ws.rstdF, ws.dxn, ws.dx, T, false);
     for (let l = cfg.nLayers - 1; l >= 0; l--) {
       const a = ws.layers[l];
@@ -151,7 +161,7 @@ export class TrainProgram {
   }
 
   private mm(rec: Recorder, buffers: [GPUBuffer, GPUBuffer, GPUBuffer], p: TrainMatmulParams): void {
-    this.matmul.encode(rec.pass, rec.arena, this.binds.bind(this.matmul.kernel, buffers), p);
+    this.matmul.encode(rec.pass, rec.arena, this.binds.bind(this.matmul.kernel(p.transA, p.transB), buffers), p);
   }
 
   private normForward(rec: Recorder, x: GPUBuffer, weight: GPUBuffer, y: GPUBuffer, rstd: GPUBuffer, T: number): void {

@@ -10,11 +10,14 @@
  *     whole; attention stays inside its sequence via per-token spans). Per micro-batch, one submit: the
  *     forward pass saving its activations (layer inputs, normed inputs and 1/rms, rotated Q and K, V, the
  *     attention output and per-head log-sum-exp, gate, up, SwiGLU output, and x·Aᵀ of each adapter), the
- *     masked cross-entropy, whose gradient replaces the logits in place, and the backward pass, adding to
- *     the gradients. Loss is the mean over the counted positions of the whole batch, so the gradient is
- *     scaled by 1 / (counted positions of the batch), known before any GPU work. The last submit also holds
- *     the squared global gradient norm (a two-pass reduction), then AdamW with clipping by that norm read
- *     on the GPU; only the summed loss and the norm are read back.
+ *     cross-entropy of the counted positions only (their rows of the final norm's output are gathered
+ *     before the output head, the largest product of a small model, and their gradients put back among
+ *     zero rows), whose gradient replaces the logits in place, and the backward pass, adding to the
+ *     gradients. Sequences with no counted position are skipped. Loss is the mean over the counted
+ *     positions of the whole batch, so the gradient is scaled by 1 / (counted positions of the batch),
+ *     known before any GPU work. The last submit also holds the squared global gradient norm (a two-pass
+ *     reduction), then AdamW with clipping by that norm read on the GPU; only the summed loss and the norm
+ *     are read back.
  *   - The math is llama's: RMSNorm (cfg.rmsEps), RoPE with the engine's angles (rope-angle.wgsl, adjacent
  *     pairs or NeoX, partial rotation, linear scaling, frequency factors), causal GQA attention with softmax
  *     recomputed from the saved log-sum-exp in the backward pass, SwiGLU, output norm and head (tied or
@@ -31,6 +34,7 @@ import type { WebGpuEngine } from '../../engine.ts';
 import type { ModelConfig } from '../../arch/types.ts';
 import { encodeLoraAdapter, type LoraMatrix } from '../../lora/adapter-file.ts';
 import { DEFAULT_OPTIMIZER, type LoraShape, type LoraTrainer, type OptimizerSettings, type StepResult, type TrainingExample } from '../types.ts';
+import { NO_ROW } from '../../../kernels/train/gather-rows.ts';
 import { ParamArena } from '../../../kernels/runtime/arena.ts';
 import { KernelContext } from '../../../kernels/runtime/context.ts';
 import { dequantizeBase, type BaseWeights } from './base-weights.ts';
@@ -63,8 +67,13 @@ interface Packed {
   ids: Uint32Array;
   positions: Uint32Array;
   span: Uint32Array;
+  /** Counted positions: token index, target token and weight of each. */
+  counted: number;
+  countedRows: Uint32Array;
   targets: Uint32Array;
   mask: Float32Array;
+  /** Per token: its counted row or NO_ROW. */
+  rowOf: Uint32Array;
 }
 
 export async function createLoraTrainer(engine: WebGpuEngine, shape: LoraShape, opts: LoraTrainerOptions): Promise<LoraTrainer & LoraTrainerDiagnostics> {
@@ -155,8 +164,8 @@ class GpuLoraTrainer implements LoraTrainer, LoraTrainerDiagnostics {
           rec.clear(this.ws.grads);
           rec.clear(this.ws.scalars);
         }
-        this.program.forward(rec, mb.tokens, 1 / counted, true);
-        this.program.backward(rec, mb.tokens);
+        this.program.forward(rec, mb.tokens, mb.counted, 1 / counted, true);
+        this.program.backward(rec, mb.tokens, mb.counted);
         if (i === micro.length - 1) {
           this.program.update(rec, learningRate, step, this.optimizer);
           rec.copy(this.ws.scalars, this.ws.readback, 16);
@@ -178,7 +187,7 @@ class GpuLoraTrainer implements LoraTrainer, LoraTrainerDiagnostics {
         this.upload(mb);
         const rec = new Recorder(this.ctx, this.arena);
         if (i === 0) rec.clear(this.ws.scalars);
-        this.program.forward(rec, mb.tokens, 1 / counted, false);
+        this.program.forward(rec, mb.tokens, mb.counted, 1 / counted, false);
         if (i === micro.length - 1) rec.copy(this.ws.scalars, this.ws.readback, 16);
         rec.submit();
       });
@@ -256,11 +265,15 @@ class GpuLoraTrainer implements LoraTrainer, LoraTrainerDiagnostics {
       const n = ex.tokens.length;
       if (n < 1 || n > max) throw new Error(`${what}[${i}] has ${n} tokens; the trainer takes 1..${max} (maxTokens)`);
       if (ex.lossMask.length !== n) throw new Error(`${what}[${i}]: lossMask has ${ex.lossMask.length} entries for ${n} tokens`);
+      let mine = 0;
       for (let t = 0; t < n; t++) {
         const id = ex.tokens[t];
         if (!(id >= 0 && id < V)) throw new Error(`${what}[${i}].tokens[${t}] = ${id} is not a token id (0..${V - 1})`);
-        if (t < n - 1 && ex.lossMask[t]) counted++;
+        if (t < n - 1 && ex.lossMask[t]) mine++;
       }
+      // A sequence with nothing counted adds nothing to the loss or the gradient: skip its work.
+      if (mine === 0) return;
+      counted += mine;
       if (used + n > max && current.length > 0) {
         groups.push(current);
         current = [];
@@ -269,10 +282,20 @@ class GpuLoraTrainer implements LoraTrainer, LoraTrainerDiagnostics {
       current.push(ex);
       used += n;
     });
-    groups.push(current);
+    if (current.length > 0) groups.push(current);
     const micro = groups.map((g): Packed => {
       const T = g.reduce((s, e) => s + e.tokens.length, 0);
-      const p: Packed = { tokens: T, ids: new Uint32Array(T), positions: new Uint32Array(T), span: new Uint32Array(2 * T), targets: new Uint32Array(T), mask: new Float32Array(T) };
+      const p: Packed = {
+        tokens: T,
+        ids: new Uint32Array(T),
+        positions: new Uint32Array(T),
+        span: new Uint32Array(2 * T),
+        counted: 0,
+        countedRows: new Uint32Array(T),
+        targets: new Uint32Array(T),
+        mask: new Float32Array(T),
+        rowOf: new Uint32Array(T).fill(NO_ROW),
+      };
       let start = 0;
       for (const ex of g) {
         const n = ex.tokens.length;
@@ -282,9 +305,12 @@ class GpuLoraTrainer implements LoraTrainer, LoraTrainerDiagnostics {
           p.positions[at] = t;
           p.span[2 * at] = start;
           p.span[2 * at + 1] = start + n;
-          if (t < n - 1) {
-            p.targets[at] = ex.tokens[t + 1];
-            p.mask[at] = ex.lossMask[t] ? 1 : 0;
+          if (t < n - 1 && ex.lossMask[t]) {
+            const r = p.counted++;
+            p.countedRows[r] = at;
+            p.targets[r] = ex.tokens[t + 1];
+            p.mask[r] = 1;
+            p.rowOf[at] = r;
           }
         }
         start += n;
@@ -299,8 +325,10 @@ class GpuLoraTrainer implements LoraTrainer, LoraTrainerDiagnostics {
     q.writeBuffer(this.ws.ids, 0, p.ids);
     q.writeBuffer(this.ws.positions, 0, p.positions);
     q.writeBuffer(this.ws.span, 0, p.span);
+    q.writeBuffer(this.ws.countedRows, 0, p.countedRows);
     q.writeBuffer(this.ws.targets, 0, p.targets);
     q.writeBuffer(this.ws.mask, 0, p.mask);
+    q.writeBuffer(this.ws.rowOf, 0, p.rowOf);
   }
 
   private async readScalars(): Promise<[number, number]> {

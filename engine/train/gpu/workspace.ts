@@ -2,7 +2,8 @@
  * The trainer's GPU buffers, sized once for `maxTokens` tokens per forward pass: the inputs of a packed
  * micro-batch, every activation the backward pass reads (kept per layer), the backward scratch, and the
  * adapter's parameters, gradients and AdamW moments. Per token and layer that is 4·dim + 2·(H + KV)·head
- * + 3·ffn + 2 + 2·H + rank·targets floats; the logits add vocab floats per token (once, not per layer).
+ * + 3·ffn + 2 + 2·H + rank·targets floats; the logits add vocab floats per token (once, not per layer;
+ * only counted positions go through the output head, but a micro-batch may count all of its tokens).
  */
 import type { ModelConfig } from '../../arch/types.ts';
 import { REDUCE_PARTIALS } from '../../../kernels/train/reduce.ts';
@@ -36,14 +37,20 @@ export class TrainWorkspace {
   readonly ids: GPUBuffer;
   readonly positions: GPUBuffer;
   readonly span: GPUBuffer;
+  /** Per counted position (a token whose next token counts in the loss): its token index, target and weight. */
+  readonly countedRows: GPUBuffer;
   readonly targets: GPUBuffer;
   readonly mask: GPUBuffer;
+  /** Per token: its counted row, or NO_ROW. */
+  readonly rowOf: GPUBuffer;
   readonly layers: LayerActivations[];
   /** Input of the output norm (the last layer's output). */
   readonly xLast: GPUBuffer;
   readonly xf: GPUBuffer;
   readonly rstdF: GPUBuffer;
-  /** Logits, replaced in place by their gradient. */
+  /** xf at the counted positions; in the backward pass, their gradient. */
+  readonly xfc: GPUBuffer;
+  /** Logits of the counted positions, replaced in place by their gradient. */
   readonly logits: GPUBuffer;
   readonly tokenLoss: GPUBuffer;
   readonly dx: GPUBuffer;
@@ -87,8 +94,10 @@ export class TrainWorkspace {
     this.ids = buf('ids', T);
     this.positions = buf('positions', T);
     this.span = buf('span', 2 * T);
+    this.countedRows = buf('counted-rows', T);
     this.targets = buf('targets', T);
     this.mask = buf('mask', T);
+    this.rowOf = buf('row-of', T);
     this.layers = [];
     for (let l = 0; l < cfg.nLayers; l++) {
       const lora = new Map<string, GPUBuffer>();
@@ -114,6 +123,7 @@ export class TrainWorkspace {
     this.xLast = buf('x-last', T * dim);
     this.xf = buf('xf', T * dim);
     this.rstdF = buf('rstd-f', T);
+    this.xfc = buf('xf-counted', T * dim);
     this.logits = buf('logits', T * cfg.vocabSize);
     this.tokenLoss = buf('token-loss', T);
     this.dx = buf('dx', T * dim);

@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { DequantizeKernel } from '../../../kernels/train/dequantize.ts';
 import { TrainEmbeddingKernel } from '../../../kernels/train/embedding.ts';
+import { GatherRowsKernel, NO_ROW } from '../../../kernels/train/gather-rows.ts';
 import { gpuLayout } from '../../../kernels/quant/layouts.ts';
 import { dequantize, quantize } from '../../../engine/gguf/quant/index.ts';
 import { GgmlType, SUPPORTED_TYPES, typeName } from '../../../ggml/types.ts';
@@ -42,5 +43,22 @@ describe('train-embedding', () => {
     await runPass(ctx, (pass, arena) => k.encode(pass, arena, k.kernel.bind([tb, ib, xb]), { tokens: ids.length, dim, scale: 2 }));
     const got = await read(ctx, xb, ids.length * dim);
     ids.forEach((id, t) => expect(Array.from(got.subarray(t * dim, (t + 1) * dim))).toEqual(Array.from(table.subarray(id * dim, (id + 1) * dim)).map((v) => 2 * v)));
+  });
+});
+
+describe('train-gather-rows', () => {
+  it('picks rows by index and writes zeros for NO_ROW', async () => {
+    const ctx = await testContext();
+    const k = new GatherRowsKernel(ctx);
+    const dim = 5;
+    const x = Float32Array.from(ref.random(4 * dim, 9));
+    const index = [2, NO_ROW, 0, NO_ROW, 3];
+    const [xb, ib, ob] = [f32(ctx, x), u32(ctx, index), f32(ctx, ref.random(index.length * dim, 10))];
+    await runPass(ctx, (pass, arena) => k.encode(pass, arena, k.kernel.bind([xb, ib, ob]), { rows: index.length, dim }));
+    const got = await read(ctx, ob, index.length * dim);
+    index.forEach((r, t) => {
+      const want = r === NO_ROW ? new Array(dim).fill(0) : Array.from(x.subarray(r * dim, (r + 1) * dim));
+      expect(Array.from(got.subarray(t * dim, (t + 1) * dim))).toEqual(want);
+    });
   });
 });

@@ -26,7 +26,7 @@ describe('train-matmul', () => {
       const cb = f32(ctx, c0);
       await runPass(ctx, (pass, arena) => {
         const p = { m, n, k: kk, transA, transB, lda: transA ? m : kk, ldb: transB ? kk : n, ldc: n, aOffset: 3, bOffset: 1, cOffset: 5 };
-        k.encode(pass, arena, k.kernel.bind([ab, bb, cb]), { ...p, accumulate: true, alpha: 0.5 });
+        k.encode(pass, arena, k.kernel(transA, transB).bind([ab, bb, cb]), { ...p, accumulate: true, alpha: 0.5 });
       });
       const got = await read(ctx, cb, m * n + 5);
       expect(Array.from(got.subarray(0, 5))).toEqual(Array.from(Float32Array.from(c0.subarray(0, 5))));
@@ -45,7 +45,7 @@ describe('train-matmul', () => {
     const ab = f32(ctx, a);
     const bb = f32(ctx, b);
     const cb = f32(ctx, ref.random(m * n, 6, 100));
-    await runPass(ctx, (pass, arena) => k.encode(pass, arena, k.kernel.bind([ab, bb, cb]), { m, n, k: kk, transA: false, transB: false, lda: kk, ldb: n, ldc: n, accumulate: false }));
+    await runPass(ctx, (pass, arena) => k.encode(pass, arena, k.kernel(false, false).bind([ab, bb, cb]), { m, n, k: kk, transA: false, transB: false, lda: kk, ldb: n, ldc: n, accumulate: false }));
     expect(relError(await read(ctx, cb, m * n), ref.matmul(a, b, m, n, kk))).toBeLessThan(1e-5);
     for (const buf of [ab, bb, cb]) buf.destroy();
   });
