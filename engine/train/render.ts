@@ -8,7 +8,9 @@
  * stop: the template's text after the message up to its end-of-generation token, or for the fallback
  * format the "\n\n### " that opens the next block (serving's stop string). When nothing follows the last
  * message (the fallback; a template that writes no end-of-turn), EOS is appended: serving and llama.cpp
- * both end generation on it.
+ * both end generation on it, with or without our stop strings. (A model whose pre-training never showed
+ * it EOS cannot learn to write it through adapters of its inner matrices: stories260K's EOS row was never
+ * trained, nor its '#' byte token; such a model answers in the trained format and then runs on.)
  *
  * The whole conversation is tokenized once; a character position maps to the number of leading tokens
  * that tokenizing the text up to it shares with the whole. A token straddling a span boundary counts as
