@@ -188,6 +188,26 @@ describe('LoRA trainer gradients, state and adapter file (stories260K)', () => {
   });
 });
 
+describe('LoRA trainer beside inference (stories260K)', () => {
+  it('a generation started during a long step finishes before the step does, with the base model’s tokens', async () => {
+    const engine = await testEngine();
+    const prompt = engine.tokenizer.encode('Once upon a time');
+    const alone = await engine.generate({ tokens: prompt, maxTokens: 4, temperature: 0, stopAtEndOfGeneration: false }).result;
+    const trainer = await createLoraTrainer(engine, { rank: 4, alpha: 8, targets: LORA_TARGETS }, { seed: 4, maxTokens: 64 });
+    trainers.push(trainer);
+    const seq = engine.tokenizer.encode('Lily and Tom went to the park. They played on the swings and ate cake.');
+    const batch = Array.from({ length: 6 }, (_, i) => example(seq.slice(0, 20 + i), 2));
+    const order: string[] = [];
+    const step = trainer.step(batch, 1e-3).then((r) => (order.push('step'), r));
+    const gen = engine.generate({ tokens: prompt, maxTokens: 4, temperature: 0, stopAtEndOfGeneration: false }).result.then((r) => (order.push('generation'), r));
+    const [r, g] = await Promise.all([step, gen]);
+    expect(order).toEqual(['generation', 'step']);
+    expect(Number.isFinite(r.loss)).toBe(true);
+    // The trainer never touches the engine's weights: serving is unchanged while it trains.
+    expect(g.tokens).toEqual(alone.tokens);
+  });
+});
+
 describe('LoRA trainer on TinyStories-656K (Q8_0, tied embeddings)', () => {
   it('loss falls', async () => {
     const engine = await testEngine('TinyStories-656K-Q8_0.gguf');

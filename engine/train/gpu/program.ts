@@ -93,6 +93,7 @@ export class TrainProgram {
       this.swiglu.encode(rec.pass, a0, 'forward', this.binds.bind(this.swiglu.forward, [a.gate, a.up, a.h]), T * cfg.ffnDim);
       rec.copy(a.x2, next, rowBytes);
       this.project(rec, l, 'down', a.h, next, T, true);
+      rec.boundary();
     }
     // Only the counted positions go through the output head: in chat data most tokens are prompt, and the
     // head (vocabulary × dim) is the largest product of a small model.
@@ -129,6 +130,7 @@ export class TrainProgram {
       this.projectBack(rec, l, 'k', ws.dk, a.xn1, ws.dxn, T, true, needInput);
       this.projectBack(rec, l, 'v', ws.dv, a.xn1, ws.dxn, T, true, needInput);
       if (needInput) this.normBackward(rec, a.x, w.attnNorm, a.rstd1, ws.dxn, ws.dx, T, true);
+      rec.boundary();
     }
   }
 

@@ -1,6 +1,6 @@
 /**
- * Records one submit's worth of training work: compute dispatches in one pass, broken only where a buffer
- * copy must sit between them, with bind groups made once per set of buffers and reused every step.
+ * Recording training work: compute dispatches in passes broken only where a buffer copy must sit between
+ * them, with bind groups made once per set of buffers and reused every step.
  */
 import type { ParamArena } from '../../../kernels/runtime/arena.ts';
 import type { CompiledKernel, KernelContext } from '../../../kernels/runtime/context.ts';
@@ -24,16 +24,22 @@ export class BindCache {
   }
 }
 
+/**
+ * Records a micro-batch's dispatches as a few command buffers, cut at `boundary()` (between layers), so
+ * the trainer can submit them one at a time and let inference steps in between. All of them share one
+ * parameter arena, uploaded once by `finish()` before the first is submitted.
+ */
 export class Recorder {
-  readonly encoder: GPUCommandEncoder;
+  private encoder: GPUCommandEncoder;
   private open: GPUComputePassEncoder | undefined;
+  private readonly done: GPUCommandBuffer[] = [];
 
   constructor(
     private readonly ctx: KernelContext,
     readonly arena: ParamArena,
   ) {
     arena.reset();
-    this.encoder = ctx.device.createCommandEncoder({ label: 'train-step' });
+    this.encoder = ctx.device.createCommandEncoder({ label: 'train' });
   }
 
   get pass(): GPUComputePassEncoder {
@@ -51,11 +57,19 @@ export class Recorder {
     this.encoder.clearBuffer(buffer);
   }
 
-  /** Uploads the dispatches' parameters and submits everything recorded. */
-  submit(): void {
+  /** A point where the work may be split between submits. */
+  boundary(): void {
     this.endPass();
+    this.done.push(this.encoder.finish());
+    this.encoder = this.ctx.device.createCommandEncoder({ label: 'train' });
+  }
+
+  /** Uploads the dispatches' parameters; returns the command buffers to submit, in order. */
+  finish(): GPUCommandBuffer[] {
+    this.endPass();
+    this.done.push(this.encoder.finish());
     this.arena.flush();
-    this.ctx.device.queue.submit([this.encoder.finish()]);
+    return this.done;
   }
 
   private endPass(): void {

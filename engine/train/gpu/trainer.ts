@@ -34,6 +34,7 @@ import type { WebGpuEngine } from '../../engine.ts';
 import type { ModelConfig } from '../../arch/types.ts';
 import { encodeLoraAdapter, type LoraMatrix } from '../../lora/adapter-file.ts';
 import { DEFAULT_OPTIMIZER, type LoraShape, type LoraTrainer, type OptimizerSettings, type StepResult, type TrainingExample } from '../types.ts';
+import { AsyncLock } from '../../generate/lock.ts';
 import { NO_ROW } from '../../../kernels/train/gather-rows.ts';
 import { ParamArena } from '../../../kernels/runtime/arena.ts';
 import { KernelContext } from '../../../kernels/runtime/context.ts';
@@ -93,7 +94,7 @@ export async function createLoraTrainer(engine: WebGpuEngine, shape: LoraShape, 
     ws = new TrainWorkspace(ctx, cfg, layout, maxTokens);
     const program = new TrainProgram(ctx, cfg, base, layout, ws);
     ctx.device.queue.writeBuffer(ws.params, 0, initialParameters(layout, opts.seed));
-    return new GpuLoraTrainer(ctx, cfg, { rank: shape.rank, alpha: shape.alpha, targets: [...shape.targets] }, layout, base, ws, program, optimizer, access.runExclusive);
+    return new GpuLoraTrainer(ctx, cfg, { rank: shape.rank, alpha: shape.alpha, targets: [...shape.targets] }, layout, base, ws, program, optimizer, access.runExclusive, access.device.blockingSubmit);
   } catch (e) {
     ws?.destroy();
     for (const b of base.owned) b.destroy();
@@ -126,6 +127,8 @@ function checkOptimizer(o: OptimizerSettings): void {
 class GpuLoraTrainer implements LoraTrainer, LoraTrainerDiagnostics {
   private steps = 0;
   private destroyed = false;
+  /** One operation at a time on the workspace (a step, an evaluation, a read, a state load). */
+  private readonly own = new AsyncLock();
   private readonly arena: ParamArena;
 
   constructor(
@@ -138,6 +141,7 @@ class GpuLoraTrainer implements LoraTrainer, LoraTrainerDiagnostics {
     private readonly program: TrainProgram,
     private readonly optimizer: OptimizerSettings,
     private readonly runExclusive: <T>(fn: () => Promise<T>) => Promise<T>,
+    private readonly blockingSubmit: boolean,
   ) {
     this.arena = new ParamArena(ctx, program.maxDispatches);
   }
@@ -156,8 +160,9 @@ class GpuLoraTrainer implements LoraTrainer, LoraTrainerDiagnostics {
     const { micro, counted } = this.pack(batch, 'batch');
     if (counted === 0) throw new Error('the batch has no counted positions (lossMask is all 0): nothing to learn from');
     const step = this.steps + 1;
-    const [lossSum, normSq] = await this.runExclusive(async () => {
-      micro.forEach((mb, i) => {
+    const [lossSum, normSq] = await this.own.run(async () => {
+      for (let i = 0; i < micro.length; i++) {
+        const mb = micro[i];
         this.upload(mb);
         const rec = new Recorder(this.ctx, this.arena);
         if (i === 0) {
@@ -170,8 +175,8 @@ class GpuLoraTrainer implements LoraTrainer, LoraTrainerDiagnostics {
           this.program.update(rec, learningRate, step, this.optimizer);
           rec.copy(this.ws.scalars, this.ws.readback, 16);
         }
-        rec.submit();
-      });
+        await this.submit(rec.finish());
+      }
       return this.readScalars();
     });
     this.steps = step;
@@ -182,18 +187,31 @@ class GpuLoraTrainer implements LoraTrainer, LoraTrainerDiagnostics {
     this.live();
     const { micro, counted } = this.pack(examples, 'examples');
     if (counted === 0) return { loss: 0, tokens: 0 };
-    const [lossSum] = await this.runExclusive(async () => {
-      micro.forEach((mb, i) => {
+    const [lossSum] = await this.own.run(async () => {
+      for (let i = 0; i < micro.length; i++) {
+        const mb = micro[i];
         this.upload(mb);
         const rec = new Recorder(this.ctx, this.arena);
         if (i === 0) rec.clear(this.ws.scalars);
         this.program.forward(rec, mb.tokens, mb.counted, 1 / counted, false);
         if (i === micro.length - 1) rec.copy(this.ws.scalars, this.ws.readback, 16);
-        rec.submit();
-      });
+        await this.submit(rec.finish());
+      }
       return this.readScalars();
     });
     return { loss: lossSum / counted, tokens: counted };
+  }
+
+  /**
+   * Submits a micro-batch's command buffers one at a time, each inside the engine's lock, so an inference
+   * step waits for at most one layer of training. Where submit runs the work on this thread (Dawn's GL
+   * backend on llvmpipe), the thread is also handed back between them, as the engine's own steps do.
+   */
+  private async submit(buffers: GPUCommandBuffer[]): Promise<void> {
+    for (const cb of buffers) {
+      await this.runExclusive(async () => this.ctx.device.queue.submit([cb]));
+      if (this.blockingSubmit) await yieldToHost();
+    }
   }
 
   readGradients(): Promise<Float32Array> {
@@ -230,7 +248,7 @@ class GpuLoraTrainer implements LoraTrainer, LoraTrainerDiagnostics {
   async loadState(state: Uint8Array): Promise<void> {
     this.live();
     const s = decodeState(state, stateHeader(this.cfg.architecture, this.shape.alpha, this.layout, this.steps));
-    await this.runExclusive(async () => {
+    await this.own.run(async () => {
       const q = this.ctx.device.queue;
       q.writeBuffer(this.ws.params, 0, s.params);
       q.writeBuffer(this.ws.m, 0, s.m);
@@ -341,7 +359,7 @@ class GpuLoraTrainer implements LoraTrainer, LoraTrainerDiagnostics {
 
   private async read(buffer: GPUBuffer): Promise<Float32Array> {
     const n = this.layout.parameterCount;
-    return this.runExclusive(async () => {
+    return this.own.run(async () => {
       const staging = this.ctx.device.createBuffer({ label: 'train.read', size: Math.ceil((n * 4) / 16) * 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
       try {
         const enc = this.ctx.device.createCommandEncoder();
@@ -354,4 +372,10 @@ class GpuLoraTrainer implements LoraTrainer, LoraTrainerDiagnostics {
       }
     });
   }
+}
+
+/** Let the thread's queued work (I/O callbacks, timers) run: setImmediate where it exists (Node), else a task. */
+function yieldToHost(): Promise<void> {
+  const g = globalThis as { setImmediate?: (fn: () => void) => void };
+  return new Promise((resolve) => (g.setImmediate ? g.setImmediate(resolve) : setTimeout(resolve, 0)));
 }
