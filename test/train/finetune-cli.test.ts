@@ -7,7 +7,8 @@ import { parseGguf } from '../../engine/gguf/parse.ts';
 import { BytesSource } from '../../engine/loader/source.ts';
 import { loraTensorName } from '../../engine/lora/adapter-file.ts';
 import { sharedModel } from '../helpers/models.ts';
-import { runCli } from '../cli/helpers/cli.ts';
+import { spawn } from 'node:child_process';
+import { BIN, ROOT, runCli } from '../../scripts/lib/run-svc.ts';
 
 const STORIES = sharedModel('stories260K.gguf');
 const tmp = () => mkdtempSync(join(tmpdir(), 'svc-finetune-'));
@@ -112,5 +113,36 @@ describe('svc finetune trains', () => {
     const other = await runCli([...args.map((a) => (a === '3e-3' ? '1e-3' : a)), '--resume']);
     expect(other.code).toBe(1);
     expect(other.stderr).toContain('the checkpoint was made with learningRate 0.003, not 0.001');
+  }, 180_000);
+});
+
+describe('svc finetune stopped with Ctrl-C', () => {
+  it('saves a checkpoint and exits 130; --resume then ends with the adapter an unbroken run writes', async () => {
+    const dir = tmp();
+    const data = join(dir, 'train.jsonl');
+    const lines = readFileSync(new URL('../fixtures/finetune/label-train.jsonl', import.meta.url), 'utf8').split('\n').slice(0, 8);
+    writeFileSync(data, lines.join('\n') + '\n');
+    const args = (out: string, ckpt: string) => ['finetune', '--model', STORIES, '--data', data, '--out', join(dir, out), '--epochs', '2', '--batch', '2', '--rank', '4', '--targets', 'q,v', '--lr', '3e-3', '--checkpoint-dir', join(dir, ckpt), '--checkpoint-every', '100'];
+    const unbroken = await runCli(args('unbroken.gguf', 'a'));
+    expect(unbroken.code).toBe(0);
+
+    // Interrupted once step 3 of 8 is reported: the loop finishes the step it is in, saves, and stops.
+    const child = spawn(process.execPath, [BIN, ...args('resumed.gguf', 'b')], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d;
+      if (/^step 3\/8/m.test(stderr) && !child.killed) child.kill('SIGINT');
+    });
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    expect(code).toBe(130);
+    expect(stderr).toMatch(new RegExp(`fine-tuning was aborted after [34] step\\(s\\); --resume --checkpoint-dir ${join(dir, 'b')} continues from there`));
+    expect(existsSync(join(dir, 'resumed.gguf'))).toBe(false);
+    expect(existsSync(join(dir, 'b', 'finetune.ckpt'))).toBe(true);
+
+    const resumed = await runCli([...args('resumed.gguf', 'b'), '--resume']);
+    expect(resumed.code).toBe(0);
+    expect(resumed.stderr).not.toMatch(/^step [123]\/8/m);
+    expect(JSON.parse(resumed.stdout).validationLoss).toEqual(JSON.parse(unbroken.stdout).validationLoss);
+    expect(readFileSync(join(dir, 'resumed.gguf')).equals(readFileSync(join(dir, 'unbroken.gguf')))).toBe(true);
   }, 180_000);
 });
