@@ -23,21 +23,32 @@ export interface TrainMatmulParams {
 const TILE = 32;
 
 /**
- * f32 matrix product with optional transposes (one pipeline per combination; they share a bind group
- * layout shape but not the layout object, so bind through `bind`). Bindings: A (read), B (read), C (write;
- * never A or B).
+ * f32 matrix product with optional transposes: one pipeline per transpose combination and load path
+ * (vec4 where every offset and leading dimension allows). Bind through `kernel(...)` of any variant: their
+ * bind group layouts are identical. Bindings: A (read), B (read), C (write; never A or B).
  */
 export class TrainMatmulKernel {
   private readonly variants: CompiledKernel[];
   constructor(ctx: KernelContext) {
-    this.variants = [0, 1, 2, 3].map((v) =>
-      ctx.kernel({ label: `train-matmul-${v & 1 ? 't' : 'n'}${v & 2 ? 't' : 'n'}`, code: source, bindings: ['read', 'read', 'write'], constants: { TRANS_A: v & 1, TRANS_B: (v >> 1) & 1 } }),
+    this.variants = [0, 1, 2, 3, 4, 5, 6, 7].map((v) =>
+      ctx.kernel({
+        label: `train-matmul-${v & 1 ? 't' : 'n'}${v & 2 ? 't' : 'n'}${v & 4 ? '-vec4' : ''}`,
+        code: source,
+        bindings: ['read', 'read', 'write'],
+        constants: { TRANS_A: v & 1, TRANS_B: (v >> 1) & 1, VEC4: (v >> 2) & 1 },
+      }),
     );
   }
 
-  /** The pipeline for a transpose combination (for bind groups). */
-  kernel(transA: boolean, transB: boolean): CompiledKernel {
-    return this.variants[(transA ? 1 : 0) + (transB ? 2 : 0)];
+  /** The pipeline for a product (for bind groups; any variant's layout serves all of them). */
+  kernel(transA: boolean, transB: boolean, vec4 = false): CompiledKernel {
+    return this.variants[(transA ? 1 : 0) + (transB ? 2 : 0) + (vec4 ? 4 : 0)];
+  }
+
+  /** Whether a product's operands allow the vec4 load path. */
+  static vec4(p: TrainMatmulParams): boolean {
+    const aligned = (...v: number[]) => v.every((x) => x % 4 === 0);
+    return aligned(p.aOffset ?? 0, p.lda, p.transA ? p.m : p.k, p.bOffset ?? 0, p.ldb, p.transB ? p.k : p.n);
   }
 
   encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: TrainMatmulParams): void {
@@ -57,6 +68,6 @@ export class TrainMatmulKernel {
     u[s + 10] = p.cOffset ?? 0;
     u[s + 11] = p.accumulate ? 1 : 0;
     arena.f32[s + 12] = p.alpha ?? 1;
-    arena.dispatch(pass, this.kernel(p.transA, p.transB), group, s, Math.ceil(p.n / TILE), Math.ceil(p.m / TILE));
+    arena.dispatch(pass, this.kernel(p.transA, p.transB, TrainMatmulKernel.vec4(p)), group, s, Math.ceil(p.n / TILE), Math.ceil(p.m / TILE));
   }
 }

@@ -1,7 +1,13 @@
 // C = alpha · op(A) · op(B) (+ C when accumulating), all f32, for training: op(A) is M × K, op(B) is K × N,
 // either may be read transposed, so one kernel serves the forward products (X·Wᵀ), the input gradients
-// (dY·W) and the weight gradients (Gᵀ·X). A workgroup computes a 32 × 32 tile of C from 16-deep slices of
-// A and B staged in workgroup memory; each of its 64 invocations owns a 4 × 4 block of the tile.
+// (dY·W) and the weight gradients (Gᵀ·X). A workgroup computes a 32 × 32 tile of C from 32-deep slices of
+// A and B staged in workgroup memory as vec4s; each of its 64 invocations owns a 4 × 4 block of the tile.
+//
+// Transposes and the load path are pipeline constants, so the staging loop has no branches on them. With
+// VEC4 (offsets, leading dimensions and the stored rows' lengths all multiples of 4) an invocation stages
+// a 4 × 4 block of A and one of B with four vec4 loads each, transposing in registers where the stored
+// layout runs along k; otherwise it loads element by element. On CPU rasterisers every storage load whose
+// address differs between invocations is a gather, so four times fewer loads is most of the kernel's time.
 
 struct Params {
   m: u32,
@@ -20,35 +26,119 @@ struct Params {
   alpha: f32,
 }
 
-@group(0) @binding(0) var<storage, read> a: array<f32>;
-@group(0) @binding(1) var<storage, read> b: array<f32>;
+@group(0) @binding(0) var<storage, read> a: array<vec4f>;
+@group(0) @binding(1) var<storage, read> b: array<vec4f>;
 @group(0) @binding(2) var<storage, read_write> c: array<f32>;
 @group(1) @binding(0) var<uniform> params: Params;
 
-const TM = 32u;
-const TN = 32u;
-const TK = 16u;
-
-// sa[kk * 8 + i] = op(A)[m0 + 4i .. m0 + 4i + 3, k0 + kk]; sb[kk * 8 + j] = op(B)[k0 + kk, n0 + 4j .. n0 + 4j + 3]:
-// vec4s, so the inner loop reads two values from workgroup memory per 16 multiply-adds.
-var<workgroup> sa: array<vec4f, 128>;
-var<workgroup> sb: array<vec4f, 128>;
-
-// Transposes are pipeline constants: the loads' branches then vanish when the shader is compiled, which
-// matters on CPU rasterisers, where every instruction of the staging loop runs per element.
 override TRANS_A: bool = false;
 override TRANS_B: bool = false;
+override VEC4: bool = false;
+
+const TM = 32u;
+const TN = 32u;
+const TK = 32u;
+
+// sa[kk * 8 + i] = op(A)[m0 + 4i .. m0 + 4i + 3, k0 + kk]; sb[kk * 8 + j] = op(B)[k0 + kk, n0 + 4j .. n0 + 4j + 3].
+var<workgroup> sa: array<vec4f, 256>;
+var<workgroup> sb: array<vec4f, 256>;
+
+fn a1(i: u32) -> f32 {
+  return a[i >> 2u][i & 3u];
+}
+
+fn b1(i: u32) -> f32 {
+  return b[i >> 2u][i & 3u];
+}
 
 fn load_a(row: u32, col: u32) -> f32 {
   if (row >= params.m || col >= params.k) { return 0.0; }
-  if (TRANS_A) { return a[params.a_offset + col * params.lda + row]; }
-  return a[params.a_offset + row * params.lda + col];
+  if (TRANS_A) { return a1(params.a_offset + col * params.lda + row); }
+  return a1(params.a_offset + row * params.lda + col);
 }
 
 fn load_b(row: u32, col: u32) -> f32 {
   if (row >= params.k || col >= params.n) { return 0.0; }
-  if (TRANS_B) { return b[params.b_offset + col * params.ldb + row]; }
-  return b[params.b_offset + row * params.ldb + col];
+  if (TRANS_B) { return b1(params.b_offset + col * params.ldb + row); }
+  return b1(params.b_offset + row * params.ldb + col);
+}
+
+// Four consecutive stored values starting at element i (a multiple of 4), or zeros when `live` is false.
+fn a4(i: u32, live: bool) -> vec4f {
+  if (!live) { return vec4f(); }
+  return a[i >> 2u];
+}
+
+fn b4(i: u32, live: bool) -> vec4f {
+  if (!live) { return vec4f(); }
+  return b[i >> 2u];
+}
+
+fn stage_vec4(li: u32, m0: u32, n0: u32, k0: u32) {
+  // A: the 4 × 4 block (rows m0 + 4mb.., k k0 + 4kb..); neighbouring invocations take neighbouring
+  // blocks along the stored rows.
+  if (TRANS_A) {
+    let mb = li % 8u;
+    let kb = li / 8u;
+    let m = m0 + 4u * mb;
+    for (var j = 0u; j < 4u; j++) {
+      let kk = 4u * kb + j;
+      sa[kk * 8u + mb] = a4(params.a_offset + (k0 + kk) * params.lda + m, m < params.m && k0 + kk < params.k);
+    }
+  } else {
+    let kb = li % 8u;
+    let mb = li / 8u;
+    let k = k0 + 4u * kb;
+    let m = m0 + 4u * mb;
+    let live = k < params.k;
+    let r0 = a4(params.a_offset + m * params.lda + k, live && m < params.m);
+    let r1 = a4(params.a_offset + (m + 1u) * params.lda + k, live && m + 1u < params.m);
+    let r2 = a4(params.a_offset + (m + 2u) * params.lda + k, live && m + 2u < params.m);
+    let r3 = a4(params.a_offset + (m + 3u) * params.lda + k, live && m + 3u < params.m);
+    sa[(4u * kb) * 8u + mb] = vec4f(r0.x, r1.x, r2.x, r3.x);
+    sa[(4u * kb + 1u) * 8u + mb] = vec4f(r0.y, r1.y, r2.y, r3.y);
+    sa[(4u * kb + 2u) * 8u + mb] = vec4f(r0.z, r1.z, r2.z, r3.z);
+    sa[(4u * kb + 3u) * 8u + mb] = vec4f(r0.w, r1.w, r2.w, r3.w);
+  }
+  if (TRANS_B) {
+    let kb = li % 8u;
+    let nb = li / 8u;
+    let k = k0 + 4u * kb;
+    let n = n0 + 4u * nb;
+    let live = k < params.k;
+    let c0 = b4(params.b_offset + n * params.ldb + k, live && n < params.n);
+    let c1 = b4(params.b_offset + (n + 1u) * params.ldb + k, live && n + 1u < params.n);
+    let c2 = b4(params.b_offset + (n + 2u) * params.ldb + k, live && n + 2u < params.n);
+    let c3 = b4(params.b_offset + (n + 3u) * params.ldb + k, live && n + 3u < params.n);
+    sb[(4u * kb) * 8u + nb] = vec4f(c0.x, c1.x, c2.x, c3.x);
+    sb[(4u * kb + 1u) * 8u + nb] = vec4f(c0.y, c1.y, c2.y, c3.y);
+    sb[(4u * kb + 2u) * 8u + nb] = vec4f(c0.z, c1.z, c2.z, c3.z);
+    sb[(4u * kb + 3u) * 8u + nb] = vec4f(c0.w, c1.w, c2.w, c3.w);
+  } else {
+    let nb = li % 8u;
+    let kb = li / 8u;
+    let n = n0 + 4u * nb;
+    for (var j = 0u; j < 4u; j++) {
+      let kk = 4u * kb + j;
+      sb[kk * 8u + nb] = b4(params.b_offset + (k0 + kk) * params.ldb + n, n < params.n && k0 + kk < params.k);
+    }
+  }
+}
+
+fn stage_scalar(li: u32, m0: u32, n0: u32, k0: u32) {
+  for (var e = 0u; e < 4u; e++) {
+    let idx = li + e * 64u;
+    // Neighbouring invocations read neighbouring addresses: along m (or n) where op(A) (op(B)) is stored
+    // transposed, along k where it is not.
+    var kk = idx / 8u;
+    var q = (idx % 8u) * 4u;
+    if (!TRANS_A) { kk = idx % TK; q = (idx / TK) * 4u; }
+    sa[kk * 8u + q / 4u] = vec4f(load_a(m0 + q, k0 + kk), load_a(m0 + q + 1u, k0 + kk), load_a(m0 + q + 2u, k0 + kk), load_a(m0 + q + 3u, k0 + kk));
+    kk = idx / 8u;
+    q = (idx % 8u) * 4u;
+    if (TRANS_B) { kk = idx % TK; q = (idx / TK) * 4u; }
+    sb[kk * 8u + q / 4u] = vec4f(load_b(k0 + kk, n0 + q), load_b(k0 + kk, n0 + q + 1u), load_b(k0 + kk, n0 + q + 2u), load_b(k0 + kk, n0 + q + 3u));
+  }
 }
 
 fn store(row: u32, col0: u32, v: vec4f) {
@@ -77,19 +167,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
   let tiles = (params.k + TK - 1u) / TK;
   for (var t = 0u; t < tiles; t++) {
     let k0 = t * TK;
-    for (var e = 0u; e < 2u; e++) {
-      let idx = li + e * 64u;
-      // Neighbouring invocations read neighbouring addresses: along m (or n) where op(A) (op(B)) is stored
-      // transposed, along k where it is not.
-      var kk = idx / 8u;
-      var q = (idx % 8u) * 4u;
-      if (!TRANS_A) { kk = idx % TK; q = (idx / TK) * 4u; }
-      sa[kk * 8u + q / 4u] = vec4f(load_a(m0 + q, k0 + kk), load_a(m0 + q + 1u, k0 + kk), load_a(m0 + q + 2u, k0 + kk), load_a(m0 + q + 3u, k0 + kk));
-      kk = idx / 8u;
-      q = (idx % 8u) * 4u;
-      if (TRANS_B) { kk = idx % TK; q = (idx / TK) * 4u; }
-      sb[kk * 8u + q / 4u] = vec4f(load_b(k0 + kk, n0 + q), load_b(k0 + kk, n0 + q + 1u), load_b(k0 + kk, n0 + q + 2u), load_b(k0 + kk, n0 + q + 3u));
-    }
+    if (VEC4) { stage_vec4(li, m0, n0, k0); } else { stage_scalar(li, m0, n0, k0); }
     workgroupBarrier();
     for (var kk = 0u; kk < TK; kk++) {
       let av = sa[kk * 8u + lid.y];
