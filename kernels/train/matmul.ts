@@ -46,7 +46,7 @@ export class TrainMatmulKernel {
   }
 
   /** Whether a product's operands allow the vec4 load path. */
-  static vec4(p: TrainMatmulParams): boolean {
+  static vec4(p: Pick<TrainMatmulParams, 'm' | 'n' | 'k' | 'transA' | 'transB' | 'lda' | 'ldb' | 'aOffset' | 'bOffset'>): boolean {
     const aligned = (...v: number[]) => v.every((x) => x % 4 === 0);
     return aligned(p.aOffset ?? 0, p.lda, p.transA ? p.m : p.k, p.bOffset ?? 0, p.ldb, p.transB ? p.k : p.n);
   }
