@@ -70,6 +70,19 @@ describe('svc finetune refuses bad input before loading the model', () => {
   }, 120_000);
 });
 
+describe('svc finetune refuses conversations the model cannot take', () => {
+  it('names, by line, a conversation longer than --max-tokens once rendered, before any step', async () => {
+    const dir = tmp();
+    const data = join(dir, 'train.jsonl');
+    writeFileSync(data, [line('The cat sat.', 'Label: cat'), line('The dog ran to the park and then home and then to the park again.', 'Label: dog'), line('A bird.', 'Label: bird')].join('\n'));
+    const r = await runCli(['finetune', '--model', STORIES, '--data', data, '--out', join(dir, 'a.gguf'), '--max-tokens', '50']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(new RegExp(`--data ${data} has 1 conversation\\(s\\) that cannot be trained on; nothing was trained:\\nline 2: the rendered conversation is \\d+ tokens, more than the 50 allowed`));
+    expect(r.stderr).not.toContain('training ');
+    expect(readdirSync(dir)).toEqual(['train.jsonl']);
+  }, 60_000);
+});
+
 describe('svc finetune trains', () => {
   it('writes an adapter the GGUF parser reads as a LoRA adapter, prints a summary, and resumes from its checkpoint', async () => {
     const dir = tmp();
