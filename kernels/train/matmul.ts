@@ -20,35 +20,55 @@ export interface TrainMatmulParams {
   alpha?: number;
 }
 
-const TILE = 32;
+/** Invocations along n and m, and the depth of a staged slice: a tile is 4·wy × 4·wx of C. */
+const SHAPES = {
+  square: { wx: 8, wy: 8, tk: 32 },
+  /** n ≤ 8: x·Aᵀ and dY·B, the adapter's rank-wide outputs. */
+  tall: { wx: 2, wy: 32, tk: 16 },
+  /** m ≤ 8: dA, rank rows. */
+  wide: { wx: 32, wy: 2, tk: 16 },
+} as const;
+type Shape = keyof typeof SHAPES;
+type Layout = Pick<TrainMatmulParams, 'm' | 'n' | 'k' | 'transA' | 'transB' | 'lda' | 'ldb' | 'aOffset' | 'bOffset'>;
 
 /**
- * f32 matrix product with optional transposes: one pipeline per transpose combination and load path
- * (vec4 where every offset and leading dimension allows). Bind through `kernel(...)` of any variant: their
- * bind group layouts are identical. Bindings: A (read), B (read), C (write; never A or B).
+ * f32 matrix product with optional transposes: one pipeline per transpose combination, load path (vec4
+ * where every offset and leading dimension allows) and tile shape, compiled on first use. Bind through
+ * `kernel(params)`. Bindings: A (read), B (read), C (write; never A or B).
  */
 export class TrainMatmulKernel {
-  private readonly variants: CompiledKernel[];
-  constructor(ctx: KernelContext) {
-    this.variants = [0, 1, 2, 3, 4, 5, 6, 7].map((v) =>
-      ctx.kernel({
-        label: `train-matmul-${v & 1 ? 't' : 'n'}${v & 2 ? 't' : 'n'}${v & 4 ? '-vec4' : ''}`,
+  private readonly variants = new Map<string, CompiledKernel>();
+  constructor(private readonly ctx: KernelContext) {}
+
+  /** The pipeline a product runs on (for its bind group). */
+  kernel(p: Layout): CompiledKernel {
+    const vec4 = TrainMatmulKernel.vec4(p);
+    const shape = TrainMatmulKernel.shape(p);
+    const key = `${p.transA ? 't' : 'n'}${p.transB ? 't' : 'n'}${vec4 ? '-vec4' : ''}-${shape}`;
+    let k = this.variants.get(key);
+    if (!k) {
+      const s = SHAPES[shape];
+      k = this.ctx.kernel({
+        label: `train-matmul-${key}`,
         code: source,
         bindings: ['read', 'read', 'write'],
-        constants: { TRANS_A: v & 1, TRANS_B: (v >> 1) & 1, VEC4: (v >> 2) & 1 },
-      }),
-    );
-  }
-
-  /** The pipeline for a product (for bind groups; any variant's layout serves all of them). */
-  kernel(transA: boolean, transB: boolean, vec4 = false): CompiledKernel {
-    return this.variants[(transA ? 1 : 0) + (transB ? 2 : 0) + (vec4 ? 4 : 0)];
+        constants: { TRANS_A: p.transA ? 1 : 0, TRANS_B: p.transB ? 1 : 0, VEC4: vec4 ? 1 : 0, WX: s.wx, WY: s.wy, TK: s.tk },
+      });
+      this.variants.set(key, k);
+    }
+    return k;
   }
 
   /** Whether a product's operands allow the vec4 load path. */
-  static vec4(p: Pick<TrainMatmulParams, 'm' | 'n' | 'k' | 'transA' | 'transB' | 'lda' | 'ldb' | 'aOffset' | 'bOffset'>): boolean {
+  static vec4(p: Layout): boolean {
     const aligned = (...v: number[]) => v.every((x) => x % 4 === 0);
     return aligned(p.aOffset ?? 0, p.lda, p.transA ? p.m : p.k, p.bOffset ?? 0, p.ldb, p.transB ? p.k : p.n);
+  }
+
+  static shape(p: { m: number; n: number }): Shape {
+    if (p.n <= 8 && p.m > 8) return 'tall';
+    if (p.m <= 8 && p.n > 8) return 'wide';
+    return 'square';
   }
 
   encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: TrainMatmulParams): void {
@@ -68,6 +88,7 @@ export class TrainMatmulKernel {
     u[s + 10] = p.cOffset ?? 0;
     u[s + 11] = p.accumulate ? 1 : 0;
     arena.f32[s + 12] = p.alpha ?? 1;
-    arena.dispatch(pass, this.kernel(p.transA, p.transB, TrainMatmulKernel.vec4(p)), group, s, Math.ceil(p.n / TILE), Math.ceil(p.m / TILE));
+    const shape = SHAPES[TrainMatmulKernel.shape(p)];
+    arena.dispatch(pass, this.kernel(p), group, s, Math.ceil(p.n / (4 * shape.wx)), Math.ceil(p.m / (4 * shape.wy)));
   }
 }

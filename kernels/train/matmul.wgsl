@@ -1,7 +1,11 @@
 // C = alpha · op(A) · op(B) (+ C when accumulating), all f32, for training: op(A) is M × K, op(B) is K × N,
 // either may be read transposed, so one kernel serves the forward products (X·Wᵀ), the input gradients
-// (dY·W) and the weight gradients (Gᵀ·X). A workgroup computes a 32 × 32 tile of C from 32-deep slices of
-// A and B staged in workgroup memory as vec4s; each of its 64 invocations owns a 4 × 4 block of the tile.
+// (dY·W) and the weight gradients (Gᵀ·X). A workgroup of 64 invocations, WX along n by WY along m, computes
+// a 4·WY × 4·WX tile of C from TK-deep slices of A and B staged in workgroup memory as vec4s; each
+// invocation owns a 4 × 4 block of the tile. Square tiles (8 × 8) serve most products; the adapter's
+// rank-wide ones (x·Aᵀ and dY·B with n = rank, dA with m = rank) take 128 × 8 or 8 × 128 tiles, which
+// waste no lanes on them. The workgroup is one-dimensional because llvmpipe runs invocations in SIMD
+// lanes along x: a (2, 32) workgroup would fill 2 of 8 lanes.
 //
 // Transposes and the load path are pipeline constants, so the staging loop has no branches on them. With
 // VEC4 (offsets, leading dimensions and the stored rows' lengths all multiples of 4) an invocation stages
@@ -35,13 +39,14 @@ override TRANS_A: bool = false;
 override TRANS_B: bool = false;
 override VEC4: bool = false;
 
-const TM = 32u;
-const TN = 32u;
-const TK = 32u;
+override WX: u32 = 8u;
+override WY: u32 = 8u;
+override TK: u32 = 32u;
+const WG = 64u;
 
-// sa[kk * 8 + i] = op(A)[m0 + 4i .. m0 + 4i + 3, k0 + kk]; sb[kk * 8 + j] = op(B)[k0 + kk, n0 + 4j .. n0 + 4j + 3].
-var<workgroup> sa: array<vec4f, 256>;
-var<workgroup> sb: array<vec4f, 256>;
+// sa[kk * WY + i] = op(A)[m0 + 4i .. m0 + 4i + 3, k0 + kk]; sb[kk * WX + j] = op(B)[k0 + kk, n0 + 4j .. n0 + 4j + 3].
+var<workgroup> sa: array<vec4f, TK * WY>;
+var<workgroup> sb: array<vec4f, TK * WX>;
 
 fn a1(i: u32) -> f32 {
   return a[i >> 2u][i & 3u];
@@ -75,69 +80,75 @@ fn b4(i: u32, live: bool) -> vec4f {
 }
 
 fn stage_vec4(li: u32, m0: u32, n0: u32, k0: u32) {
-  // A: the 4 × 4 block (rows m0 + 4mb.., k k0 + 4kb..); neighbouring invocations take neighbouring
-  // blocks along the stored rows.
-  if (TRANS_A) {
-    let mb = li % 8u;
-    let kb = li / 8u;
-    let m = m0 + 4u * mb;
-    for (var j = 0u; j < 4u; j++) {
-      let kk = 4u * kb + j;
-      sa[kk * 8u + mb] = a4(params.a_offset + (k0 + kk) * params.lda + m, m < params.m && k0 + kk < params.k);
+  // A in 4 × 4 blocks (rows m0 + 4mb.., k k0 + 4kb..); neighbouring invocations take neighbouring blocks
+  // along the stored rows.
+  let kbs = TK / 4u;
+  for (var blk = li; blk < WY * kbs; blk += WG) {
+    if (TRANS_A) {
+      let mb = blk % WY;
+      let kb = blk / WY;
+      let m = m0 + 4u * mb;
+      for (var j = 0u; j < 4u; j++) {
+        let kk = 4u * kb + j;
+        sa[kk * WY + mb] = a4(params.a_offset + (k0 + kk) * params.lda + m, m < params.m && k0 + kk < params.k);
+      }
+    } else {
+      let kb = blk % kbs;
+      let mb = blk / kbs;
+      let k = k0 + 4u * kb;
+      let m = m0 + 4u * mb;
+      let live = k < params.k;
+      let r0 = a4(params.a_offset + m * params.lda + k, live && m < params.m);
+      let r1 = a4(params.a_offset + (m + 1u) * params.lda + k, live && m + 1u < params.m);
+      let r2 = a4(params.a_offset + (m + 2u) * params.lda + k, live && m + 2u < params.m);
+      let r3 = a4(params.a_offset + (m + 3u) * params.lda + k, live && m + 3u < params.m);
+      sa[(4u * kb) * WY + mb] = vec4f(r0.x, r1.x, r2.x, r3.x);
+      sa[(4u * kb + 1u) * WY + mb] = vec4f(r0.y, r1.y, r2.y, r3.y);
+      sa[(4u * kb + 2u) * WY + mb] = vec4f(r0.z, r1.z, r2.z, r3.z);
+      sa[(4u * kb + 3u) * WY + mb] = vec4f(r0.w, r1.w, r2.w, r3.w);
     }
-  } else {
-    let kb = li % 8u;
-    let mb = li / 8u;
-    let k = k0 + 4u * kb;
-    let m = m0 + 4u * mb;
-    let live = k < params.k;
-    let r0 = a4(params.a_offset + m * params.lda + k, live && m < params.m);
-    let r1 = a4(params.a_offset + (m + 1u) * params.lda + k, live && m + 1u < params.m);
-    let r2 = a4(params.a_offset + (m + 2u) * params.lda + k, live && m + 2u < params.m);
-    let r3 = a4(params.a_offset + (m + 3u) * params.lda + k, live && m + 3u < params.m);
-    sa[(4u * kb) * 8u + mb] = vec4f(r0.x, r1.x, r2.x, r3.x);
-    sa[(4u * kb + 1u) * 8u + mb] = vec4f(r0.y, r1.y, r2.y, r3.y);
-    sa[(4u * kb + 2u) * 8u + mb] = vec4f(r0.z, r1.z, r2.z, r3.z);
-    sa[(4u * kb + 3u) * 8u + mb] = vec4f(r0.w, r1.w, r2.w, r3.w);
   }
-  if (TRANS_B) {
-    let kb = li % 8u;
-    let nb = li / 8u;
-    let k = k0 + 4u * kb;
-    let n = n0 + 4u * nb;
-    let live = k < params.k;
-    let c0 = b4(params.b_offset + n * params.ldb + k, live && n < params.n);
-    let c1 = b4(params.b_offset + (n + 1u) * params.ldb + k, live && n + 1u < params.n);
-    let c2 = b4(params.b_offset + (n + 2u) * params.ldb + k, live && n + 2u < params.n);
-    let c3 = b4(params.b_offset + (n + 3u) * params.ldb + k, live && n + 3u < params.n);
-    sb[(4u * kb) * 8u + nb] = vec4f(c0.x, c1.x, c2.x, c3.x);
-    sb[(4u * kb + 1u) * 8u + nb] = vec4f(c0.y, c1.y, c2.y, c3.y);
-    sb[(4u * kb + 2u) * 8u + nb] = vec4f(c0.z, c1.z, c2.z, c3.z);
-    sb[(4u * kb + 3u) * 8u + nb] = vec4f(c0.w, c1.w, c2.w, c3.w);
-  } else {
-    let nb = li % 8u;
-    let kb = li / 8u;
-    let n = n0 + 4u * nb;
-    for (var j = 0u; j < 4u; j++) {
-      let kk = 4u * kb + j;
-      sb[kk * 8u + nb] = b4(params.b_offset + (k0 + kk) * params.ldb + n, n < params.n && k0 + kk < params.k);
+  for (var blk = li; blk < WX * kbs; blk += WG) {
+    if (TRANS_B) {
+      let kb = blk % kbs;
+      let nb = blk / kbs;
+      let k = k0 + 4u * kb;
+      let n = n0 + 4u * nb;
+      let live = k < params.k;
+      let c0 = b4(params.b_offset + n * params.ldb + k, live && n < params.n);
+      let c1 = b4(params.b_offset + (n + 1u) * params.ldb + k, live && n + 1u < params.n);
+      let c2 = b4(params.b_offset + (n + 2u) * params.ldb + k, live && n + 2u < params.n);
+      let c3 = b4(params.b_offset + (n + 3u) * params.ldb + k, live && n + 3u < params.n);
+      sb[(4u * kb) * WX + nb] = vec4f(c0.x, c1.x, c2.x, c3.x);
+      sb[(4u * kb + 1u) * WX + nb] = vec4f(c0.y, c1.y, c2.y, c3.y);
+      sb[(4u * kb + 2u) * WX + nb] = vec4f(c0.z, c1.z, c2.z, c3.z);
+      sb[(4u * kb + 3u) * WX + nb] = vec4f(c0.w, c1.w, c2.w, c3.w);
+    } else {
+      let nb = blk % WX;
+      let kb = blk / WX;
+      let n = n0 + 4u * nb;
+      for (var j = 0u; j < 4u; j++) {
+        let kk = 4u * kb + j;
+        sb[kk * WX + nb] = b4(params.b_offset + (k0 + kk) * params.ldb + n, n < params.n && k0 + kk < params.k);
+      }
     }
   }
 }
 
 fn stage_scalar(li: u32, m0: u32, n0: u32, k0: u32) {
-  for (var e = 0u; e < 4u; e++) {
-    let idx = li + e * 64u;
-    // Neighbouring invocations read neighbouring addresses: along m (or n) where op(A) (op(B)) is stored
-    // transposed, along k where it is not.
-    var kk = idx / 8u;
-    var q = (idx % 8u) * 4u;
+  // Neighbouring invocations read neighbouring addresses: along m (or n) where op(A) (op(B)) is stored
+  // transposed, along k where it is not.
+  for (var idx = li; idx < TK * WY; idx += WG) {
+    var kk = idx / WY;
+    var q = (idx % WY) * 4u;
     if (!TRANS_A) { kk = idx % TK; q = (idx / TK) * 4u; }
-    sa[kk * 8u + q / 4u] = vec4f(load_a(m0 + q, k0 + kk), load_a(m0 + q + 1u, k0 + kk), load_a(m0 + q + 2u, k0 + kk), load_a(m0 + q + 3u, k0 + kk));
-    kk = idx / 8u;
-    q = (idx % 8u) * 4u;
+    sa[kk * WY + q / 4u] = vec4f(load_a(m0 + q, k0 + kk), load_a(m0 + q + 1u, k0 + kk), load_a(m0 + q + 2u, k0 + kk), load_a(m0 + q + 3u, k0 + kk));
+  }
+  for (var idx = li; idx < TK * WX; idx += WG) {
+    var kk = idx / WX;
+    var q = (idx % WX) * 4u;
     if (TRANS_B) { kk = idx % TK; q = (idx / TK) * 4u; }
-    sb[kk * 8u + q / 4u] = vec4f(load_b(k0 + kk, n0 + q), load_b(k0 + kk, n0 + q + 1u), load_b(k0 + kk, n0 + q + 2u), load_b(k0 + kk, n0 + q + 3u));
+    sb[kk * WX + q / 4u] = vec4f(load_b(k0 + kk, n0 + q), load_b(k0 + kk, n0 + q + 1u), load_b(k0 + kk, n0 + q + 2u), load_b(k0 + kk, n0 + q + 3u));
   }
 }
 
@@ -154,10 +165,12 @@ fn store(row: u32, col0: u32, v: vec4f) {
   }
 }
 
-@compute @workgroup_size(8, 8)
-fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec3u, @builtin(local_invocation_index) li: u32) {
-  let m0 = wg.y * TM;
-  let n0 = wg.x * TN;
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u32) {
+  let lx = li % WX;
+  let ly = li / WX;
+  let m0 = wg.y * 4u * WY;
+  let n0 = wg.x * 4u * WX;
   // Four named accumulators, not an indexed array: CPU rasterisers do not unroll loops and would keep
   // an indexed array in memory.
   var acc0 = vec4f();
@@ -169,9 +182,11 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
     let k0 = t * TK;
     if (VEC4) { stage_vec4(li, m0, n0, k0); } else { stage_scalar(li, m0, n0, k0); }
     workgroupBarrier();
-    for (var kk = 0u; kk < TK; kk++) {
-      let av = sa[kk * 8u + lid.y];
-      let bv = sb[kk * 8u + lid.x];
+    // The last slice may be shallower (products over the adapter's rank are a few columns deep).
+    let depth = min(TK, params.k - k0);
+    for (var kk = 0u; kk < depth; kk++) {
+      let av = sa[kk * WY + ly];
+      let bv = sb[kk * WX + lx];
       acc0 += av.x * bv;
       acc1 += av.y * bv;
       acc2 += av.z * bv;
@@ -179,8 +194,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
     }
     workgroupBarrier();
   }
-  let row = m0 + lid.y * 4u;
-  let col = n0 + lid.x * 4u;
+  let row = m0 + ly * 4u;
+  let col = n0 + lx * 4u;
   store(row, col, acc0);
   store(row + 1u, col, acc1);
   store(row + 2u, col, acc2);

@@ -163,7 +163,7 @@ export class TrainProgram {
   }
 
   private mm(rec: Recorder, buffers: [GPUBuffer, GPUBuffer, GPUBuffer], p: TrainMatmulParams): void {
-    this.matmul.encode(rec.pass, rec.arena, this.binds.bind(this.matmul.kernel(p.transA, p.transB, TrainMatmulKernel.vec4(p)), buffers), p);
+    this.matmul.encode(rec.pass, rec.arena, this.binds.bind(this.matmul.kernel(p), buffers), p);
   }
 
   private normForward(rec: Recorder, x: GPUBuffer, weight: GPUBuffer, y: GPUBuffer, rstd: GPUBuffer, T: number): void {
