@@ -3,7 +3,7 @@
  * write it in llama.cpp's adapter format. Every bad line of the data is reported, with its number, before
  * the model is even loaded; the adapter is written whole or not at all (temp file + rename).
  */
-import { InvalidArgumentError, type Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
 import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { LORA_TARGETS, type LoraTarget } from '../../engine/lora/adapter-file.ts';
@@ -54,7 +54,7 @@ export function registerFinetune(program: Command): void {
     .option('--validation <file.jsonl>', 'held-out conversations: their loss is printed after each epoch')
     .option('--rank <r>', 'LoRA rank', intOption('--rank', 1, 1024), 8)
     .option('--alpha <a>', 'LoRA alpha (the update is scaled by alpha / rank)', floatOption('--alpha', 0, 1e6), 16)
-    .option('--targets <list>', `matrices to adapt, from ${LORA_TARGETS.join(',')}`, parseTargets, [...LORA_TARGETS])
+    .addOption(new Option('--targets <list>', `matrices to adapt, from ${LORA_TARGETS.join(',')}`).argParser(parseTargets).default([...LORA_TARGETS], 'all of them'))
     .option('--epochs <n>', 'passes over the training data', intOption('--epochs', 1, 10_000), 3)
     .option('--lr <rate>', 'peak learning rate (linear warm-up, then linear decay to 10%)', floatOption('--lr', 1e-9, 1), 1e-3)
     .option('--batch <n>', 'conversations per optimizer step', intOption('--batch', 1, 4096), 4)
