@@ -12,6 +12,8 @@ export interface CrossEntropyParams {
   invCount: number;
   /** Replace the logits by their gradient (training) or leave them (evaluation). */
   writeGrad: boolean;
+  /** Row 0 of the logits is this row of targets, mask and loss (default 0). */
+  rowOffset?: number;
 }
 
 /** Masked softmax cross-entropy. Bindings: logits (write), targets (read u32), mask (read f32), loss (write). */
@@ -27,6 +29,7 @@ export class CrossEntropyKernel {
     arena.u32[s + 1] = p.vocab;
     arena.f32[s + 2] = p.invCount;
     arena.u32[s + 3] = p.writeGrad ? 1 : 0;
+    arena.u32[s + 4] = p.rowOffset ?? 0;
     const [gx, gy] = grid2d(p.tokens);
     arena.dispatch(pass, this.kernel, group, s, gx, gy);
   }

@@ -1,13 +1,15 @@
 // Softmax cross-entropy per token against its target, weighted by the loss mask: loss[t] = mask[t] ·
 // (logsumexp(logits[t]) − logits[t, target[t]]). With write_grad set, the logits row is replaced in place by
 // the gradient of the batch's mean loss: (softmax − onehot(target)) · mask[t] · inv_count.
-// One workgroup per token.
+// One workgroup per token. Rows of `logits` are tokens row_offset.. of targets, mask and loss, so a long
+// batch goes through the output head a chunk of rows at a time.
 
 struct Params {
   tokens: u32,
   vocab: u32,
   inv_count: f32,
   write_grad: u32,
+  row_offset: u32,
 }
 
 override WG: u32 = 64u;
@@ -25,6 +27,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @
   let t = wg.x + wg.y * nwg.x;
   if (t >= params.tokens) { return; }
   let base = t * params.vocab;
+  let row = params.row_offset + t;
   var m = -3.0e38;
   for (var i = li; i < params.vocab; i += WG) { m = max(m, logits[base + i]); }
   red[li] = m;
@@ -44,9 +47,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @
     workgroupBarrier();
   }
   let lse = mx + log(red[0]);
-  let w = mask[t];
-  let tgt = targets[t];
-  if (li == 0u) { loss[t] = select(0.0, w * (lse - logits[base + tgt]), w != 0.0); }
+  let w = mask[row];
+  let tgt = targets[row];
+  if (li == 0u) { loss[row] = select(0.0, w * (lse - logits[base + tgt]), w != 0.0); }
   workgroupBarrier();
   if (params.write_grad != 0u) {
     let g = w * params.inv_count;

@@ -176,6 +176,26 @@ describe('LoRA trainer gradients, state and adapter file (stories260K)', () => {
     expect(b.some((v) => v !== 0)).toBe(true);
   });
 
+  it('sending the counted positions through the output head in chunks changes nothing', async () => {
+    const engine = await testEngine();
+    const tokens = engine.tokenizer.encode('A small dog ran to the big tree and barked at a bird.');
+    const batch = [example(tokens, 2), example(tokens.slice(0, 10), 3)];
+    const shape = { rank: 4, alpha: 8, targets: ['q', 'down'] as ('q' | 'down')[] };
+    const whole = await createLoraTrainer(engine, shape, { seed: 6 });
+    const chunked = await createLoraTrainer(engine, shape, { seed: 6, headRows: 3 });
+    trainers.push(whole, chunked);
+    for (const lr of [1e-2, 1e-2]) {
+      const [a, b] = [await whole.step(batch, lr), await chunked.step(batch, lr)];
+      expect(Math.abs(a.loss - b.loss)).toBeLessThan(1e-6);
+      expect(Math.abs(a.gradNorm - b.gradNorm)).toBeLessThan(1e-6 * a.gradNorm);
+    }
+    const [ga, gb] = [await whole.readGradients(), await chunked.readGradients()];
+    let worst = 0;
+    for (let i = 0; i < ga.length; i++) worst = Math.max(worst, Math.abs(ga[i] - gb[i]));
+    expect(worst).toBeLessThan(1e-7);
+    expect((await chunked.evaluate(batch)).loss).toBeCloseTo((await whole.evaluate(batch)).loss, 6);
+  });
+
   it('refuses bad shapes and batches by name', async () => {
     const engine = await testEngine();
     await expect(createLoraTrainer(engine, { rank: 0, alpha: 1, targets: ['q'] }, { seed: 1 })).rejects.toThrow(/rank/);

@@ -62,7 +62,7 @@ export class TrainProgram {
 
   /** Dispatches per micro-batch, generously: sizes the parameter arena. */
   get maxDispatches(): number {
-    return 32 + this.cfg.nLayers * 96;
+    return 32 + 3 * Math.ceil(this.ws.maxTokens / this.ws.logitRows) + this.cfg.nLayers * 96;
   }
 
   /**
@@ -96,19 +96,26 @@ export class TrainProgram {
       rec.boundary();
     }
     // Only the counted positions go through the output head: in chat data most tokens are prompt, and the
-    // head (vocabulary × dim) is the largest product of a small model.
+    // head (vocabulary × dim) is the largest product of a small model. When training, each chunk's logits
+    // become their gradient in place and go straight back through the head, so a chunk's buffer is reused.
     this.normForward(rec, ws.xLast, base.outputNorm, ws.xf, ws.rstdF, T);
     this.gather.encode(rec.pass, a0, this.binds.bind(this.gather.kernel, [ws.xf, ws.countedRows, ws.xfc]), { rows: counted, dim: cfg.dim });
-    this.mm(rec, [ws.xfc, base.head, ws.logits], { m: counted, n: cfg.vocabSize, k: cfg.dim, transA: false, transB: true, lda: cfg.dim, ldb: cfg.dim, ldc: cfg.vocabSize, accumulate: false });
-    this.ce.encode(rec.pass, a0, this.binds.bind(this.ce.kernel, [ws.logits, ws.targets, ws.mask, ws.tokenLoss]), { tokens: counted, vocab: cfg.vocabSize, invCount, writeGrad: training });
+    const V = cfg.vocabSize;
+    const D = cfg.dim;
+    for (let c0 = 0; c0 < counted; c0 += ws.logitRows) {
+      const n = Math.min(ws.logitRows, counted - c0);
+      this.mm(rec, [ws.xfc, base.head, ws.logits], { m: n, n: V, k: D, transA: false, transB: true, lda: D, ldb: D, ldc: V, aOffset: c0 * D, accumulate: false });
+      this.ce.encode(rec.pass, a0, this.binds.bind(this.ce.kernel, [ws.logits, ws.targets, ws.mask, ws.tokenLoss]), { tokens: n, vocab: V, invCount, writeGrad: training, rowOffset: c0 });
+      if (training) this.mm(rec, [ws.logits, base.head, ws.dxfc], { m: n, n: D, k: V, transA: false, transB: false, lda: V, ldb: D, ldc: D, cOffset: c0 * D, accumulate: false });
+    }
     this.sum(rec, ws.tokenLoss, counted, false, LOSS_INDEX, true);
+    rec.boundary();
   }
 
-  /** Backward from the logits' gradient (left in ws.logits by forward) to the adapter's gradients (added to ws.grads). */
-  backward(rec: Recorder, T: number, counted: number): void {
+  /** Backward from the gradient at the counted positions (left in ws.dxfc by forward) to the adapter's gradients (added to ws.grads). */
+  backward(rec: Recorder, T: number): void {
     const { cfg, base, ws } = this;
-    this.mm(rec, [ws.logits, base.head, ws.xfc], { m: counted, n: cfg.dim, k: cfg.vocabSize, transA: false, transB: false, lda: cfg.vocabSize, ldb: cfg.dim, ldc: cfg.dim, accumulate: false });
-    this.gather.encode(rec.pass, rec.arena, this.binds.bind(this.gather.kernel, [ws.xfc, ws.rowOf, ws.dxn]), { rows: T, dim: cfg.dim });
+    this.gather.encode(rec.pass, rec.arena, this.binds.bind(this.gather.kernel, [ws.dxfc, ws.rowOf, ws.dxn]), { rows: T, dim: cfg.dim });
     this.normBackward(rec, ws.xLast, base.outputNorm, ws.rstdF, ws.dxn, ws.dx, T, false);
     for (let l = cfg.nLayers - 1; l >= 0; l--) {
       const a = ws.layers[l];

@@ -50,6 +50,11 @@ export interface LoraTrainerOptions {
   optimizer?: Partial<OptimizerSettings>;
   /** Most tokens in one forward pass, and so the longest sequence (default 512). */
   maxTokens?: number;
+  /**
+   * Most counted positions whose logits are held at once (default: maxTokens, or fewer when maxTokens rows
+   * of the vocabulary exceed one GPU binding): bounds the logits buffer for large vocabularies.
+   */
+  headRows?: number;
 }
 
 /**
@@ -91,7 +96,8 @@ export async function createLoraTrainer(engine: WebGpuEngine, shape: LoraShape, 
   const base = await access.runExclusive(() => dequantizeBase(ctx, cfg, access.weights));
   let ws: TrainWorkspace | undefined;
   try {
-    ws = new TrainWorkspace(ctx, cfg, layout, maxTokens);
+    if (opts.headRows !== undefined && !(Number.isInteger(opts.headRows) && opts.headRows >= 1)) throw new Error(`headRows must be a positive integer, got ${opts.headRows}`);
+    ws = new TrainWorkspace(ctx, cfg, layout, maxTokens, opts.headRows);
     const program = new TrainProgram(ctx, cfg, base, layout, ws);
     ctx.device.queue.writeBuffer(ws.params, 0, initialParameters(layout, opts.seed));
     return new GpuLoraTrainer(ctx, cfg, { rank: shape.rank, alpha: shape.alpha, targets: [...shape.targets] }, layout, base, ws, program, optimizer, access.runExclusive, access.device.blockingSubmit);
@@ -170,7 +176,7 @@ class GpuLoraTrainer implements LoraTrainer, LoraTrainerDiagnostics {
           rec.clear(this.ws.scalars);
         }
         this.program.forward(rec, mb.tokens, mb.counted, 1 / counted, true);
-        this.program.backward(rec, mb.tokens, mb.counted);
+        this.program.backward(rec, mb.tokens);
         if (i === micro.length - 1) {
           this.program.update(rec, learningRate, step, this.optimizer);
           rec.copy(this.ws.scalars, this.ws.readback, 16);

@@ -2,8 +2,8 @@
  * The trainer's GPU buffers, sized once for `maxTokens` tokens per forward pass: the inputs of a packed
  * micro-batch, every activation the backward pass reads (kept per layer), the backward scratch, and the
  * adapter's parameters, gradients and AdamW moments. Per token and layer that is 4·dim + 2·(H + KV)·head
- * + 3·ffn + 2 + 2·H + rank·targets floats; the logits add vocab floats per token (once, not per layer;
- * only counted positions go through the output head, but a micro-batch may count all of its tokens).
+ * + 3·ffn + 2 + 2·H + rank·targets floats. The logits hold as many counted positions' rows of vocab
+ * floats as fit one binding, up to maxTokens; longer batches go through the output head in chunks.
  */
 import type { ModelConfig } from '../../arch/types.ts';
 import { REDUCE_PARTIALS } from '../../../kernels/train/reduce.ts';
@@ -48,10 +48,12 @@ export class TrainWorkspace {
   readonly xLast: GPUBuffer;
   readonly xf: GPUBuffer;
   readonly rstdF: GPUBuffer;
-  /** xf at the counted positions; in the backward pass, their gradient. */
+  /** xf at the counted positions, and its gradient. */
   readonly xfc: GPUBuffer;
-  /** Logits of the counted positions, replaced in place by their gradient. */
+  readonly dxfc: GPUBuffer;
+  /** Logits of a chunk of counted positions, replaced in place by their gradient. */
   readonly logits: GPUBuffer;
+  readonly logitRows: number;
   readonly tokenLoss: GPUBuffer;
   readonly dx: GPUBuffer;
   readonly dxn: GPUBuffer;
@@ -79,6 +81,7 @@ export class TrainWorkspace {
     cfg: ModelConfig,
     layout: LoraLayout,
     readonly maxTokens: number,
+    headRows?: number,
   ) {
     const T = maxTokens;
     const limit = Math.min(ctx.caps.maxStorageBinding, ctx.caps.maxBufferSize);
@@ -124,7 +127,10 @@ export class TrainWorkspace {
     this.xf = buf('xf', T * dim);
     this.rstdF = buf('rstd-f', T);
     this.xfc = buf('xf-counted', T * dim);
-    this.logits = buf('logits', T * cfg.vocabSize);
+    this.dxfc = buf('dxf-counted', T * dim);
+    this.logitRows = Math.min(T, headRows ?? T, Math.floor(limit / (4 * cfg.vocabSize)));
+    if (this.logitRows < 1) throw new Error(`one row of ${cfg.vocabSize} logits is more than one GPU binding holds (${limit} bytes)`);
+    this.logits = buf('logits', this.logitRows * cfg.vocabSize);
     this.tokenLoss = buf('token-loss', T);
     this.dx = buf('dx', T * dim);
     this.dxn = buf('dxn', T * dim);
