@@ -273,3 +273,117 @@ export function dot(y: Vec, r: Vec): number {
   for (let i = 0; i < y.length; i++) s += y[i] * r[i];
   return s;
 }
+
+// ---------------------------------------------------------------------------------------------------
+// The whole model: a llama forward pass with LoRA adapters, the masked mean cross-entropy, and the
+// gradient of that loss with respect to every adapter matrix, composed from the ops above.
+
+export type RefTarget = 'q' | 'k' | 'v' | 'o' | 'gate' | 'up' | 'down';
+
+export interface RefModel {
+  nLayers: number;
+  dim: number;
+  heads: number;
+  kvHeads: number;
+  headDim: number;
+  ffn: number;
+  vocab: number;
+  eps: number;
+  rope: { nRot: number; neox: boolean; base: number; freqScale: number };
+  embedding: Vec;
+  head: Vec;
+  outputNorm: Vec;
+  layers: { attnNorm: Vec; ffnNorm: Vec; w: Record<RefTarget, Vec> }[];
+}
+
+/** A and B (rank × in, out × rank) per adapted matrix, keyed `${layer}.${target}`. */
+export interface RefLora {
+  rank: number;
+  scale: number;
+  a: Map<string, Vec>;
+  b: Map<string, Vec>;
+}
+
+export function refShape(m: RefModel, t: RefTarget): { inDim: number; outDim: number } {
+  const q = m.heads * m.headDim;
+  const kv = m.kvHeads * m.headDim;
+  return { q: { inDim: m.dim, outDim: q }, k: { inDim: m.dim, outDim: kv }, v: { inDim: m.dim, outDim: kv }, o: { inDim: q, outDim: m.dim }, gate: { inDim: m.dim, outDim: m.ffn }, up: { inDim: m.dim, outDim: m.ffn }, down: { inDim: m.ffn, outDim: m.dim } }[t];
+}
+
+const add = (x: Vec, y: Vec): Vec => x.map((v, i) => v + y[i]);
+
+/** Mean masked cross-entropy over all examples' counted positions, and d(loss)/dA, dB of every adapter. */
+export function modelLossAndGrads(m: RefModel, lora: RefLora, examples: { tokens: ArrayLike<number>; lossMask: ArrayLike<number> }[]): { loss: number; counted: number; da: Map<string, Vec>; db: Map<string, Vec> } {
+  const counted = examples.reduce((n, ex) => n + Array.from(ex.lossMask).filter((v, t) => v && t < ex.tokens.length - 1).length, 0);
+  const da = new Map<string, Vec>();
+  const db = new Map<string, Vec>();
+  for (const [key, a] of lora.a) da.set(key, new Float64Array(a.length));
+  for (const [key, b] of lora.b) db.set(key, new Float64Array(b.length));
+  let lossSum = 0;
+  for (const ex of examples) {
+    const T = ex.tokens.length;
+    const positions = Array.from({ length: T }, (_, t) => t);
+    const rq = { heads: m.heads, headDim: m.headDim, ...m.rope };
+    const rk = { ...rq, heads: m.kvHeads };
+    const attn = { heads: m.heads, kvHeads: m.kvHeads, headDim: m.headDim, spans: positions.map((): [number, number] => [0, T]) };
+    const proj = (l: number, t: RefTarget, x: Vec): Vec => {
+      const { inDim, outDim } = refShape(m, t);
+      const a = lora.a.get(`${l}.${t}`);
+      return a ? loraLinear(x, m.layers[l].w[t], a, lora.b.get(`${l}.${t}`)!, T, inDim, outDim, lora.rank, lora.scale) : linear(x, m.layers[l].w[t], T, inDim, outDim);
+    };
+    const projBack = (l: number, t: RefTarget, x: Vec, dy: Vec): Vec => {
+      const { inDim, outDim } = refShape(m, t);
+      const key = `${l}.${t}`;
+      const a = lora.a.get(key);
+      if (!a) return linearBackward(x, m.layers[l].w[t], dy, T, inDim, outDim).dx;
+      const g = loraLinearBackward(x, m.layers[l].w[t], a, lora.b.get(key)!, dy, T, inDim, outDim, lora.rank, lora.scale);
+      da.get(key)!.set(add(da.get(key)!, g.da));
+      db.get(key)!.set(add(db.get(key)!, g.db));
+      return g.dx;
+    };
+    // Forward, keeping what backward reads.
+    let x: Vec = new Float64Array(T * m.dim);
+    for (let t = 0; t < T; t++) x.set(m.embedding.subarray(ex.tokens[t] * m.dim, (ex.tokens[t] + 1) * m.dim), t * m.dim);
+    const saved: { x: Vec; n1: Vec; q: Vec; k: Vec; v: Vec; att: Vec; x2: Vec; n2: Vec; g: Vec; u: Vec; h: Vec }[] = [];
+    for (let l = 0; l < m.nLayers; l++) {
+      const L = m.layers[l];
+      const n1 = rmsnorm(x, L.attnNorm, T, m.dim, m.eps).y;
+      const q = rope(proj(l, 'q', n1), positions, rq);
+      const k = rope(proj(l, 'k', n1), positions, rk);
+      const v = proj(l, 'v', n1);
+      const att = attention(q, k, v, attn).out;
+      const x2 = add(x, proj(l, 'o', att));
+      const n2 = rmsnorm(x2, L.ffnNorm, T, m.dim, m.eps).y;
+      const g = proj(l, 'gate', n2);
+      const u = proj(l, 'up', n2);
+      const h = swiglu(g, u);
+      saved.push({ x, n1, q, k, v, att, x2, n2, g, u, h });
+      x = add(x2, proj(l, 'down', h));
+    }
+    const xf = rmsnorm(x, m.outputNorm, T, m.dim, m.eps).y;
+    const logits = linear(xf, m.head, T, m.dim, m.vocab);
+    const targets = positions.map((t) => (t < T - 1 ? ex.tokens[t + 1] : 0));
+    const mask = positions.map((t) => (t < T - 1 && ex.lossMask[t] ? 1 : 0));
+    const ce = crossEntropy(logits, targets, mask, m.vocab);
+    lossSum += ce.loss.reduce((s, v) => s + v, 0);
+    if (ce.counted === 0) continue;
+    // Backward: crossEntropy's gradient is of this example's mean; rescale to the batch's.
+    const dlogits = ce.dlogits.map((v) => (v * ce.counted) / counted);
+    let dx: Vec = rmsnormBackward(x, m.outputNorm, linearBackward(xf, m.head, dlogits, T, m.dim, m.vocab).dx, T, m.dim, m.eps);
+    for (let l = m.nLayers - 1; l >= 0; l--) {
+      const s = saved[l];
+      const L = m.layers[l];
+      const dh = projBack(l, 'down', s.h, dx);
+      const { dgate, dup } = swigluBackward(s.g, s.u, dh);
+      const dn2 = add(projBack(l, 'gate', s.n2, dgate), projBack(l, 'up', s.n2, dup));
+      const dx2 = add(dx, rmsnormBackward(s.x2, L.ffnNorm, dn2, T, m.dim, m.eps));
+      const datt = projBack(l, 'o', s.att, dx2);
+      const g = attentionBackward(s.q, s.k, s.v, datt, attn);
+      const dq = rope(g.dq, positions, rq, -1);
+      const dk = rope(g.dk, positions, rk, -1);
+      const dn1 = add(add(projBack(l, 'q', s.n1, dq), projBack(l, 'k', s.n1, dk)), projBack(l, 'v', s.n1, g.dv));
+      dx = add(dx2, rmsnormBackward(s.x, L.attnNorm, dn1, T, m.dim, m.eps));
+    }
+  }
+  return { loss: lossSum / counted, counted, da, db };
+}

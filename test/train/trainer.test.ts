@@ -1,7 +1,8 @@
 /**
- * The GPU LoRA trainer on real models: its loss is the engine's cross-entropy while B = 0, its gradient is
- * the derivative of its own loss, it learns, it resumes exactly from a saved state, and its adapter file
- * parses as a llama.cpp LoRA adapter.
+ * The GPU LoRA trainer on real models: its loss is the engine's cross-entropy while B = 0, its loss and
+ * whole gradient are the float64 CPU reference model's (test/train/reference.ts), its gradient is the
+ * derivative of its own loss, it learns, it resumes exactly from a saved state, it takes turns with
+ * inference, and its adapter file parses as a llama.cpp LoRA adapter.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { testEngine } from '../helpers/engine.ts';
@@ -9,7 +10,11 @@ import { createLoraTrainer } from '../../engine/train/gpu/index.ts';
 import type { LoraTrainer, TrainingExample } from '../../engine/train/types.ts';
 import { parseGguf } from '../../engine/gguf/parse.ts';
 import { BytesSource } from '../../engine/loader/source.ts';
-import { LORA_TARGETS } from '../../engine/lora/adapter-file.ts';
+import { LORA_TARGETS, LORA_TARGET_TENSORS } from '../../engine/lora/adapter-file.ts';
+import { dequantize } from '../../engine/gguf/quant/index.ts';
+import { readFileSync } from 'node:fs';
+import { sharedModel } from '../helpers/models.ts';
+import * as ref from './reference.ts';
 
 const trainers: LoraTrainer[] = [];
 afterAll(() => trainers.forEach((t) => t.destroy()));
@@ -73,6 +78,38 @@ describe('LoRA trainer on stories260K (F32)', () => {
   });
 });
 
+/** stories260K's weights as the CPU reference model reads them. */
+async function referenceModel(): Promise<ref.RefModel> {
+  const engine = await testEngine();
+  const bytes = new Uint8Array(readFileSync(sharedModel('stories260K.gguf')));
+  const gguf = await parseGguf(new BytesSource(bytes, 'stories260K.gguf'));
+  const tensor = (name: string): ref.Vec => {
+    const t = gguf.tensors.find((x) => x.name === name);
+    if (!t) throw new Error(`no tensor ${name}`);
+    return Float64Array.from(dequantize(t.type, bytes.subarray(t.offset, t.offset + t.byteSize), t.elements));
+  };
+  const c = engine.config;
+  return {
+    nLayers: c.nLayers,
+    dim: c.dim,
+    heads: c.nHeads,
+    kvHeads: c.nKvHeads,
+    headDim: c.headDim,
+    ffn: c.ffnDim,
+    vocab: c.vocabSize,
+    eps: c.rmsEps,
+    rope: { nRot: c.rope.nRot, neox: c.rope.neox, base: c.rope.base, freqScale: c.rope.freqScale },
+    embedding: tensor('token_embd.weight'),
+    head: tensor('output.weight'),
+    outputNorm: tensor('output_norm.weight'),
+    layers: Array.from({ length: c.nLayers }, (_, l) => ({
+      attnNorm: tensor(`blk.${l}.attn_norm.weight`),
+      ffnNorm: tensor(`blk.${l}.ffn_norm.weight`),
+      w: Object.fromEntries(LORA_TARGETS.map((t) => [t, tensor(`blk.${l}.${LORA_TARGET_TENSORS[t]}.weight`)])) as Record<ref.RefTarget, ref.Vec>,
+    })),
+  };
+}
+
 /** A copy of a saved state with parameter `i` moved by `delta` (parameters follow the JSON header). */
 function nudged(state: Uint8Array, i: number, delta: number): Uint8Array {
   const out = state.slice();
@@ -119,6 +156,55 @@ describe('LoRA trainer gradients, state and adapter file (stories260K)', () => {
       const down = (await trainer.evaluate([ex])).loss;
       const fd = (up - down) / (2 * h);
       expect(Math.abs(fd - grads[i]), `parameter ${i}: finite difference ${fd}, gradient ${grads[i]}`).toBeLessThan(0.01 * Math.abs(grads[i]) + 5e-5);
+    }
+  });
+
+  it('its loss and whole gradient equal the float64 CPU reference model’s, itself checked by finite differences', async () => {
+    const engine = await testEngine();
+    const model = await referenceModel();
+    const batch = [example(engine.tokenizer.encode('Sam found a shiny stone.'), 3), example(engine.tokenizer.encode('The sun was warm and the sky was blue.'), 1)];
+    const trainer = await createLoraTrainer(engine, { rank: 4, alpha: 6, targets: LORA_TARGETS }, { seed: 12, optimizer: { clipNorm: 0 } });
+    trainers.push(trainer);
+    // Random A and B (B ≠ 0, so every gradient is live), loaded as a state.
+    const state = await trainer.saveState();
+    const params = new Float32Array(state.buffer, 12 + new DataView(state.buffer).getUint32(8, true), trainer.parameterCount);
+    params.set(Float32Array.from(ref.random(trainer.parameterCount, 77, 0.1)));
+    await trainer.loadState(state);
+    const lora: ref.RefLora = { rank: 4, scale: 6 / 4, a: new Map(), b: new Map() };
+    for (const s of trainer.layout.slots) {
+      lora.a.set(`${s.layer}.${s.target}`, Float64Array.from(params.subarray(s.aOffset, s.aOffset + 4 * s.inDim)));
+      lora.b.set(`${s.layer}.${s.target}`, Float64Array.from(params.subarray(s.bOffset, s.bOffset + 4 * s.outDim)));
+    }
+    const want = ref.modelLossAndGrads(model, lora, batch);
+    const got = await trainer.step(batch, 0);
+    expect(got.tokens).toBe(want.counted);
+    expect(Math.abs(got.loss - want.loss)).toBeLessThan(1e-4 * want.loss);
+    const grads = await trainer.readGradients();
+    let scale = 0;
+    for (const g of [...want.da.values(), ...want.db.values()]) for (const v of g) scale = Math.max(scale, Math.abs(v));
+    let worst = 0;
+    for (const s of trainer.layout.slots) {
+      const key = `${s.layer}.${s.target}`;
+      want.da.get(key)!.forEach((v, i) => (worst = Math.max(worst, Math.abs(grads[s.aOffset + i] - v))));
+      want.db.get(key)!.forEach((v, i) => (worst = Math.max(worst, Math.abs(grads[s.bOffset + i] - v))));
+    }
+    expect(worst / scale).toBeLessThan(2e-5);
+    // The reference's own gradient against float64 finite differences, for an A and a B entry.
+    const h = 1e-5;
+    for (const [which, key, i] of [
+      ['a', '0.q', 5],
+      ['b', '4.down', 17],
+    ] as const) {
+      const at = (delta: number) => {
+        const moved = { ...lora, a: new Map(lora.a), b: new Map(lora.b) };
+        const v = Float64Array.from(lora[which].get(key)!);
+        v[i] += delta;
+        moved[which].set(key, v);
+        return ref.modelLossAndGrads(model, moved, batch).loss;
+      };
+      const fd = (at(h) - at(-h)) / (2 * h);
+      const analytic = (which === 'a' ? want.da : want.db).get(key)![i];
+      expect(Math.abs(fd - analytic)).toBeLessThan(1e-6 * Math.max(1, Math.abs(analytic)) + 1e-8);
     }
   });
 
