@@ -59,6 +59,10 @@ describe('LoRA trainer on stories260K (F32)', () => {
     const n2 = ex2.lossMask.reduce((s, v) => s + v, 0);
     const want = ((await engineLoss(tokens, ex.lossMask)) * n1 + (await engineLoss(tokens.slice(0, 12), ex2.lossMask)) * n2) / (n1 + n2);
     expect(got.tokens).toBe(n1 + n2);
+    // The f32 base copy: every matrix of stories260K (all F32 in the file, so the same bytes again).
+    const c = engine.config;
+    const perLayer = c.dim * (2 * c.nHeads * c.headDim + 2 * c.nKvHeads * c.headDim) + 3 * c.dim * c.ffnDim;
+    expect(trainer.memoryBytes.base).toBe(4 * (c.nLayers * perLayer + 2 * c.vocabSize * c.dim));
     expect(Math.abs(got.loss - want)).toBeLessThan(1e-4 * Math.max(1, want));
     // step reports the same loss before it updates
     const r = await trainer.step([ex, ex2], 1e-3);

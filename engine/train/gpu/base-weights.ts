@@ -32,6 +32,7 @@ export interface BaseWeights {
   useRopeFactors: boolean;
   /** The buffers this module made (destroyed with the trainer; the engine's stay). */
   owned: GPUBuffer[];
+  /** Bytes of the f32 matrices. */
   bytes: number;
 }
 
@@ -110,6 +111,7 @@ export async function dequantizeBase(ctx: KernelContext, cfg: ModelConfig, w: Mo
   ctx.device.queue.submit([encoder.finish()]);
   await ctx.device.queue.onSubmittedWorkDone();
   arena.buffer.destroy();
+  const bytes = owned.reduce((sum, b) => sum + b.size, 0);
   let ropeFactors = w.ropeFactors;
   if (!ropeFactors) {
     ropeFactors = ctx.storage('train.rope-factors.none', 16, new Float32Array([1, 1, 1, 1]));
@@ -123,6 +125,6 @@ export async function dequantizeBase(ctx: KernelContext, cfg: ModelConfig, w: Mo
     ropeFactors,
     useRopeFactors: w.ropeFactors !== undefined,
     owned,
-    bytes: owned.reduce((s, b) => s + b.size, 0),
+    bytes,
   };
 }

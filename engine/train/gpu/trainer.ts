@@ -63,6 +63,8 @@ export interface LoraTrainerOptions {
  */
 export interface LoraTrainerDiagnostics {
   readonly layout: LoraLayout;
+  /** GPU memory the trainer holds: the f32 copy of the base model and the workspace. */
+  readonly memoryBytes: { base: number; workspace: number };
   readGradients(): Promise<Float32Array>;
   readParameters(): Promise<Float32Array>;
 }
@@ -150,6 +152,10 @@ class GpuLoraTrainer implements LoraTrainer, LoraTrainerDiagnostics {
     private readonly blockingSubmit: boolean,
   ) {
     this.arena = new ParamArena(ctx, program.maxDispatches);
+  }
+
+  get memoryBytes(): { base: number; workspace: number } {
+    return { base: this.base.bytes, workspace: this.ws.bytes + this.arena.buffer.size };
   }
 
   get parameterCount(): number {
