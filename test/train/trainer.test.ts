@@ -192,7 +192,9 @@ describe('LoRA trainer gradients, state and adapter file (stories260K)', () => {
       want.da.get(key)!.forEach((v, i) => (worst = Math.max(worst, Math.abs(grads[s.aOffset + i] - v))));
       want.db.get(key)!.forEach((v, i) => (worst = Math.max(worst, Math.abs(grads[s.bOffset + i] - v))));
     }
-    expect(worst / scale).toBeLessThan(2e-5);
+    // Measured: 3e-6 on llvmpipe, 2.5e-3 on SwiftShader, whose sin/cos may be off by 2^-11 (Vulkan allows
+    // it); a missing or misrouted term is off by 0.1 or more.
+    expect(worst / scale).toBeLessThan(5e-3);
     // The reference's own gradient against float64 finite differences, for an A and a B entry.
     const h = 1e-5;
     for (const [which, key, i] of [

@@ -45,8 +45,10 @@ describe('train-rope', () => {
         k.encode(pass, arena, k.kernel.bind([xb, pb, fb]), { ...settings, direction: 1 });
         k.encode(pass, arena, k.kernel.bind([dxb, pb, fb]), { ...settings, direction: -1 });
       });
-      expect(relError(await read(ctx, xb, x.length), ref.rope(x, positions, cfg, 1))).toBeLessThan(2e-5);
-      expect(relError(await read(ctx, dxb, x.length), ref.rope(x, positions, cfg, -1))).toBeLessThan(2e-5);
+      // Vulkan lets sin/cos be off by 2^-11 absolute (SwiftShader is, at angles of ~100 rad); a wrong angle,
+      // pair or direction is off by O(1).
+      expect(relError(await read(ctx, xb, x.length), ref.rope(x, positions, cfg, 1))).toBeLessThan(1e-3);
+      expect(relError(await read(ctx, dxb, x.length), ref.rope(x, positions, cfg, -1))).toBeLessThan(1e-3);
     });
   }
 });
