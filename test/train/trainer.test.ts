@@ -224,6 +224,12 @@ describe('LoRA trainer gradients, state and adapter file (stories260K)', () => {
     for (let i = 0; i < 3; i++) await a.step(batch, 5e-3);
     const state = await a.saveState();
     const next = [await a.step(batch, 5e-3), await a.step(batch, 4e-3)];
+    // Steps called together run one after another, exactly as awaited ones do.
+    const c = await createLoraTrainer(engine, { ...shape, targets: [...shape.targets] }, { seed: 1 });
+    trainers.push(c);
+    await c.loadState(state);
+    expect(await Promise.all([c.step(batch, 5e-3), c.step(batch, 4e-3)])).toEqual(next);
+    expect(c.stepsTaken).toBe(5);
     const b = await createLoraTrainer(engine, { ...shape, targets: ['gate', 'k', 'up'] }, { seed: 99 });
     trainers.push(b);
     await b.loadState(state);

@@ -171,8 +171,9 @@ class GpuLoraTrainer implements LoraTrainer, LoraTrainerDiagnostics {
     if (!(Number.isFinite(learningRate) && learningRate >= 0)) throw new Error(`learning rate must be a non-negative number, got ${learningRate}`);
     const { micro, counted } = this.pack(batch, 'batch');
     if (counted === 0) throw new Error('the batch has no counted positions (lossMask is all 0): nothing to learn from');
-    const step = this.steps + 1;
     const [lossSum, normSq] = await this.own.run(async () => {
+      // Counted inside the lock: steps called together are taken one after another, each its own step.
+      const step = this.steps + 1;
       for (let i = 0; i < micro.length; i++) {
         const mb = micro[i];
         this.upload(mb);
@@ -189,9 +190,10 @@ class GpuLoraTrainer implements LoraTrainer, LoraTrainerDiagnostics {
         }
         await this.submit(rec.finish());
       }
-      return this.readScalars();
+      const scalars = await this.readScalars();
+      this.steps = step;
+      return scalars;
     });
-    this.steps = step;
     return { loss: lossSum / counted, tokens: counted, gradNorm: Math.sqrt(normSq) };
   }
 
