@@ -20,13 +20,14 @@ export interface TrainMatmulParams {
   alpha?: number;
 }
 
-/** Invocations along n and m, and the depth of a staged slice: a tile is 4·wy × 4·wx of C. */
+/** Invocations along n and m, row groups per invocation and the depth of a staged slice: a tile is 4·wy·mv × 4·wx of C. */
 const SHAPES = {
-  square: { wx: 8, wy: 8, tk: 32 },
-  /** n ≤ 8: x·Aᵀ and dY·B, the adapter's rank-wide outputs. */
-  tall: { wx: 2, wy: 32, tk: 16 },
-  /** m ≤ 8: dA, rank rows. */
-  wide: { wx: 32, wy: 2, tk: 16 },
+  /** 64 × 32: each invocation 8 rows × 4 columns. */
+  square: { wx: 8, wy: 8, mv: 2, tk: 32 },
+  /** n ≤ 8: x·Aᵀ and dY·B, the adapter's rank-wide outputs (128 × 8). */
+  tall: { wx: 2, wy: 32, mv: 1, tk: 16 },
+  /** m ≤ 8: dA, rank rows (8 × 128). */
+  wide: { wx: 32, wy: 2, mv: 1, tk: 16 },
 } as const;
 type Shape = keyof typeof SHAPES;
 type Layout = Pick<TrainMatmulParams, 'm' | 'n' | 'k' | 'transA' | 'transB' | 'lda' | 'ldb' | 'aOffset' | 'bOffset'>;
@@ -52,7 +53,7 @@ export class TrainMatmulKernel {
         label: `train-matmul-${key}`,
         code: source,
         bindings: ['read', 'read', 'write'],
-        constants: { TRANS_A: p.transA ? 1 : 0, TRANS_B: p.transB ? 1 : 0, VEC4: vec4 ? 1 : 0, WX: s.wx, WY: s.wy, TK: s.tk },
+        constants: { TRANS_A: p.transA ? 1 : 0, TRANS_B: p.transB ? 1 : 0, VEC4: vec4 ? 1 : 0, WX: s.wx, WY: s.wy, MV: s.mv, TK: s.tk },
       });
       this.variants.set(key, k);
     }
@@ -89,6 +90,6 @@ export class TrainMatmulKernel {
     u[s + 11] = p.accumulate ? 1 : 0;
     arena.f32[s + 12] = p.alpha ?? 1;
     const shape = SHAPES[TrainMatmulKernel.shape(p)];
-    arena.dispatch(pass, this.kernel(p), group, s, Math.ceil(p.n / (4 * shape.wx)), Math.ceil(p.m / (4 * shape.wy)));
+    arena.dispatch(pass, this.kernel(p), group, s, Math.ceil(p.n / (4 * shape.wx)), Math.ceil(p.m / (4 * shape.wy * shape.mv)));
   }
 }

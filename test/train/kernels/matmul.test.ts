@@ -18,6 +18,8 @@ describe('train-matmul', () => {
     { name: 'wide ragged', m: 5, n: 150, k: 23, aOffset: 3, bOffset: 1, tile: 'wide' },
     { name: 'wide vec4-aligned', m: 8, n: 136, k: 68, aOffset: 8, bOffset: 4, tile: 'wide' },
     { name: 'square rank-deep vec4-aligned', m: 40, n: 36, k: 8, aOffset: 0, bOffset: 4, tile: 'square' },
+    { name: 'square two row tiles ragged', m: 99, n: 41, k: 33, aOffset: 1, bOffset: 2, tile: 'square' },
+    { name: 'square two row tiles vec4-aligned', m: 100, n: 40, k: 44, aOffset: 12, bOffset: 0, tile: 'square' },
   ];
   for (const shape of shapes)
     for (const [transA, transB] of [
