@@ -4,8 +4,9 @@
 // a 4·WY·MV × 4·WX tile of C from TK-deep slices of A and B staged in workgroup memory as vec4s; each
 // invocation owns a 4·MV × 4 block of the tile. 64 × 32 tiles (8 rows × 4 columns per invocation: three
 // vec4 reads per 32 multiply-adds) serve most products; the adapter's rank-wide ones (x·Aᵀ and dY·B
-// with n = rank, dA with m = rank) take 128 × 8 or 8 × 128 tiles, which waste no lanes on them. The workgroup is one-dimensional because llvmpipe runs invocations in SIMD
-// lanes along x: a (2, 32) workgroup would fill 2 of 8 lanes.
+// with n = rank, dA with m = rank) take 128 × 8 or 8 × 128 tiles, which waste no lanes on them. The
+// workgroup is one-dimensional because llvmpipe runs invocations in SIMD lanes along x: a (2, 32)
+// workgroup would fill 2 of 8 lanes.
 //
 // Transposes and the load path are pipeline constants, so the staging loop has no branches on them. With
 // VEC4 (offsets, leading dimensions and the stored rows' lengths all multiples of 4) an invocation stages
