@@ -4,18 +4,19 @@
  * Design:
  *   - Base weights: every matrix of the engine's packed GPU buffers is dequantized once to f32 when the
  *     trainer is created (base-weights.ts), so one tiled f32 matmul kernel with transpose flags computes
- *     every product: X·Wᵀ forward, dY·W backward, the adapter's dA and dB. Memory: 4 bytes per base weight,
- *     plus the workspace (workspace.ts) sized for `maxTokens` (default 512) tokens per forward pass.
+ *     every product: X·Wᵀ forward, dY·W backward, the adapter's dA and dB. Memory: 4 bytes per base weight
+ *     (memoryBytes.base), plus the workspace (workspace.ts) sized for `maxTokens` (default 512) tokens per
+ *     forward pass: per token and layer about 4·dim + 2·(q + kv width) + 3·ffn floats.
  *   - A step packs the batch's sequences into micro-batches of at most maxTokens tokens (each sequence
- *     whole; attention stays inside its sequence via per-token spans). Per micro-batch, one submit: the
- *     forward pass saving its activations (layer inputs, normed inputs and 1/rms, rotated Q and K, V, the
- *     attention output and per-head log-sum-exp, gate, up, SwiGLU output, and x·Aᵀ of each adapter), the
+ *     whole; attention stays inside its sequence via per-token spans). A micro-batch runs the forward pass
+ *     saving its activations (layer inputs, normed inputs and 1/rms, rotated Q and K, V, the attention
+ *     output and per-head log-sum-exp, gate, up, SwiGLU output, and x·Aᵀ of each adapter); the
  *     cross-entropy of the counted positions only (their rows of the final norm's output are gathered
- *     before the output head, the largest product of a small model, and their gradients put back among
- *     zero rows), whose gradient replaces the logits in place, and the backward pass, adding to the
+ *     before the output head, the largest product of a small model, in chunks that fit one binding), each
+ *     chunk's logit gradient going straight back through the head; then the backward pass, adding to the
  *     gradients. Sequences with no counted position are skipped. Loss is the mean over the counted
  *     positions of the whole batch, so the gradient is scaled by 1 / (counted positions of the batch),
- *     known before any GPU work. The last submit also holds the squared global gradient norm (a two-pass
+ *     known before any GPU work. After the last micro-batch: the squared global gradient norm (a two-pass
  *     reduction), then AdamW with clipping by that norm read on the GPU; only the summed loss and the norm
  *     are read back.
  *   - The math is llama's: RMSNorm (cfg.rmsEps), RoPE with the engine's angles (rope-angle.wgsl, adjacent
@@ -27,8 +28,10 @@
  *   - Adapters as PEFT: W' = W + (alpha/rank)·B·A, A kaiming-uniform from the seed, B = 0. AdamW with bias
  *     correction and decoupled weight decay on every A and B; global clipping as torch's clip_grad_norm_
  *     (factor min(1, clip / (norm + 1e-6))); the reported norm is before clipping.
- *   - Every GPU step runs inside the engine's scheduler lock (runExclusive), so training takes turns with
- *     inference steps instead of racing them for the device.
+ *   - Sharing the device with inference: a micro-batch is recorded as one command buffer per layer, each
+ *     submitted inside the engine's scheduler lock (runExclusive), with the thread yielded between them
+ *     where submit blocks (Dawn's GL backend on llvmpipe), so a request arriving mid-step waits for one
+ *     layer of training. The trainer's own lock keeps its steps, evaluations and reads one at a time.
  */
 import type { WebGpuEngine } from '../../engine.ts';
 import type { ModelConfig } from '../../arch/types.ts';
