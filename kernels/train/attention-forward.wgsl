@@ -1,7 +1,8 @@
 // Causal grouped-query attention over whole sequences packed one after another, for training. One
 // invocation per (token, head) runs an online softmax over its sequence's keys up to itself and keeps the
 // log-sum-exp of the scores (stats[2i]) so the backward pass recomputes probabilities instead of storing
-// T² of them. HD (the head size) is a constant the wrapper puts in front of this file: private arrays
+// T² of them. HD (the head size), V (vec4f when HD is a multiple of 4, else f32: one load per 4 values
+// where it can), HDV = HD / width and vdot are put in front of this file by the wrapper: private arrays
 // need a constant length.
 // span[2t], span[2t+1]: the first token of t's sequence and one past its last.
 
@@ -14,11 +15,11 @@ struct Params {
 
 override WG: u32 = 64u;
 
-@group(0) @binding(0) var<storage, read> q: array<f32>;
-@group(0) @binding(1) var<storage, read> k: array<f32>;
-@group(0) @binding(2) var<storage, read> v: array<f32>;
+@group(0) @binding(0) var<storage, read> q: array<V>;
+@group(0) @binding(1) var<storage, read> k: array<V>;
+@group(0) @binding(2) var<storage, read> v: array<V>;
 @group(0) @binding(3) var<storage, read> span: array<u32>;
-@group(0) @binding(4) var<storage, read_write> out: array<f32>;
+@group(0) @binding(4) var<storage, read_write> out: array<V>;
 @group(0) @binding(5) var<storage, read_write> stats: array<f32>;
 @group(1) @binding(0) var<uniform> params: Params;
 
@@ -29,23 +30,23 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   let t = idx / params.heads;
   let h = idx % params.heads;
   let kvh = h / (params.heads / params.kv_heads);
-  var qv: array<f32, HD>;
-  var acc: array<f32, HD>;
-  for (var d = 0u; d < HD; d++) { qv[d] = q[idx * HD + d]; acc[d] = 0.0; }
+  var qv: array<V, HDV>;
+  var acc: array<V, HDV>;
+  for (var d = 0u; d < HDV; d++) { qv[d] = q[idx * HDV + d]; acc[d] = V(0.0); }
   var m = -3.0e38;
   var l = 0.0;
   for (var s = span[2u * t]; s <= t; s++) {
-    let kb = (s * params.kv_heads + kvh) * HD;
+    let kb = (s * params.kv_heads + kvh) * HDV;
     var score = 0.0;
-    for (var d = 0u; d < HD; d++) { score += qv[d] * k[kb + d]; }
+    for (var d = 0u; d < HDV; d++) { score += vdot(qv[d], k[kb + d]); }
     score *= params.scale;
     let m_new = max(m, score);
     let corr = exp(m - m_new);
     let p = exp(score - m_new);
     l = l * corr + p;
-    for (var d = 0u; d < HD; d++) { acc[d] = acc[d] * corr + p * v[kb + d]; }
+    for (var d = 0u; d < HDV; d++) { acc[d] = acc[d] * corr + p * v[kb + d]; }
     m = m_new;
   }
-  for (var d = 0u; d < HD; d++) { out[idx * HD + d] = acc[d] / l; }
+  for (var d = 0u; d < HDV; d++) { out[idx * HDV + d] = acc[d] / l; }
   stats[2u * idx] = m + log(l);
 }

@@ -29,7 +29,12 @@ export class TrainAttentionKernels {
     readonly headDim: number,
   ) {
     if (!Number.isInteger(headDim) || headDim <= 0 || headDim > 256) throw new Error(`training attention supports head sizes 1..256, not ${headDim}`);
-    const hd = `const HD: u32 = ${headDim}u;`;
+    // Head vectors as vec4s where the head size allows: a quarter of the loads, each a gather on CPU
+    // rasterisers.
+    const hd =
+      headDim % 4 === 0
+        ? `const HD: u32 = ${headDim}u;\nalias V = vec4f;\nconst HDV: u32 = ${headDim / 4}u;\nfn vdot(a: V, b: V) -> f32 { return dot(a, b); }`
+        : `const HD: u32 = ${headDim}u;\nalias V = f32;\nconst HDV: u32 = ${headDim}u;\nfn vdot(a: V, b: V) -> f32 { return a * b; }`;
     this.forward = ctx.kernel({ label: `train-attention-forward-${headDim}`, code: wgsl(hd, forward), bindings: ['read', 'read', 'read', 'read', 'write', 'write'], constants: { WG } });
     this.backwardQ = ctx.kernel({
       label: `train-attention-backward-q-${headDim}`,
