@@ -294,6 +294,33 @@ describe('LoRA trainer gradients, state and adapter file (stories260K)', () => {
     expect((await chunked.evaluate(batch)).loss).toBeCloseTo((await whole.evaluate(batch)).loss, 6);
   });
 
+  it('a batch split over several forward passes gives the loss and gradient of one pass', async () => {
+    const engine = await testEngine();
+    const tokens = engine.tokenizer.encode('Mia had a little boat. She sailed it on the pond every day.');
+    const batch = [example(tokens, 4), example(tokens.slice(0, 14), 2), example(tokens.slice(3), 5), example(tokens.slice(0, 9), 1)];
+    const shape = { rank: 4, alpha: 8, targets: ['v', 'o', 'up'] as ('v' | 'o' | 'up')[] };
+    const one = await createLoraTrainer(engine, shape, { seed: 13 });
+    const split = await createLoraTrainer(engine, shape, { seed: 13, maxTokens: tokens.length });
+    trainers.push(one, split);
+    for (let i = 0; i < 2; i++) {
+      const [a, b] = [await one.step(batch, 1e-2), await split.step(batch, 1e-2)];
+      expect(b.tokens).toBe(a.tokens);
+      expect(Math.abs(a.loss - b.loss)).toBeLessThan(1e-5 * a.loss);
+      expect(Math.abs(a.gradNorm - b.gradNorm)).toBeLessThan(1e-4 * a.gradNorm);
+    }
+    const [ga, gb] = [await one.readGradients(), await split.readGradients()];
+    let worst = 0;
+    let scale = 0;
+    for (let i = 0; i < ga.length; i++) {
+      worst = Math.max(worst, Math.abs(ga[i] - gb[i]));
+      scale = Math.max(scale, Math.abs(ga[i]));
+    }
+    expect(worst / scale).toBeLessThan(1e-4);
+    const [ea, eb] = [await one.evaluate(batch), await split.evaluate(batch)];
+    expect(eb.tokens).toBe(ea.tokens);
+    expect(Math.abs(ea.loss - eb.loss)).toBeLessThan(1e-5 * ea.loss);
+  });
+
   it('refuses bad shapes and batches by name', async () => {
     const engine = await testEngine();
     await expect(createLoraTrainer(engine, { rank: 0, alpha: 1, targets: ['q'] }, { seed: 1 })).rejects.toThrow(/rank/);
