@@ -1,11 +1,12 @@
 /**
- * `svc`: one command-line tool for the engine (generate, tokenize, doctor), the service (serve) and its
+ * `svc`: one command-line tool for the engine (generate, tokenize, doctor, finetune), the service (serve) and its
  * stored state (keys, plan). Each command lives in cli/commands/<name>.ts and registers itself here.
  * Only a command's own output goes to stdout; logs and progress go to stderr.
  */
 import { Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import { registerDoctor } from './commands/doctor.ts';
+import { registerFinetune } from './commands/finetune.ts';
 import { registerKeys } from './commands/keys.ts';
 import { registerPlan } from './commands/plan.ts';
 import { registerServe } from './commands/serve.ts';
@@ -28,6 +29,7 @@ registerServe(program);
 registerKeys(program);
 registerPlan(program);
 registerWeb(program);
+registerFinetune(program);
 
 try {
   await program.parseAsync(process.argv);

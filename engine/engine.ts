@@ -318,6 +318,15 @@ export class WebGpuEngine implements TextEngine {
     };
   }
 
+  /**
+   * For the LoRA trainer (engine/train/gpu/): the device, the loaded weights as they sit on the GPU, and
+   * the scheduler's lock, so a training step runs between inference steps instead of racing them.
+   */
+  trainingAccess(): { device: SelectedDevice; config: ModelConfig; weights: ModelWeights; runExclusive<T>(fn: () => Promise<T>): Promise<T> } {
+    if (this.disposed) throw new Error('engine has been disposed');
+    return { device: this.selected, config: this.config, weights: this.weights, runExclusive: (fn) => this.scheduler.lock.run(fn) };
+  }
+
   get device(): SelectedDevice {
     return this.selected;
   }

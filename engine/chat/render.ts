@@ -50,12 +50,21 @@ export function renderChat(model: ChatModel, messages: readonly ChatMessage[], o
     const bosToken = t.bos !== undefined ? t.tokenText(t.bos) : '';
     const eosToken = t.eos !== undefined ? t.tokenText(t.eos) : '';
     const text = checkLength(renderTemplate(source, { messages, tools: opts.tools, addGenerationPrompt, bosToken, eosToken }), opts.maxChars);
-    // Templates that write bos_token themselves must not get a second one from the tokenizer.
-    const hasBos = bosToken !== '' && text.startsWith(bosToken);
-    const tokens = t.encode(text, { addBos: t.addBos && !hasBos, parseSpecial: true });
-    return { text, tokens, stop: [], format: 'template' };
+    return { text, tokens: encodeRendered(t, text, 'template'), stop: [], format: 'template' };
   }
   const text = checkLength(renderFallback(messages, opts.tools, addGenerationPrompt), opts.maxChars);
+  return { text, tokens: encodeRendered(t, text, 'fallback'), stop: [...FALLBACK_STOP], format: 'fallback' };
+}
+
+/**
+ * Tokens of rendered chat text, as renderChat makes them. Exported so training data (engine/train/render.ts)
+ * tokenizes prefixes of a conversation exactly as serving tokenizes a prompt.
+ */
+export function encodeRendered(t: Tokenizer, text: string, format: RenderedChat['format']): number[] {
   // Fallback text is the user's text: control-token look-alikes in it stay text.
-  return { text, tokens: t.encode(text), stop: [...FALLBACK_STOP], format: 'fallback' };
+  if (format === 'fallback') return t.encode(text);
+  // Templates that write bos_token themselves must not get a second one from the tokenizer.
+  const bosToken = t.bos !== undefined ? t.tokenText(t.bos) : '';
+  const hasBos = bosToken !== '' && text.startsWith(bosToken);
+  return t.encode(text, { addBos: t.addBos && !hasBos, parseSpecial: true });
 }

@@ -80,7 +80,7 @@ export function formatBytes(n: number): string {
   return `${v.toFixed(v < 10 ? 2 : 1)} ${units[i]}`;
 }
 
-function formatDuration(secs: number): string {
+export function formatDuration(secs: number): string {
   if (!Number.isFinite(secs)) return '?';
   const s = Math.round(secs);
   const h = Math.floor(s / 3600);

@@ -84,7 +84,12 @@ export function validateTrainingJsonl(text: string, limits: TrainingFileLimits =
       report(lineNo, 'messages: no assistant message to learn from');
       continue;
     }
+    if (!msgs.some((m) => m.role === 'assistant' && m.weight !== 0)) {
+      report(lineNo, 'messages: every assistant message has weight 0, so there is nothing to learn from');
+      continue;
+    }
     conversations.push({
+      line: lineNo,
       messages: msgs.map((m) => ({
         role: m.role,
         content: typeof m.content === 'string' ? m.content : m.content.map((p) => p.text).join(''),

@@ -66,10 +66,14 @@ export interface LoraTrainer {
 }
 
 export interface FineTuneProgress {
+  /** Optimizer steps done, 1 after the first. */
   step: number;
   totalSteps: number;
+  /** 1-based epoch of that step. */
   epoch: number;
+  /** Loss of that step's batch. */
   loss: number;
+  /** All tokens run through the model (prompts and replies) per second of this run (since a resume). */
   tokensPerSecond: number;
   elapsedMs: number;
   /** Estimated time left. */
@@ -80,6 +84,8 @@ export interface FineTuneProgress {
 export interface TrainingConversation {
   /** `weight: 0` on an assistant message leaves it out of the loss (the provider's format). */
   messages: readonly { role: 'system' | 'user' | 'assistant'; content: string; weight?: 0 | 1 }[];
+  /** 1-based line of the file it came from, so later problems (too long once rendered) can name it. */
+  line?: number;
 }
 
 export interface TrainingFileProblem {
@@ -104,11 +110,15 @@ export interface FineTuneSettings {
 export interface FineTuneHooks {
   signal?: AbortSignal;
   onProgress?(p: FineTuneProgress): void;
-  /** Validation loss after each epoch (when there is validation data). */
+  /** After each epoch (1-based): its mean step loss, and the validation loss when there is validation data. */
   onEpoch?(e: { epoch: number; trainLoss: number; validationLoss: number | null }): void;
   /** Awaited before every optimizer step: the API's job runner waits here while inference is busy. */
   beforeStep?(): Promise<void>;
-  /** Checkpointing: `save` is called every `every` steps and at the end of each epoch with LoraTrainer.saveState(). */
+  /**
+   * Checkpointing: `save` is called every `every` steps, at the end of each epoch and on abort, with a
+   * checkpoint (engine/train/checkpoint.ts: LoraTrainer.saveState() plus the loop's position); passing one
+   * back as `resumeFrom` continues that run exactly.
+   */
   checkpoint?: { every: number; save(state: Uint8Array, step: number): Promise<void>; resumeFrom?: Uint8Array };
 }
 

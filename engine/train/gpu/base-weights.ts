@@ -1,0 +1,130 @@
+/**
+ * The frozen base model as the trainer reads it: every matrix dequantized once to row-major f32 on the
+ * GPU, straight from the engine's packed buffers (any weight type the engine loads), so one f32 matmul
+ * kernel serves every product, transposed or not. The cost is GPU memory: 4 bytes per weight of the base
+ * model beside the engine's packed copy (stories260K: 1 MB; a 1B-parameter model: 4 GB), plus the
+ * activations of workspace.ts. Norm vectors are the engine's own f32 buffers, shared, not copied.
+ */
+import type { ModelConfig } from '../../arch/types.ts';
+import type { WeightMatrix } from '../../model/matrix.ts';
+import type { ModelWeights } from '../../model/weights.ts';
+import type { LoraTarget } from '../../lora/adapter-file.ts';
+import { DequantizeKernel } from '../../../kernels/train/dequantize.ts';
+import { ParamArena } from '../../../kernels/runtime/arena.ts';
+import type { KernelContext } from '../../../kernels/runtime/context.ts';
+import type { GgmlType } from '../../../ggml/types.ts';
+
+export interface BaseLayer {
+  attnNorm: GPUBuffer;
+  ffnNorm: GPUBuffer;
+  /** f32 row-major out × in, by target name. */
+  matrices: Record<LoraTarget, GPUBuffer>;
+}
+
+export interface BaseWeights {
+  embedding: GPUBuffer;
+  /** The embedding buffer itself when tied. */
+  head: GPUBuffer;
+  outputNorm: GPUBuffer;
+  layers: BaseLayer[];
+  /** Per-pair RoPE divisors (the engine's), or a dummy when the model has none. */
+  ropeFactors: GPUBuffer;
+  useRopeFactors: boolean;
+  /** The buffers this module made (destroyed with the trainer; the engine's stay). */
+  owned: GPUBuffer[];
+  /** Bytes of the f32 matrices. */
+  bytes: number;
+}
+
+/** Rows (in, out) of each target's matrix. */
+export function targetShape(cfg: ModelConfig, target: LoraTarget): { inDim: number; outDim: number } {
+  const q = cfg.nHeads * cfg.headDim;
+  const kv = cfg.nKvHeads * cfg.headDim;
+  switch (target) {
+    case 'q':
+      return { inDim: cfg.dim, outDim: q };
+    case 'k':
+    case 'v':
+      return { inDim: cfg.dim, outDim: kv };
+    case 'o':
+      return { inDim: q, outDim: cfg.dim };
+    case 'gate':
+    case 'up':
+      return { inDim: cfg.dim, outDim: cfg.ffnDim };
+    case 'down':
+      return { inDim: cfg.ffnDim, outDim: cfg.dim };
+  }
+}
+
+export async function dequantizeBase(ctx: KernelContext, cfg: ModelConfig, w: ModelWeights): Promise<BaseWeights> {
+  const owned: GPUBuffer[] = [];
+  const kernels = new Map<GgmlType, DequantizeKernel>();
+  const arena = new ParamArena(ctx, 4096);
+  const encoder = ctx.device.createCommandEncoder({ label: 'train-dequantize' });
+  const pass = encoder.beginComputePass();
+  const limit = Math.min(ctx.caps.maxStorageBinding, ctx.caps.maxBufferSize);
+
+  /** Rows [first, first + rows) of the stacked matrices `parts` (e.g. [q|k|v]) as one f32 matrix. */
+  const extract = (label: string, parts: readonly WeightMatrix[], first: number, rows: number): GPUBuffer => {
+    const cols = parts[0].cols;
+    if (rows * cols * 4 > limit) throw new Error(`training needs ${label} as f32 (${rows}×${cols}, ${rows * cols * 4} bytes), more than one GPU binding holds (${limit})`);
+    const out = ctx.storage(`train.${label}`, rows * cols * 4);
+    owned.push(out);
+    let at = 0;
+    for (const m of parts) {
+      if (m.cols !== cols) throw new Error(`${m.name} has ${m.cols} columns, expected ${cols}`);
+      for (const shard of m.shards) {
+        const from = Math.max(first, at + shard.rowStart);
+        const to = Math.min(first + rows, at + shard.rowStart + shard.rows);
+        if (from < to) {
+          let k = kernels.get(m.type);
+          if (!k) kernels.set(m.type, (k = new DequantizeKernel(ctx, m.type)));
+          const group = k.kernel.bind([shard.buffer, out]);
+          k.encode(pass, arena, group, { rows: to - from, cols, srcRow: from - at - shard.rowStart, dstRow: from - first });
+        }
+      }
+      at += m.rows;
+    }
+    if (at < first + rows) throw new Error(`${label}: the engine's matrices hold ${at} rows, expected at least ${first + rows}`);
+    return out;
+  };
+
+  const q = cfg.nHeads * cfg.headDim;
+  const kv = cfg.nKvHeads * cfg.headDim;
+  const embedding = extract('token_embd', [w.embedding], 0, cfg.vocabSize);
+  const head = w.output === w.embedding ? embedding : extract('output', [w.output], 0, cfg.vocabSize);
+  const layers = w.layers.map((l, i): BaseLayer => ({
+    attnNorm: l.attnNorm,
+    ffnNorm: l.ffnNorm,
+    matrices: {
+      q: extract(`blk.${i}.attn_q`, l.qkv, 0, q),
+      k: extract(`blk.${i}.attn_k`, l.qkv, q, kv),
+      v: extract(`blk.${i}.attn_v`, l.qkv, q + kv, kv),
+      o: extract(`blk.${i}.attn_output`, [l.o], 0, cfg.dim),
+      gate: extract(`blk.${i}.ffn_gate`, l.gateUp, 0, cfg.ffnDim),
+      up: extract(`blk.${i}.ffn_up`, l.gateUp, cfg.ffnDim, cfg.ffnDim),
+      down: extract(`blk.${i}.ffn_down`, [l.down], 0, cfg.dim),
+    },
+  }));
+  pass.end();
+  arena.flush();
+  ctx.device.queue.submit([encoder.finish()]);
+  await ctx.device.queue.onSubmittedWorkDone();
+  arena.buffer.destroy();
+  const bytes = owned.reduce((sum, b) => sum + b.size, 0);
+  let ropeFactors = w.ropeFactors;
+  if (!ropeFactors) {
+    ropeFactors = ctx.storage('train.rope-factors.none', 16, new Float32Array([1, 1, 1, 1]));
+    owned.push(ropeFactors);
+  }
+  return {
+    embedding,
+    head,
+    outputNorm: w.outputNorm,
+    layers,
+    ropeFactors,
+    useRopeFactors: w.ropeFactors !== undefined,
+    owned,
+    bytes,
+  };
+}

@@ -1,0 +1,65 @@
+// Attention backward, keys and values: for (token s, KV head), over the later tokens t of its sequence and
+// the query heads sharing this KV head: dK = scale · Σ dS · Q and dV = Σ P · dO, with P and dS recomputed
+// from the saved log-sum-exp and D (stats). HD, V, HDV and vdot are put in front of this file by the
+// wrapper (see attention-forward.wgsl).
+
+struct Params {
+  tokens: u32,
+  heads: u32,
+  kv_heads: u32,
+  scale: f32,
+}
+
+override WG: u32 = 64u;
+
+@group(0) @binding(0) var<storage, read> q: array<V>;
+@group(0) @binding(1) var<storage, read> dout: array<V>;
+@group(0) @binding(2) var<storage, read> stats: array<f32>;
+@group(0) @binding(3) var<storage, read> span: array<u32>;
+@group(0) @binding(4) var<storage, read> k: array<V>;
+@group(0) @binding(5) var<storage, read> v: array<V>;
+@group(0) @binding(6) var<storage, read_write> dk: array<V>;
+@group(0) @binding(7) var<storage, read_write> dv: array<V>;
+@group(1) @binding(0) var<uniform> params: Params;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let idx = gid.x + gid.y * nwg.x * WG;
+  if (idx >= params.tokens * params.kv_heads) { return; }
+  let s = idx / params.kv_heads;
+  let kvh = idx % params.kv_heads;
+  let group = params.heads / params.kv_heads;
+  var kv: array<V, HDV>;
+  var vv: array<V, HDV>;
+  var dkv: array<V, HDV>;
+  var dvv: array<V, HDV>;
+  for (var d = 0u; d < HDV; d++) {
+    kv[d] = k[idx * HDV + d];
+    vv[d] = v[idx * HDV + d];
+    dkv[d] = V(0.0);
+    dvv[d] = V(0.0);
+  }
+  let end = span[2u * s + 1u];
+  for (var t = s; t < end; t++) {
+    for (var g = 0u; g < group; g++) {
+      let qh = t * params.heads + kvh * group + g;
+      let qb = qh * HDV;
+      var score = 0.0;
+      var dp = 0.0;
+      for (var d = 0u; d < HDV; d++) {
+        score += vdot(q[qb + d], kv[d]);
+        dp += vdot(dout[qb + d], vv[d]);
+      }
+      let p = exp(score * params.scale - stats[2u * qh]);
+      let ds = p * (dp - stats[2u * qh + 1u]) * params.scale;
+      for (var d = 0u; d < HDV; d++) {
+        dkv[d] += ds * q[qb + d];
+        dvv[d] += p * dout[qb + d];
+      }
+    }
+  }
+  for (var d = 0u; d < HDV; d++) {
+    dk[idx * HDV + d] = dkv[d];
+    dv[idx * HDV + d] = dvv[d];
+  }
+}

@@ -1,0 +1,63 @@
+import forward from './attention-forward.wgsl?raw';
+import backwardQ from './attention-backward-q.wgsl?raw';
+import backwardKv from './attention-backward-kv.wgsl?raw';
+import type { ParamArena } from '../runtime/arena.ts';
+import { wgsl, type CompiledKernel, type KernelContext } from '../runtime/context.ts';
+import { grid2d } from '../runtime/grid.ts';
+
+const WG = 64;
+
+export interface TrainAttentionParams {
+  tokens: number;
+  heads: number;
+  kvHeads: number;
+}
+
+/**
+ * Causal GQA attention over packed sequences and its gradients, for one head size.
+ *   forward:    q, k, v, span (read), out, stats (write)
+ *   backwardQ:  q, k, v, out, dout, span (read), stats, dq (write)
+ *   backwardKv: q, dout, stats, span, k, v (read), dk, dv (write)
+ * span holds [first token of the sequence, one past its last] per token; stats [lse, D] per (token, head).
+ */
+export class TrainAttentionKernels {
+  readonly forward: CompiledKernel;
+  readonly backwardQ: CompiledKernel;
+  readonly backwardKv: CompiledKernel;
+  constructor(
+    ctx: KernelContext,
+    readonly headDim: number,
+  ) {
+    if (!Number.isInteger(headDim) || headDim <= 0 || headDim > 256) throw new Error(`training attention supports head sizes 1..256, not ${headDim}`);
+    // Head vectors as vec4s where the head size allows: a quarter of the loads, each a gather on CPU
+    // rasterisers.
+    const hd =
+      headDim % 4 === 0
+        ? `const HD: u32 = ${headDim}u;\nalias V = vec4f;\nconst HDV: u32 = ${headDim / 4}u;\nfn vdot(a: V, b: V) -> f32 { return dot(a, b); }`
+        : `const HD: u32 = ${headDim}u;\nalias V = f32;\nconst HDV: u32 = ${headDim}u;\nfn vdot(a: V, b: V) -> f32 { return a * b; }`;
+    this.forward = ctx.kernel({ label: `train-attention-forward-${headDim}`, code: wgsl(hd, forward), bindings: ['read', 'read', 'read', 'read', 'write', 'write'], constants: { WG } });
+    this.backwardQ = ctx.kernel({
+      label: `train-attention-backward-q-${headDim}`,
+      code: wgsl(hd, backwardQ),
+      bindings: ['read', 'read', 'read', 'read', 'read', 'read', 'write', 'write'],
+      constants: { WG },
+    });
+    this.backwardKv = ctx.kernel({
+      label: `train-attention-backward-kv-${headDim}`,
+      code: wgsl(hd, backwardKv),
+      bindings: ['read', 'read', 'read', 'read', 'read', 'read', 'write', 'write'],
+      constants: { WG },
+    });
+  }
+
+  encode(pass: GPUComputePassEncoder, arena: ParamArena, which: 'forward' | 'backwardQ' | 'backwardKv', group: GPUBindGroup, p: TrainAttentionParams): void {
+    const s = arena.slot();
+    arena.u32[s] = p.tokens;
+    arena.u32[s + 1] = p.heads;
+    arena.u32[s + 2] = p.kvHeads;
+    arena.f32[s + 3] = 1 / Math.sqrt(this.headDim);
+    const rows = which === 'backwardKv' ? p.tokens * p.kvHeads : p.tokens * p.heads;
+    const [gx, gy] = grid2d(Math.ceil(rows / WG));
+    arena.dispatch(pass, this[which], group, s, gx, gy);
+  }
+}

@@ -1,0 +1,41 @@
+// Sum (mode 0) or sum of squares (mode 1) of x[0..n): workgroup w adds up its `per_group` elements and
+// writes out[out_index + w], or adds to it when accumulating. Two dispatches reduce any length: partial
+// sums per workgroup, then one workgroup over the partials. Each invocation's loop stays short, since
+// llvmpipe ends shader loops after 65535 iterations.
+
+struct Params {
+  n: u32,
+  per_group: u32,
+  out_index: u32,
+  accumulate: u32,
+  mode: u32,
+}
+
+override WG: u32 = 64u;
+
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(1) @binding(0) var<uniform> params: Params;
+
+var<workgroup> red: array<f32, WG>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u32) {
+  let begin = wg.x * params.per_group;
+  let end = min(params.n, begin + params.per_group);
+  var s = 0.0;
+  for (var i = begin + li; i < end; i += WG) {
+    let v = x[i];
+    s += select(v, v * v, params.mode == 1u);
+  }
+  red[li] = s;
+  workgroupBarrier();
+  for (var k = WG / 2u; k > 0u; k >>= 1u) {
+    if (li < k) { red[li] += red[li + k]; }
+    workgroupBarrier();
+  }
+  if (li == 0u) {
+    let at = params.out_index + wg.x;
+    out[at] = select(red[0], out[at] + red[0], params.accumulate != 0u);
+  }
+}
