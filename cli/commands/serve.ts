@@ -12,6 +12,7 @@ import { buildPlayground } from '../../build/playground.ts';
 import { startMetricsServer } from '../../adapters/metrics/server.ts';
 import { RedisLimits } from '../../adapters/redis/limits.ts';
 import type { WebGpuEngine } from '../../engine/engine.ts';
+import { engineTuner } from '../../protocol/fine-tuning/engine-tuner.ts';
 import { DEFAULT_MAX_BODY_BYTES } from '../../adapters/http/server.ts';
 import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from '../../adapters/http/connection-limits.ts';
 import { DEFAULT_ADMISSION } from '../../protocol/admission.ts';
@@ -108,6 +109,14 @@ async function serve(opts: ServeOptions): Promise<void> {
     connections: connectionLimits(opts),
     admission: { maxRunning: opts.maxRunning, maxQueued: opts.maxQueue },
     ui,
+    // Fine-tuning jobs train on the served engine, between its inference steps; the trainer's code is
+    // loaded with the first job, not at every start.
+    fineTuning: {
+      tuner: async () => {
+        const [e, { fineTune }, { renderTrainingExamples }] = await Promise.all([loading, import('../../engine/train/fine-tune.ts'), import('../../engine/train/render.ts')]);
+        return engineTuner(e as WebGpuEngine, { fineTune, renderTrainingExamples });
+      },
+    },
   });
   const metricsServer = opts.metricsPort === undefined ? undefined : await startMetricsServer({ metrics: app.metrics, readiness: app.readiness, port: opts.metricsPort, host: opts.metricsHost }).catch(async (e: Error) => {
     await app.close(0);

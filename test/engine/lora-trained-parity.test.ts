@@ -3,31 +3,17 @@
  * engine: a short fine-tune on each test model, its adapter file given to node-llama-cpp's LoRA option
  * (CPU, F32 KV cache) and to engine.loadAdapter, and the next-token log-probabilities and greedy tokens
  * compared within the tolerances of lora-parity.test.ts. Live rather than recorded: the adapter is
- * whatever the trainer makes today. Skips itself where the trainer is not there (before the branches
- * that build it are merged).
- */
+ * whatever the trainer makes today. */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { getLlama, LlamaLogLevel, type Llama } from 'node-llama-cpp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WebGpuEngine } from '../../engine/engine.ts';
+import { fineTune } from '../../engine/train/fine-tune.ts';
 import type { FineTuneResult, FineTuneSettings, TrainingExample } from '../../engine/train/types.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { sharedModel } from '../helpers/models.ts';
-
-type FineTune = (engine: WebGpuEngine, train: TrainingExample[], validation: undefined, settings: FineTuneSettings) => Promise<FineTuneResult>;
-
-async function trainer(): Promise<FineTune | undefined> {
-  const path = '../../engine/train/fine-tune.ts';
-  try {
-    return ((await import(/* @vite-ignore */ path)) as { fineTune: FineTune }).fineTune;
-  } catch {
-    return undefined;
-  }
-}
-const fineTune = await trainer();
-if (!fineTune) console.warn('skipping the trained-adapter parity test: engine/train/fine-tune.ts is not there yet (before the merge)');
 
 const TEXT = 'Once upon a time, there was a little girl named Lily. She loved to play outside.';
 const REPLY = ' Label: happy. Label: happy.';
@@ -96,7 +82,7 @@ async function llamaCpp(model: string, lora: string, tokens: number[], vocab: nu
   }
 }
 
-describe.skipIf(!fineTune)('adapters from our trainer give llama.cpp’s output', () => {
+describe('adapters from our trainer give llama.cpp’s output', () => {
   for (const [file, f32] of [
     ['stories260K.gguf', true],
     ['TinyStories-656K-Q8_0.gguf', false],
@@ -104,7 +90,7 @@ describe.skipIf(!fineTune)('adapters from our trainer give llama.cpp’s output'
     it(file, async () => {
       const engine = await testEngine(file, { grammars: 'in-process' });
       const settings: FineTuneSettings = { lora: { rank: 8, alpha: 16, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] }, epochs: 4, batchSize: 2, learningRate: 3e-3, seed: 3 };
-      const trained = await fineTune!(engine, examples(engine), undefined, settings);
+      const trained = await fineTune(engine, examples(engine), undefined, settings);
       const path = join(dir, `${file}.lora.gguf`);
       writeFileSync(path, trained.adapter);
       const tokens = engine.tokenizer.encode(TEXT);

@@ -3,10 +3,6 @@
  * succeeded, and chats with its fine-tuned model, whose answers differ from the base model's as trained;
  * a Solo key gets 403. Trained on the WebGPU engine (protocol/fine-tuning/engine-tuner.ts over
  * engine/train/fine-tune.ts) with the tiny test model.
- *
- * Until the trainer (branch train) and adapter serving (branch lora) are merged this file skips itself:
- * their modules are imported by path at run time. After the merge, replace the dynamic imports with
- * static ones.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,34 +11,23 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WebGpuEngine } from '../../engine/engine.ts';
 import { engineTuner, type AdapterEngine, type TrainingFunctions } from '../../protocol/fine-tuning/engine-tuner.ts';
+import { fineTune } from '../../engine/train/fine-tune.ts';
+import { renderTrainingExamples } from '../../engine/train/render.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { startServer, type Harness } from '../http/helpers/harness.ts';
 import { caught, eventMessages, upload, waitFor, waitForStatus } from './helpers.ts';
 
-async function trainingFunctions(): Promise<TrainingFunctions<AdapterEngine> | undefined> {
-  const paths = ['../../engine/train/fine-tune.ts', '../../engine/train/render.ts'];
-  try {
-    const [a, b] = await Promise.all(paths.map((p) => import(/* @vite-ignore */ p)));
-    return { fineTune: a.fineTune, renderTrainingExamples: b.renderTrainingExamples };
-  } catch {
-    return undefined;
-  }
-}
-
-const training = await trainingFunctions();
-const engineHasAdapters = 'loadAdapter' in ((await import('../../engine/engine.ts')).WebGpuEngine.prototype as object);
-const ready = training !== undefined && engineHasAdapters;
-if (!ready) console.warn('skipping the real-trainer fine-tuning test: engine/train/fine-tune.ts or WebGpuEngine.loadAdapter is not there yet (before the merge)');
+const training: TrainingFunctions<AdapterEngine> = { fineTune: fineTune as TrainingFunctions<AdapterEngine>['fineTune'], renderTrainingExamples };
 
 const animals = ['cat', 'dog', 'bird', 'fish', 'frog', 'bear', 'fox', 'owl', 'duck', 'cow', 'pig', 'hen'];
 const jsonl = animals.map((a) => JSON.stringify({ messages: [{ role: 'user', content: `Tom saw a ${a} near the tree.` }, { role: 'assistant', content: `Label: ${a}` }] })).join('\n');
 
-describe.skipIf(!ready)('fine-tuning on the real trainer', () => {
+describe('fine-tuning on the real trainer', () => {
   let h: Harness;
   let engine: WebGpuEngine;
   beforeAll(async () => {
     engine = await testEngine();
-    h = await startServer({ engine, fineTuning: { tuner: engineTuner(engine as unknown as AdapterEngine, training!), runner: { pollMs: 100, checkpointEvery: 5 } } });
+    h = await startServer({ engine, fineTuning: { tuner: engineTuner(engine as unknown as AdapterEngine, training), runner: { pollMs: 100, checkpointEvery: 5 } } });
   });
   afterAll(() => h?.close());
 
@@ -73,13 +58,13 @@ describe.skipIf(!ready)('fine-tuning on the real trainer', () => {
   });
 });
 
-describe.skipIf(!ready)('a real training job across a restart', () => {
+describe('a real training job across a restart', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-ft-real-restart-'));
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
   it('resumes from the checkpoint the stopped server saved, to succeeded', async () => {
     const engine = (await testEngine()) as unknown as AdapterEngine;
-    const options = { engine: engine as never, dataDir, fineTuning: { tuner: engineTuner(engine, training!), runner: { pollMs: 100, checkpointEvery: 4 } } };
+    const options = { engine: engine as never, dataDir, fineTuning: { tuner: engineTuner(engine, training), runner: { pollMs: 100, checkpointEvery: 4 } } };
     const a = await startServer(options);
     const key = a.key('scale', { paid: true });
     let client = new OpenAI({ baseURL: a.baseURL, apiKey: key, maxRetries: 0 });

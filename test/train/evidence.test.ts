@@ -19,7 +19,7 @@ import { renderTrainingExamples } from '../../engine/train/render.ts';
 import type { FineTuneSettings } from '../../engine/train/types.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { sharedModel } from '../helpers/models.ts';
-import { disposeLlama, engineServesAdapters, generateWithAdapter, generateWithEngineAdapter, type AdapterAnswer } from './generate-with-adapter.ts';
+import { disposeLlama, generateWithAdapter, generateWithEngineAdapter, type AdapterAnswer } from './generate-with-adapter.ts';
 
 const conversations = (split: string) => validateTrainingJsonl(readFileSync(new URL(`../fixtures/finetune/label-${split}.jsonl`, import.meta.url), 'utf8')).conversations;
 const report: Record<string, unknown> = {};
@@ -66,8 +66,8 @@ describe('fine-tuning teaches a reply format (evidence)', () => {
       const formatted = (answers: AdapterAnswer[]) => answers.filter((a) => a.text.startsWith('Label:')).length;
       const animal = (i: number) => heldout[i].messages[1].content;
       const right = adapted.filter((a, i) => a.text.startsWith(animal(i))).length;
-      // Our engine serving the same file, once it serves adapters: the same prompts, the same bar to clear.
-      const ours = engineServesAdapters(engine) ? { base: await generateWithEngineAdapter(engine, undefined, gen), adapted: await generateWithEngineAdapter(engine, result.adapter, gen) } : undefined;
+      // Our engine serving the same file: the same prompts, the same bar to clear.
+      const ours = { base: await generateWithEngineAdapter(engine, undefined, gen), adapted: await generateWithEngineAdapter(engine, result.adapter, gen) };
 
       report[c.model] = {
         settings: c.settings,
@@ -83,9 +83,7 @@ describe('fine-tuning teaches a reply format (evidence)', () => {
         adaptedRightAnimal: right,
         adaptedStopped: adapted.filter((a) => a.stoppedBy !== 'length').length,
         samples: heldout.slice(0, 4).map((h, i) => ({ user: h.messages[0].content, base: base[i].text, adapted: adapted[i].text })),
-        engine: ours
-          ? { baseFormatted: formatted(ours.base), adaptedFormatted: formatted(ours.adapted), sameAnswersAsLlamaCpp: ours.adapted.filter((a, i) => a.text === adapted[i].text).length }
-          : 'does not serve adapters on this branch',
+        engine: { baseFormatted: formatted(ours.base), adaptedFormatted: formatted(ours.adapted), sameAnswersAsLlamaCpp: ours.adapted.filter((a, i) => a.text === adapted[i].text).length },
       };
 
       expect(formatted(base)).toBe(0);
@@ -93,11 +91,9 @@ describe('fine-tuning teaches a reply format (evidence)', () => {
       // More than the format: most answers name the sentence's animal.
       expect(right).toBeGreaterThanOrEqual(Math.ceil(0.5 * heldout.length));
       if (c.learnsToStop) expect(adapted.filter((a) => a.stoppedBy === 'eog' && /^Label: [a-z]+$/.test(a.text)).length).toBeGreaterThanOrEqual(Math.ceil(0.75 * heldout.length));
-      if (ours) {
-        expect(formatted(ours.base)).toBe(0);
-        expect(formatted(ours.adapted)).toBeGreaterThanOrEqual(Math.ceil(0.75 * heldout.length));
-        expect(ours.adapted.filter((a, i) => a.text.startsWith(animal(i))).length).toBeGreaterThanOrEqual(Math.ceil(0.5 * heldout.length));
-      }
+      expect(formatted(ours.base)).toBe(0);
+      expect(formatted(ours.adapted)).toBeGreaterThanOrEqual(Math.ceil(0.75 * heldout.length));
+      expect(ours.adapted.filter((a, i) => a.text.startsWith(animal(i))).length).toBeGreaterThanOrEqual(Math.ceil(0.5 * heldout.length));
     }, 300_000);
   }
 });

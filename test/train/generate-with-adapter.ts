@@ -1,12 +1,11 @@
 /**
  * Greedy answers of a base model with (or without) a LoRA adapter file, for the fine-tuning evidence:
  * through llama.cpp (node-llama-cpp's LoRA option), which also proves llama.cpp loads our adapter files,
- * and through our engine's serving path (engine.loadAdapter + generate({ adapter })) where the engine
- * has it (it is built on another branch; until that is merged, `engineServesAdapters` says no).
+ * and through our engine's serving path (engine.loadAdapter + generate({ adapter })).
  */
 import { getLlama, LlamaLogLevel, type Llama } from 'node-llama-cpp';
 import type { Tokenizer } from '../../engine/tokenizer/types.ts';
-import type { GenerateOptions, Generation } from '../../engine/types.ts';
+import type { WebGpuEngine } from '../../engine/engine.ts';
 
 export interface AdapterGeneration {
   modelPath: string;
@@ -74,19 +73,8 @@ export async function disposeLlama(): Promise<void> {
   await (await l)?.dispose();
 }
 
-/** What serving an adapter takes of the engine (WebGpuEngine once adapter serving is merged). */
-export interface AdapterServingEngine {
-  loadAdapter(source: Uint8Array, opts?: { name?: string }): Promise<{ id: string }>;
-  unloadAdapter(id: string): Promise<void>;
-  generate(options: GenerateOptions & { adapter?: string }): Generation;
-}
-
-export function engineServesAdapters(engine: object): engine is AdapterServingEngine {
-  return typeof (engine as Partial<AdapterServingEngine>).loadAdapter === 'function';
-}
-
 /** The same answers through our engine: the adapter loaded from the file's bytes, greedy, serving's stop strings. */
-export async function generateWithEngineAdapter(engine: AdapterServingEngine, adapter: Uint8Array | undefined, g: Pick<AdapterGeneration, 'prompts' | 'maxTokens' | 'stop'>): Promise<AdapterAnswer[]> {
+export async function generateWithEngineAdapter(engine: WebGpuEngine, adapter: Uint8Array | undefined, g: Pick<AdapterGeneration, 'prompts' | 'maxTokens' | 'stop'>): Promise<AdapterAnswer[]> {
   const handle = adapter ? await engine.loadAdapter(adapter, { name: 'evidence' }) : undefined;
   try {
     const answers: AdapterAnswer[] = [];
