@@ -22,6 +22,8 @@ export interface TuneRun {
   steps: { step: number; totalSteps: number; loss: number }[];
   /** Every beforeStep() the runner awaited (how long it held the trainer back), in ms. */
   waits: number[];
+  /** Inside a beforeStep() now. */
+  waiting: boolean;
   output?: TuneOutput;
   error?: unknown;
 }
@@ -45,7 +47,7 @@ export class RecordingTuner implements Tuner {
   }
 
   async train(input: TuneInput, hooks: FineTuneHooks): Promise<TuneOutput> {
-    const run: TuneRun = { input, resumed: !!hooks.checkpoint?.resumeFrom, steps: [], waits: [] };
+    const run: TuneRun = { input, resumed: !!hooks.checkpoint?.resumeFrom, steps: [], waits: [], waiting: false };
     this.runs.push(run);
     const beforeStep = hooks.beforeStep;
     try {
@@ -54,7 +56,12 @@ export class RecordingTuner implements Tuner {
         beforeStep: beforeStep
           ? async () => {
               const t = performance.now();
-              await beforeStep();
+              run.waiting = true;
+              try {
+                await beforeStep();
+              } finally {
+                run.waiting = false;
+              }
               run.waits.push(performance.now() - t);
             }
           : undefined,
