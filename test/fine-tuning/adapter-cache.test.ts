@@ -75,10 +75,10 @@ describe('the adapter cache', () => {
     (await cache.acquire(1, 'b'))!.release();
     (await cache.acquire(1, 'c'))!.release();
     // a is in use: b (least recently used of the rest) goes.
-    await new Promise((r) => setTimeout(r, 0));
+    await tuner.settled();
     expect([...tuner.loaded.values()].sort()).toEqual(['a', 'c']);
     const d = (await cache.acquire(1, 'd'))!;
-    await new Promise((r) => setTimeout(r, 0));
+    await tuner.settled();
     expect([...tuner.loaded.values()].sort()).toEqual(['a', 'd']);
     a.release();
     a.release();
@@ -97,10 +97,10 @@ describe('the adapter cache', () => {
     const b = (await cache.acquire(1, 'b'))!;
     cache.forget(1, 'a');
     cache.forget(1, 'b');
-    await new Promise((r) => setTimeout(r, 0));
+    await tuner.settled();
     expect([...tuner.loaded.values()]).toEqual(['b']);
     b.release();
-    await new Promise((r) => setTimeout(r, 0));
+    await tuner.settled();
     expect(tuner.loaded.size).toBe(0);
     expect(tuner.engine.adapters().map((x) => x.id)).not.toContain(b.id);
     expect(cache.size).toBe(0);
@@ -133,7 +133,7 @@ describe('serving a fine-tuned model', () => {
     expect(tuner.loaded.get(held.adapter)).toBe(model.name);
     held.ticket.release();
     expect(released).toBe(1);
-    await new Promise((r) => setTimeout(r, 0));
+    await tuner.settled();
     // Capacity 0: unloaded as soon as nobody holds it.
     expect(tuner.unloaded).toEqual([held.adapter]);
 

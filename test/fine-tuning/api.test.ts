@@ -251,7 +251,7 @@ describe('deleting a fine-tuned model', () => {
     expect((await caught(scale.models.retrieve(name))).status).toBe(404);
     expect((await caught(scale.chat.completions.create({ model: name, messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 }))).code).toBe('model_not_found');
     expect((await caught(scale.models.delete(name))).status).toBe(404);
-    await new Promise((r) => setTimeout(r, 0));
+    await tuner.settled();
     expect(tuner.unloaded).toContain(loaded);
   });
 });

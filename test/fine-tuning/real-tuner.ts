@@ -85,9 +85,22 @@ export class RecordingTuner implements Tuner {
   }
 
   async unloadAdapter(id: string): Promise<void> {
-    await this.inner.unloadAdapter(id);
-    this.loaded.delete(id);
-    this.unloaded.push(id);
+    this.unloading++;
+    try {
+      await this.inner.unloadAdapter(id);
+      this.loaded.delete(id);
+      this.unloaded.push(id);
+    } finally {
+      this.unloading--;
+    }
+  }
+
+  private unloading = 0;
+
+  /** Once the unloads started by now (callers fire them without waiting) have reached the engine and ended. */
+  async settled(): Promise<void> {
+    await new Promise((r) => setTimeout(r, 0));
+    while (this.unloading > 0) await new Promise((r) => setTimeout(r, 5));
   }
 
   inferenceBusy(): boolean {
