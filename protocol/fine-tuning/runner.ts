@@ -192,7 +192,10 @@ export class JobRunner {
           const deadline = performance.now() + this.opts.maxYieldMs;
           while (tuner.inferenceBusy() && performance.now() < deadline && !controller.signal.aborted) await sleep(YIELD_POLL_MS);
         },
+        // A step that finishes after a cancel (or a shutdown) is not reported: the job's last event stays
+        // the cancellation, and a restart reports the step again from the checkpoint saved on the way out.
         onProgress: (p) => {
+          if (controller.signal.aborted) return;
           const now = performance.now();
           if (p.step !== 1 && p.step !== p.totalSteps && now - lastProgress < this.opts.progressEventMs) return;
           lastProgress = now;
@@ -200,6 +203,7 @@ export class JobRunner {
           this.record(this.event(job.id, `Step ${p.step}/${p.totalSteps}: training loss=${p.loss.toFixed(4)}`, data, 'metrics'));
         },
         onEpoch: (e) => {
+          if (controller.signal.aborted) return;
           const valid = e.validationLoss === null ? '' : `, validation loss=${e.validationLoss.toFixed(4)}`;
           this.record(this.event(job.id, `Epoch ${e.epoch} done: training loss=${e.trainLoss.toFixed(4)}${valid}`, { epoch: e.epoch, train_loss: e.trainLoss, valid_loss: e.validationLoss }, 'metrics'));
         },

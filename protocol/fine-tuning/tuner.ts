@@ -1,7 +1,7 @@
 /**
  * Everything fine-tuning needs from the engine, behind one small interface: the job runner and the
- * adapter cache program against it, the engine-backed one is protocol/fine-tuning/engine-tuner.ts, and
- * tests of the API plumbing may give a stand-in.
+ * adapter cache program against it; it is implemented by protocol/fine-tuning/engine-tuner.ts (tests wrap
+ * it in a recording spy: test/fine-tuning/real-tuner.ts).
  */
 import type { FineTuneHooks, FineTuneSettings, TrainingConversation } from '../../engine/train/types.ts';
 

@@ -1,42 +1,32 @@
 /**
  * The fine-tuning API through the official openai client against a real server on SQLite: files,
  * jobs to succeeded with their events, cancel, plans without the feature, fine-tuned models served to
- * their account only, training tokens in /v1/usage.
- *
- * STAND-IN TUNER: these tests train with test/fine-tuning/stand-in-tuner.ts (the API plumbing only, fast
- * and deterministic); real-trainer.test.ts runs the same path on the real trainer and engine adapters.
- * The stand-in's adapters are not real files, so the engine here records the adapter id each request
- * asked for (the check) and generates without it.
+ * their account only, training tokens in /v1/usage. Trained by the real tuner on the test engine, watched
+ * through a recording spy (real-tuner.ts); the engine serving requests is watched too, so the tests see
+ * which adapter each request ran with.
  */
 import { readFileSync } from 'node:fs';
 import OpenAI from 'openai';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testEngine } from '../helpers/engine.ts';
-import type { TextEngine } from '../../engine/types.ts';
 import { watched, type Watched } from '../http/helpers/watched.ts';
 import { bearer, postJson, startServer, type Harness } from '../http/helpers/harness.ts';
 import { connectWs, WsRequestError } from '../../adapters/ws/client.ts';
-import { StandInTuner } from './stand-in-tuner.ts';
+import { realTuner, type RecordingTuner } from './real-tuner.ts';
 import { caught, eventMessages, trainingJsonl, upload, waitFor, waitForStatus } from './helpers.ts';
 
-/** The test engine, watched; the stand-in's adapter ids are recorded but not passed on. */
-function servingStandIns(inner: TextEngine): Watched {
-  const w = watched(inner);
-  return { ...w, generate: (o) => (w.calls.push(o), inner.generate({ ...o, adapter: undefined } as typeof o)) };
-}
-
 let h: Harness;
-let tuner: StandInTuner;
+let tuner: RecordingTuner;
 let engine: Watched | undefined;
 let scale: OpenAI;
 let scaleKey: string;
 let other: OpenAI;
 let solo: OpenAI;
 beforeAll(async () => {
-  tuner = new StandInTuner(5);
+  tuner = await realTuner();
   h = await startServer({
-    engine: async () => (engine ??= servingStandIns(await testEngine())),
+    engine: async () => (engine ??= watched(await testEngine())),
     fineTuning: { tuner, runner: { pollMs: 50, checkpointEvery: 2, progressEventMs: 0 } },
   });
   scaleKey = h.key('scale', { paid: true });
@@ -97,7 +87,7 @@ describe('files', () => {
     const r = await postJson(`${h.baseURL}/files`, { purpose: 'fine-tune' }, bearer(scaleKey));
     expect(r.status).toBe(400);
     expect((await r.json()).error.code).toBe('unsupported_content_type');
-    const small = await startServer({ engine: async () => (engine ??= servingStandIns(await testEngine())), maxUploadBytes: 1000 });
+    const small = await startServer({ engine: async () => (engine ??= watched(await testEngine())), maxUploadBytes: 1000 });
     try {
       const big = new OpenAI({ baseURL: small.baseURL, apiKey: small.key('scale', { paid: true }), maxRetries: 0 });
       const e = await caught(upload(big, trainingJsonl(40)));
@@ -146,8 +136,10 @@ describe('a job', () => {
     const done = await waitForStatus(scale, job.id, ['succeeded', 'failed']);
     expect(done.status).toBe('succeeded');
     expect(done.fine_tuned_model).toMatch(/^ft:svc-chat:acct-\d+:label-bot$/);
-    // The stand-in counts the assistant characters of every epoch.
-    expect(done.trained_tokens).toBe(2 * ['cat', 'dog', 'bird', 'fish', 'frog', 'bear'].reduce((n, a) => n + `Label: ${a}`.length, 0));
+    // The assistant tokens of every epoch, as the trainer counted them.
+    const run = tuner.runs[0];
+    expect(done.trained_tokens).toBe(run.output!.trainedTokens);
+    expect(done.trained_tokens).toBe(2 * tuner.assistantTokens(run.input.train));
     expect(done.finished_at).toBeGreaterThanOrEqual(done.created_at);
     const messages = await eventMessages(scale, job.id);
     expect(messages[0]).toBe(`Created fine-tuning job: ${job.id}`);
@@ -159,19 +151,20 @@ describe('a job', () => {
     expect(messages.some((m) => /^Epoch 1 done: training loss=/.test(m))).toBe(true);
     expect(messages.at(-1)).toBe(`The job has successfully completed: new fine-tuned model ${done.fine_tuned_model}`);
     // Trained on what serving sends: the chat specialist's system prompt, then the conversation.
-    const given = tuner.inputs[0];
+    const given = run.input;
     expect(given.train).toHaveLength(6);
     const chatPrompt = (JSON.parse(readFileSync(new URL('../../specialists/chat.json', import.meta.url), 'utf8')) as { systemPrompt: string }).systemPrompt;
     expect(given.train[0].messages[0]).toEqual({ role: 'system', content: chatPrompt });
     expect(given.train[0].messages.slice(1).map((m) => m.role)).toEqual(['user', 'assistant']);
     expect(given.settings).toMatchObject({ epochs: 2, batchSize: 2, seed: 7, learningRate: 2e-4, lora: { rank: 8, alpha: 16 } });
     const metrics = (await scale.fineTuning.jobs.listEvents(job.id, { limit: 100 })).data.filter((e) => e.type === 'metrics' && /^Step/.test(e.message));
-    expect(metrics[0].data).toMatchObject({ step: 6, total_steps: 6, train_loss: 2 / 6 });
+    expect(metrics[0].data).toMatchObject({ step: 6, total_steps: 6, train_loss: run.output!.trainLoss[5] });
+    expect(run.steps.map((x) => x.step)).toEqual([1, 2, 3, 4, 5, 6]);
     job = done;
   });
 
   it('pages the job list and the events with after/limit', async () => {
-    const second = await scale.fineTuning.jobs.create({ model: 'chat', training_file: fileId, suffix: 'label-bot' });
+    const second = await scale.fineTuning.jobs.create({ model: 'chat', training_file: fileId, suffix: 'label-bot', hyperparameters: { n_epochs: 1 } });
     const first = await scale.fineTuning.jobs.list({ limit: 1 });
     expect(first.data.map((j) => j.id)).toEqual([second.id]);
     expect(first.has_more).toBe(true);
@@ -213,7 +206,8 @@ describe('a job', () => {
     expect(r.model).toBe(name);
     const adapter = engine!.calls.at(-1)!;
     const id = (adapter as { adapter?: string }).adapter;
-    expect(tuner.loaded.get(id!)?.name).toBe(name);
+    expect(tuner.loaded.get(id!)).toBe(name);
+    expect(tuner.engine.adapters().map((a) => a.name)).toContain(name);
     const base = await scale.chat.completions.create({ model: 'svc-chat', messages: [{ role: 'user', content: 'Lily saw a cat.' }], max_tokens: 4, temperature: 0 });
     expect(base.choices).toHaveLength(1);
     expect((engine!.calls.at(-1) as { adapter?: string }).adapter).toBeUndefined();
@@ -248,7 +242,7 @@ describe('deleting a fine-tuned model', () => {
     const name = `${(await scale.fineTuning.jobs.list()).data.find((j) => j.fine_tuned_model)!.fine_tuned_model!.replace(/-2$/, '')}-2`;
     // Loaded by a request first, so the delete has something to unload.
     await scale.chat.completions.create({ model: name, messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
-    const loaded = [...tuner.loaded.entries()].find(([, a]) => a.name === name)![0];
+    const loaded = [...tuner.loaded.entries()].find(([, a]) => a === name)![0];
     expect((await caught(other.models.delete(name))).status).toBe(404);
     const base = await caught(scale.models.delete('svc-chat'));
     expect([base.status, base.code]).toEqual([403, 'model_not_deletable']);
@@ -257,7 +251,7 @@ describe('deleting a fine-tuned model', () => {
     expect((await caught(scale.models.retrieve(name))).status).toBe(404);
     expect((await caught(scale.chat.completions.create({ model: name, messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 }))).code).toBe('model_not_found');
     expect((await caught(scale.models.delete(name))).status).toBe(404);
-    await new Promise((r) => setTimeout(r, 0));
+    await tuner.settled();
     expect(tuner.unloaded).toContain(loaded);
   });
 });
@@ -282,7 +276,7 @@ describe('a plan change', () => {
 describe('limits', () => {
   it('at most 5 unfinished jobs per account: the 6th is a 429 until one ends', async () => {
     // No trainer on this server: jobs wait for a replica that has one.
-    const s = await startServer({ engine: async () => (engine ??= servingStandIns(await testEngine())) });
+    const s = await startServer({ engine: async () => (engine ??= watched(await testEngine())) });
     try {
       const c = new OpenAI({ baseURL: s.baseURL, apiKey: s.key('scale', { paid: true }), maxRetries: 0 });
       const f = await upload(c, trainingJsonl(2));
@@ -318,8 +312,8 @@ describe('other transports', () => {
 
 describe('cancel', () => {
   it('stops a running job: cancelled, no model, no usage', async () => {
-    const slow = new StandInTuner(40);
-    const s = await startServer({ engine: async () => (engine ??= servingStandIns(await testEngine())), fineTuning: { tuner: slow, runner: { pollMs: 50, checkpointEvery: 1 } } });
+    const slow = await realTuner();
+    const s = await startServer({ engine: async () => (engine ??= watched(await testEngine())), fineTuning: { tuner: slow, runner: { pollMs: 50, checkpointEvery: 1 } } });
     try {
       const key = s.key('scale', { paid: true });
       const c = new OpenAI({ baseURL: s.baseURL, apiKey: key, maxRetries: 0 });
@@ -332,7 +326,10 @@ describe('cancel', () => {
       await waitFor('the runner to stop', async () => s.app.service.fineTuningRunner!.currentJob === undefined);
       const after = await c.fineTuning.jobs.retrieve(job.id);
       expect([after.status, after.fine_tuned_model]).toEqual(['cancelled', null]);
-      expect(slow.runs[0].steps).toBe(80);
+      // The trainer itself was stopped, far short of its 80 steps.
+      expect(slow.runs[0].error).toMatchObject({ name: 'AbortError' });
+      expect(slow.runs[0].steps[0].totalSteps).toBe(80);
+      expect(slow.runs[0].steps.at(-1)!.step).toBeLessThan(80);
       const messages = await eventMessages(c, job.id);
       expect(messages.at(-1)).toBe('Fine-tuning job cancelled');
       const usage = await (await fetch(`${s.baseURL}/usage`, { headers: bearer(key) })).json();

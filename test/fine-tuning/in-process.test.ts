@@ -1,17 +1,21 @@
 /**
  * Fine-tuning through the in-process client (no HTTP): upload, job to succeeded, events paged, the
- * fine-tuned model listed, and the same refusals as over HTTP. STAND-IN TUNER (the API plumbing only).
+ * fine-tuned model listed and answering with its adapter, and the same refusals as over HTTP. Trained by
+ * the real tuner on the test engine.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, ServiceError, type SvcClient } from '../../adapters/in-process/client.ts';
 import { startServer, type Harness } from '../http/helpers/harness.ts';
-import { StandInTuner } from './stand-in-tuner.ts';
+import { testEngine } from '../helpers/engine.ts';
+import { realTuner, type RecordingTuner } from './real-tuner.ts';
 import { trainingJsonl, waitFor } from './helpers.ts';
 
 let h: Harness;
 let client: SvcClient;
+let tuner: RecordingTuner;
 beforeAll(async () => {
-  h = await startServer({ engine: () => Promise.reject(new Error('no engine in this test')), fineTuning: { tuner: new StandInTuner(), runner: { pollMs: 30 } } });
+  tuner = await realTuner();
+  h = await startServer({ engine: () => testEngine(), fineTuning: { tuner, runner: { pollMs: 30 } } });
   client = createClient(h.app.service, { apiKey: h.key('scale', { paid: true }) });
 });
 afterAll(() => h.close());
@@ -33,10 +37,16 @@ describe('fine-tuning in process', () => {
       return j.status === 'succeeded' && j;
     });
     expect(done.fine_tuned_model).toMatch(/^ft:svc-chat:acct-\d+:inproc$/);
+    // 4 conversations, 1 epoch, batch 1 (auto for 4): four real optimizer steps.
+    expect(tuner.runs[0].steps.map((s) => s.step)).toEqual([1, 2, 3, 4]);
+    expect(done.trained_tokens).toBe(tuner.runs[0].output!.trainedTokens);
     const page = await client.fineTuning.jobs.listEvents(job.id as string, { limit: 2 });
     expect(page.data).toHaveLength(2);
     expect(page.has_more).toBe(true);
     expect((await client.models.list()).data.map((m) => m.id)).toContain(done.fine_tuned_model);
+    const reply = await client.chat.completions.create({ model: done.fine_tuned_model as string, messages: [{ role: 'user', content: 'Lily saw a cat.' }], max_tokens: 4, temperature: 0 });
+    expect(reply.model).toBe(done.fine_tuned_model);
+    expect([...tuner.loaded.values()]).toEqual([done.fine_tuned_model]);
     expect(await client.models.delete(done.fine_tuned_model as string)).toMatchObject({ deleted: true });
     expect((await client.models.list()).data.map((m) => m.id)).not.toContain(done.fine_tuned_model);
   });
