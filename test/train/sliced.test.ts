@@ -24,9 +24,9 @@ async function turnsGivenDuring<T>(work: () => Promise<T>): Promise<{ value: T; 
 }
 
 describe('training files in slices', () => {
-  it('a 16 MiB file is checked with the event loop given turns, to the same result, bad lines included', async () => {
+  it('a 4 MiB file is checked with the event loop given turns, to the same result, bad lines included', async () => {
     const good = JSON.stringify({ messages: [{ role: 'user', content: 'Tom saw a cat near the tree. '.repeat(8) }, { role: 'assistant', content: 'Label: cat' }] });
-    const lines = Array.from({ length: Math.floor((16 * 2 ** 20) / (good.length + 1)) }, (_, i) => (i % 9000 === 4321 ? '{"messages": [{"role": "robot"}]}' : good));
+    const lines = Array.from({ length: Math.floor((4 * 2 ** 20) / (good.length + 1)) }, (_, i) => (i % 3000 === 1234 ? '{"messages": [{"role": "robot"}]}' : good));
     const text = lines.join('\n');
     const sync = validateTrainingJsonl(text);
     expect(sync.problems.length).toBeGreaterThan(0);
