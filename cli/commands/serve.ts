@@ -113,8 +113,8 @@ async function serve(opts: ServeOptions): Promise<void> {
     // loaded with the first job, not at every start.
     fineTuning: {
       tuner: async () => {
-        const [e, { fineTune }, { renderTrainingExamples }] = await Promise.all([loading, import('../../engine/train/fine-tune.ts'), import('../../engine/train/render.ts')]);
-        return engineTuner(e as WebGpuEngine, { fineTune, renderTrainingExamples });
+        const [e, { fineTune }, { renderTrainingExamplesAsync }] = await Promise.all([loading, import('../../engine/train/fine-tune.ts'), import('../../engine/train/render.ts')]);
+        return engineTuner(e as WebGpuEngine, { fineTune, renderTrainingExamples: renderTrainingExamplesAsync });
       },
     },
   });

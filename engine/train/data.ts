@@ -4,6 +4,7 @@
  * and the API's file upload.
  */
 import { z } from 'zod';
+import { runSliced, runThrough } from './sliced.ts';
 import type { TrainingConversation, TrainingFileProblem } from './types.ts';
 
 export interface TrainingFileLimits {
@@ -38,6 +39,16 @@ export interface TrainingFileCheck {
 }
 
 export function validateTrainingJsonl(text: string, limits: TrainingFileLimits = DEFAULT_TRAINING_FILE_LIMITS): TrainingFileCheck {
+  return runThrough(checkLines(text, limits));
+}
+
+/** The same check in slices: a 16 MiB upload takes about a second to parse, too long to hold a server's thread. */
+export function validateTrainingJsonlAsync(text: string, limits: TrainingFileLimits = DEFAULT_TRAINING_FILE_LIMITS): Promise<TrainingFileCheck> {
+  return runSliced(checkLines(text, limits));
+}
+
+/** The check, pausing (yielding) after every line so a caller decides when to give the thread back. */
+function* checkLines(text: string, limits: TrainingFileLimits): Generator<void, TrainingFileCheck, void> {
   const conversations: TrainingConversation[] = [];
   const problems: TrainingFileProblem[] = [];
   let moreProblems = 0;
@@ -49,6 +60,7 @@ export function validateTrainingJsonl(text: string, limits: TrainingFileLimits =
   const rows = text.split('\n');
   const encoder = new TextEncoder();
   for (let i = 0; i < rows.length; i++) {
+    if (i > 0) yield;
     const raw = rows[i].replace(/\r$/, '');
     if (raw.trim() === '') continue;
     const lineNo = i + 1;

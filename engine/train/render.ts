@@ -18,6 +18,7 @@
  */
 import { encodeRendered, renderChat, type ChatMessage, type ChatModel } from '../chat/index.ts';
 import type { Tokenizer } from '../tokenizer/types.ts';
+import { runSliced, runThrough } from './sliced.ts';
 import type { TrainingConversation, TrainingExample, TrainingFileProblem } from './types.ts';
 
 export interface RenderTrainingOptions {
@@ -35,10 +36,21 @@ export interface RenderedTrainingSet {
 const FALLBACK_TURN_END = '\n\n### ';
 
 export function renderTrainingExamples(model: ChatModel, conversations: readonly TrainingConversation[], opts: RenderTrainingOptions): RenderedTrainingSet {
+  return runThrough(renderEach(model, conversations, opts));
+}
+
+/** The same in slices, for a server: tokenizing a whole training file would otherwise hold its thread for seconds. */
+export function renderTrainingExamplesAsync(model: ChatModel, conversations: readonly TrainingConversation[], opts: RenderTrainingOptions): Promise<RenderedTrainingSet> {
+  return runSliced(renderEach(model, conversations, opts));
+}
+
+function* renderEach(model: ChatModel, conversations: readonly TrainingConversation[], opts: RenderTrainingOptions): Generator<void, RenderedTrainingSet, void> {
   if (!Number.isInteger(opts.maxTokens) || opts.maxTokens < 2) throw new Error(`maxTokens must be an integer ≥ 2 (got ${opts.maxTokens})`);
   const examples: TrainingExample[] = [];
   const problems: TrainingFileProblem[] = [];
-  conversations.forEach((c, i) => {
+  for (let i = 0; i < conversations.length; i++) {
+    if (i > 0) yield;
+    const c = conversations[i];
     const line = c.line ?? i + 1;
     try {
       const example = renderConversation(model, c);
@@ -50,7 +62,7 @@ export function renderTrainingExamples(model: ChatModel, conversations: readonly
     } catch (e) {
       problems.push({ line, message: (e as Error).message });
     }
-  });
+  }
   return { examples, problems };
 }
 

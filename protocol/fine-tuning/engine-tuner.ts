@@ -19,13 +19,18 @@ export interface AdapterEngine extends TextEngine {
 /** engine/train's entry points (fine-tune.ts and render.ts). */
 export interface TrainingFunctions<E extends AdapterEngine> {
   fineTune(engine: E, train: TrainingExample[], validation: TrainingExample[] | undefined, settings: FineTuneSettings, hooks?: FineTuneHooks): Promise<FineTuneResult>;
-  renderTrainingExamples(model: { tokenizer: E['tokenizer']; chatTemplate?: string }, conversations: readonly TrainingConversation[], opts: { maxTokens: number }): { examples: TrainingExample[]; problems: TrainingFileProblem[] };
+  /** renderTrainingExamplesAsync on a server (it gives the thread back between conversations); the sync one also fits. */
+  renderTrainingExamples(
+    model: { tokenizer: E['tokenizer']; chatTemplate?: string },
+    conversations: readonly TrainingConversation[],
+    opts: { maxTokens: number },
+  ): { examples: TrainingExample[]; problems: TrainingFileProblem[] } | Promise<{ examples: TrainingExample[]; problems: TrainingFileProblem[] }>;
 }
 
 export function engineTuner<E extends AdapterEngine>(engine: E, training: TrainingFunctions<E>): Tuner {
   const maxTokens = engine.info.contextLength;
-  const render = (what: string, conversations: readonly TrainingConversation[]): TrainingExample[] => {
-    const { examples, problems } = training.renderTrainingExamples({ tokenizer: engine.tokenizer, chatTemplate: engine.info.chatTemplate }, conversations, { maxTokens });
+  const render = async (what: string, conversations: readonly TrainingConversation[]): Promise<TrainingExample[]> => {
+    const { examples, problems } = await training.renderTrainingExamples({ tokenizer: engine.tokenizer, chatTemplate: engine.info.chatTemplate }, conversations, { maxTokens });
     if (problems.length > 0) {
       const listed = problems.slice(0, 20);
       throw new TuneInputError(`${what} cannot be used with this model:\n${describeProblems({ problems: listed, moreProblems: problems.length - listed.length })}`);
@@ -35,8 +40,8 @@ export function engineTuner<E extends AdapterEngine>(engine: E, training: Traini
   return {
     maxTokens,
     async train(input: TuneInput, hooks: FineTuneHooks): Promise<TuneOutput> {
-      const train = render('the training file', input.train);
-      const validation = input.validation ? render('the validation file', input.validation) : undefined;
+      const train = await render('the training file', input.train);
+      const validation = input.validation ? await render('the validation file', input.validation) : undefined;
       let r: FineTuneResult;
       try {
         r = await training.fineTune(engine, train, validation, input.settings, hooks);

@@ -7,7 +7,7 @@
  * resumes from its last one. A cancel aborts the training at its next step.
  */
 import { LORA_TARGETS } from '../../engine/lora/adapter-file.ts';
-import { validateTrainingJsonl, describeProblems } from '../../engine/train/data.ts';
+import { validateTrainingJsonlAsync, describeProblems } from '../../engine/train/data.ts';
 import type { FineTuneHooks, TrainingConversation } from '../../engine/train/types.ts';
 import { billingPeriodAt } from '../billing-period.ts';
 import type { Clock } from '../clock.ts';
@@ -151,7 +151,7 @@ export class JobRunner {
   private async conversations(job: JobRecord, fileId: string): Promise<TrainingConversation[] | string> {
     const bytes = await this.store.fileContent(job.accountId, fileId);
     if (!bytes) return 'the file was deleted before the job could use it';
-    const check = validateTrainingJsonl(new TextDecoder().decode(bytes));
+    const check = await validateTrainingJsonlAsync(new TextDecoder().decode(bytes));
     return check.problems.length > 0 ? describeProblems(check) : check.conversations;
   }
 

@@ -3,7 +3,7 @@
  * arrival (every bad line named by its number), so a job never starts on a file it cannot use. Files
  * belong to the account: another account's id is a 404 as for one that never existed.
  */
-import { describeProblems, validateTrainingJsonl } from '../../engine/train/data.ts';
+import { describeProblems, validateTrainingJsonlAsync } from '../../engine/train/data.ts';
 import type { Caller } from '../access.ts';
 import { json, type Outcome, type RequestContext, type ServiceParts } from '../context.ts';
 import { ApiError, invalidRequest } from '../errors.ts';
@@ -39,7 +39,7 @@ export async function createFile(svc: ServiceParts, caller: Caller, ctx: Request
   } catch {
     throw invalidRequest('Invalid file: the training file must be UTF-8 text (JSONL, one {"messages": [...]} object per line).', 'file', 'invalid_training_file');
   }
-  const check = validateTrainingJsonl(text);
+  const check = await validateTrainingJsonlAsync(text);
   if (check.problems.length > 0) {
     const n = check.problems.length + check.moreProblems;
     throw invalidRequest(`Invalid file: the training file has ${n} problem${n === 1 ? '' : 's'}; nothing was stored.\n${describeProblems(check)}`, 'file', 'invalid_training_file');
