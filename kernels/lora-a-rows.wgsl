@@ -1,33 +1,6 @@
 // lora-a.wgsl for CPU rasterisers, where a workgroup barrier costs more than the work it would share:
 // one invocation per (token, member, r) computes its whole dot product of a row of A with x. Same
-// bindings, params and output as lora-a.wgsl.
-
-struct Params {
-  tokens: u32,
-  in_dim: u32,
-  x_offset: u32,
-  x_stride: u32,
-  layer: u32,
-  layers: u32,
-  targets_per_layer: u32,
-  members: u32,
-  max_rank: u32,
-  t_stride: u32,
-  _pad0: u32,
-  _pad1: u32,
-  targets: vec4u,
-}
-
-const NO_ADAPTER: u32 = 0xffffffffu;
-
-override WG: u32 = 64u;
-
-@group(0) @binding(0) var<storage, read> pool: array<f32>;
-@group(0) @binding(1) var<storage, read> directory: array<vec4u>;
-@group(0) @binding(2) var<storage, read> row_adapter: array<u32>;
-@group(0) @binding(3) var<storage, read> x: array<f32>;
-@group(0) @binding(4) var<storage, read_write> t: array<f32>;
-@group(1) @binding(0) var<uniform> params: Params;
+// bindings, params and output as lora-a.wgsl (lora-a-io.wgsl).
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {

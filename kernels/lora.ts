@@ -5,11 +5,12 @@
  * B start, its rank and scale; the per-row adapter index is a step input. So one pair of dispatches
  * serves a whole mixed batch, whichever adapters its rows use.
  */
+import loraAIo from './lora-a-io.wgsl?raw';
 import loraASource from './lora-a.wgsl?raw';
 import loraARowsSource from './lora-a-rows.wgsl?raw';
 import loraBSource from './lora-b.wgsl?raw';
 import type { ParamArena } from './runtime/arena.ts';
-import type { CompiledKernel, KernelContext } from './runtime/context.ts';
+import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
 import { grid2d } from './runtime/grid.ts';
 
 const WG = 64;
@@ -79,7 +80,7 @@ export class LoraAKernel {
   readonly variant: LoraAVariant;
   constructor(ctx: KernelContext, variant?: LoraAVariant) {
     this.variant = variant ?? (ctx.caps.software ? 'rows' : 'workgroup');
-    const code = this.variant === 'rows' ? loraARowsSource : loraASource;
+    const code = wgsl(this.variant === 'rows' ? loraARowsSource : loraASource, loraAIo);
     this.kernel = ctx.kernel({ label: `lora-a-${this.variant}`, code, bindings: ['read', 'read', 'read', 'read', 'write'], constants: { WG } });
   }
 
