@@ -1,6 +1,7 @@
 import source from './cross-entropy.wgsl?raw';
+import workgroupSum from './workgroup-sum.wgsl?raw';
 import type { ParamArena } from '../runtime/arena.ts';
-import type { CompiledKernel, KernelContext } from '../runtime/context.ts';
+import { wgsl, type CompiledKernel, type KernelContext } from '../runtime/context.ts';
 import { grid2d } from '../runtime/grid.ts';
 
 const WG = 64;
@@ -20,7 +21,7 @@ export interface CrossEntropyParams {
 export class CrossEntropyKernel {
   readonly kernel: CompiledKernel;
   constructor(ctx: KernelContext) {
-    this.kernel = ctx.kernel({ label: 'train-cross-entropy', code: source, bindings: ['write', 'read', 'read', 'write'], constants: { WG } });
+    this.kernel = ctx.kernel({ label: 'train-cross-entropy', code: wgsl(source, workgroupSum), bindings: ['write', 'read', 'read', 'write'], constants: { WG } });
   }
 
   encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: CrossEntropyParams): void {

@@ -20,33 +20,27 @@ override WG: u32 = 64u;
 @group(0) @binding(3) var<storage, read_write> loss: array<f32>;
 @group(1) @binding(0) var<uniform> params: Params;
 
-var<workgroup> red: array<f32, WG>;
-
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) li: u32) {
   let t = wg.x + wg.y * nwg.x;
   if (t >= params.tokens) { return; }
   let base = t * params.vocab;
   let row = params.row_offset + t;
+  // The max tree reuses workgroup-sum.wgsl's scratch.
   var m = -3.0e38;
   for (var i = li; i < params.vocab; i += WG) { m = max(m, logits[base + i]); }
-  red[li] = m;
+  partial[li] = m;
   workgroupBarrier();
   for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (li < s) { red[li] = max(red[li], red[li + s]); }
+    if (li < s) { partial[li] = max(partial[li], partial[li + s]); }
     workgroupBarrier();
   }
-  let mx = red[0];
+  let mx = partial[0];
   workgroupBarrier();
   var z = 0.0;
   for (var i = li; i < params.vocab; i += WG) { z += exp(logits[base + i] - mx); }
-  red[li] = z;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (li < s) { red[li] += red[li + s]; }
-    workgroupBarrier();
-  }
-  let lse = mx + log(red[0]);
+  workgroup_sum(li, z);
+  let lse = mx + log(partial[0]);
   let w = mask[row];
   let tgt = targets[row];
   if (li == 0u) { loss[row] = select(0.0, w * (lse - logits[base + tgt]), w != 0.0); }

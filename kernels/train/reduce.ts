@@ -1,6 +1,7 @@
 import source from './reduce.wgsl?raw';
+import workgroupSum from './workgroup-sum.wgsl?raw';
 import type { ParamArena } from '../runtime/arena.ts';
-import type { CompiledKernel, KernelContext } from '../runtime/context.ts';
+import { wgsl, type CompiledKernel, type KernelContext } from '../runtime/context.ts';
 
 const WG = 64;
 /** Partial sums the first pass may leave: the size of the `partials` buffer a caller binds. */
@@ -13,7 +14,7 @@ export const REDUCE_PARTIALS = 1024;
 export class ReduceKernel {
   readonly kernel: CompiledKernel;
   constructor(ctx: KernelContext) {
-    this.kernel = ctx.kernel({ label: 'train-reduce', code: source, bindings: ['read', 'write'], constants: { WG } });
+    this.kernel = ctx.kernel({ label: 'train-reduce', code: wgsl(source, workgroupSum), bindings: ['read', 'write'], constants: { WG } });
   }
 
   encode(pass: GPUComputePassEncoder, arena: ParamArena, groups: [GPUBindGroup, GPUBindGroup], p: { n: number; squares: boolean; outIndex: number; accumulate: boolean }): void {

@@ -17,8 +17,6 @@ override WG: u32 = 64u;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 @group(1) @binding(0) var<uniform> params: Params;
 
-var<workgroup> red: array<f32, WG>;
-
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u32) {
   let begin = wg.x * params.per_group;
@@ -28,14 +26,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
     let v = x[i];
     s += select(v, v * v, params.mode == 1u);
   }
-  red[li] = s;
-  workgroupBarrier();
-  for (var k = WG / 2u; k > 0u; k >>= 1u) {
-    if (li < k) { red[li] += red[li + k]; }
-    workgroupBarrier();
-  }
+  workgroup_sum(li, s);
   if (li == 0u) {
     let at = params.out_index + wg.x;
-    out[at] = select(red[0], out[at] + red[0], params.accumulate != 0u);
+    out[at] = select(partial[0], out[at] + partial[0], params.accumulate != 0u);
   }
 }

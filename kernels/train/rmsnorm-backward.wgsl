@@ -16,8 +16,6 @@ override WG: u32 = 64u;
 @group(0) @binding(4) var<storage, read_write> dx: array<f32>;
 @group(1) @binding(0) var<uniform> params: Params;
 
-var<workgroup> partial: array<f32, WG>;
-
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) li: u32) {
   let row = wg.x + wg.y * nwg.x;
@@ -25,12 +23,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @
   let base = row * params.n;
   var dot = 0.0;
   for (var i = li; i < params.n; i += WG) { dot += w[i] * dy[base + i] * x[base + i]; }
-  partial[li] = dot;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (li < s) { partial[li] += partial[li + s]; }
-    workgroupBarrier();
-  }
+  workgroup_sum(li, dot);
   let r = rstd[row];
   let k = r * r * r * partial[0] / f32(params.n);
   for (var i = li; i < params.n; i += WG) {

@@ -15,8 +15,6 @@ override WG: u32 = 64u;
 @group(0) @binding(3) var<storage, read_write> rstd: array<f32>;
 @group(1) @binding(0) var<uniform> params: Params;
 
-var<workgroup> partial: array<f32, WG>;
-
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) li: u32) {
   let row = wg.x + wg.y * nwg.x;
@@ -24,12 +22,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @
   let base = row * params.n;
   var ss = 0.0;
   for (var i = li; i < params.n; i += WG) { ss += x[base + i] * x[base + i]; }
-  partial[li] = ss;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (li < s) { partial[li] += partial[li + s]; }
-    workgroupBarrier();
-  }
+  workgroup_sum(li, ss);
   let r = 1.0 / sqrt(partial[0] / f32(params.n) + params.eps);
   for (var i = li; i < params.n; i += WG) { y[base + i] = x[base + i] * r * w[i]; }
   if (li == 0u) { rstd[row] = r; }

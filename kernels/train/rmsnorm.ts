@@ -1,7 +1,8 @@
 import forward from './rmsnorm-forward.wgsl?raw';
 import backward from './rmsnorm-backward.wgsl?raw';
+import workgroupSum from './workgroup-sum.wgsl?raw';
 import type { ParamArena } from '../runtime/arena.ts';
-import type { CompiledKernel, KernelContext } from '../runtime/context.ts';
+import { wgsl, type CompiledKernel, type KernelContext } from '../runtime/context.ts';
 import { grid2d } from '../runtime/grid.ts';
 
 const WG = 64;
@@ -10,7 +11,7 @@ const WG = 64;
 export class TrainRmsNormForward {
   readonly kernel: CompiledKernel;
   constructor(ctx: KernelContext) {
-    this.kernel = ctx.kernel({ label: 'train-rmsnorm-forward', code: forward, bindings: ['read', 'read', 'write', 'write'], constants: { WG } });
+    this.kernel = ctx.kernel({ label: 'train-rmsnorm-forward', code: wgsl(forward, workgroupSum), bindings: ['read', 'read', 'write', 'write'], constants: { WG } });
   }
 
   encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: { rows: number; n: number; eps: number }): void {
@@ -27,7 +28,7 @@ export class TrainRmsNormForward {
 export class TrainRmsNormBackward {
   readonly kernel: CompiledKernel;
   constructor(ctx: KernelContext) {
-    this.kernel = ctx.kernel({ label: 'train-rmsnorm-backward', code: backward, bindings: ['read', 'read', 'read', 'read', 'write'], constants: { WG } });
+    this.kernel = ctx.kernel({ label: 'train-rmsnorm-backward', code: wgsl(backward, workgroupSum), bindings: ['read', 'read', 'read', 'read', 'write'], constants: { WG } });
   }
 
   encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: { rows: number; n: number; accumulate: boolean }): void {
