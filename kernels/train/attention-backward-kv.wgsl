@@ -1,30 +1,16 @@
 // Attention backward, keys and values: for (token s, KV head), over the later tokens t of its sequence and
 // the query heads sharing this KV head: dK = scale · Σ dS · Q and dV = Σ P · dO, with P and dS recomputed
 // from the saved log-sum-exp and D (stats). HD, V, HDV and vdot are put in front of this file by the
-// wrapper (see attention-forward.wgsl).
+// wrapper (see attention-forward.wgsl); Params, q, k, v, span and the index helpers are in attention-io.wgsl.
 
-struct Params {
-  tokens: u32,
-  heads: u32,
-  kv_heads: u32,
-  scale: f32,
-}
-
-override WG: u32 = 64u;
-
-@group(0) @binding(0) var<storage, read> q: array<V>;
-@group(0) @binding(1) var<storage, read> dout: array<V>;
-@group(0) @binding(2) var<storage, read> stats: array<f32>;
-@group(0) @binding(3) var<storage, read> span: array<u32>;
-@group(0) @binding(4) var<storage, read> k: array<V>;
-@group(0) @binding(5) var<storage, read> v: array<V>;
+@group(0) @binding(4) var<storage, read> dout: array<V>;
+@group(0) @binding(5) var<storage, read> stats: array<f32>;
 @group(0) @binding(6) var<storage, read_write> dk: array<V>;
 @group(0) @binding(7) var<storage, read_write> dv: array<V>;
-@group(1) @binding(0) var<uniform> params: Params;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
-  let idx = gid.x + gid.y * nwg.x * WG;
+  let idx = row_index(gid, nwg);
   if (idx >= params.tokens * params.kv_heads) { return; }
   let s = idx / params.kv_heads;
   let kvh = idx % params.kv_heads;
@@ -39,7 +25,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
     dkv[d] = V(0.0);
     dvv[d] = V(0.0);
   }
-  let end = span[2u * s + 1u];
+  let end = sequence_end(s);
   for (var t = s; t < end; t++) {
     for (var g = 0u; g < group; g++) {
       let qh = t * params.heads + kvh * group + g;

@@ -1,33 +1,20 @@
 // Attention backward, queries: for (token t, head h), with P recomputed from the saved log-sum-exp,
 // D = dO · O (kept in stats[2i+1] for the key/value pass), dS = P ∘ (dO · Vᵀ − D) and dQ = scale · dS · K.
-// HD, V, HDV and vdot are put in front of this file by the wrapper (see attention-forward.wgsl).
+// HD, V, HDV and vdot are put in front of this file by the wrapper (see attention-forward.wgsl); Params, q, k,
+// v, span and the index helpers are in attention-io.wgsl.
 
-struct Params {
-  tokens: u32,
-  heads: u32,
-  kv_heads: u32,
-  scale: f32,
-}
-
-override WG: u32 = 64u;
-
-@group(0) @binding(0) var<storage, read> q: array<V>;
-@group(0) @binding(1) var<storage, read> k: array<V>;
-@group(0) @binding(2) var<storage, read> v: array<V>;
-@group(0) @binding(3) var<storage, read> o: array<V>;
-@group(0) @binding(4) var<storage, read> dout: array<V>;
-@group(0) @binding(5) var<storage, read> span: array<u32>;
+@group(0) @binding(4) var<storage, read> o: array<V>;
+@group(0) @binding(5) var<storage, read> dout: array<V>;
 @group(0) @binding(6) var<storage, read_write> stats: array<f32>;
 @group(0) @binding(7) var<storage, read_write> dq: array<V>;
-@group(1) @binding(0) var<uniform> params: Params;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
-  let idx = gid.x + gid.y * nwg.x * WG;
+  let idx = row_index(gid, nwg);
   if (idx >= params.tokens * params.heads) { return; }
   let t = idx / params.heads;
   let h = idx % params.heads;
-  let kvh = h / (params.heads / params.kv_heads);
+  let kvh = kv_head(h);
   var qv: array<V, HDV>;
   var dov: array<V, HDV>;
   var acc: array<V, HDV>;
@@ -40,7 +27,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   }
   stats[2u * idx + 1u] = dsum;
   let lse = stats[2u * idx];
-  for (var s = span[2u * t]; s <= t; s++) {
+  for (var s = sequence_start(t); s <= t; s++) {
     let kb = (s * params.kv_heads + kvh) * HDV;
     var score = 0.0;
     var dp = 0.0;

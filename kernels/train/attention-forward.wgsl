@@ -4,38 +4,24 @@
 // T² of them. HD (the head size), V (vec4f when HD is a multiple of 4, else f32: one load per 4 values
 // where it can), HDV = HD / width and vdot are put in front of this file by the wrapper: private arrays
 // need a constant length.
-// span[2t], span[2t+1]: the first token of t's sequence and one past its last.
+// Params, q, k, v, span and the index helpers are in attention-io.wgsl.
 
-struct Params {
-  tokens: u32,
-  heads: u32,
-  kv_heads: u32,
-  scale: f32,
-}
-
-override WG: u32 = 64u;
-
-@group(0) @binding(0) var<storage, read> q: array<V>;
-@group(0) @binding(1) var<storage, read> k: array<V>;
-@group(0) @binding(2) var<storage, read> v: array<V>;
-@group(0) @binding(3) var<storage, read> span: array<u32>;
 @group(0) @binding(4) var<storage, read_write> out: array<V>;
 @group(0) @binding(5) var<storage, read_write> stats: array<f32>;
-@group(1) @binding(0) var<uniform> params: Params;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
-  let idx = gid.x + gid.y * nwg.x * WG;
+  let idx = row_index(gid, nwg);
   if (idx >= params.tokens * params.heads) { return; }
   let t = idx / params.heads;
   let h = idx % params.heads;
-  let kvh = h / (params.heads / params.kv_heads);
+  let kvh = kv_head(h);
   var qv: array<V, HDV>;
   var acc: array<V, HDV>;
   for (var d = 0u; d < HDV; d++) { qv[d] = q[idx * HDV + d]; acc[d] = V(0.0); }
   var m = -3.0e38;
   var l = 0.0;
-  for (var s = span[2u * t]; s <= t; s++) {
+  for (var s = sequence_start(t); s <= t; s++) {
     let kb = (s * params.kv_heads + kvh) * HDV;
     var score = 0.0;
     for (var d = 0u; d < HDV; d++) { score += vdot(qv[d], k[kb + d]); }

@@ -1,6 +1,7 @@
 import forward from './attention-forward.wgsl?raw';
 import backwardQ from './attention-backward-q.wgsl?raw';
 import backwardKv from './attention-backward-kv.wgsl?raw';
+import io from './attention-io.wgsl?raw';
 import type { ParamArena } from '../runtime/arena.ts';
 import { wgsl, type CompiledKernel, type KernelContext } from '../runtime/context.ts';
 import { grid2d } from '../runtime/grid.ts';
@@ -16,8 +17,9 @@ export interface TrainAttentionParams {
 /**
  * Causal GQA attention over packed sequences and its gradients, for one head size.
  *   forward:    q, k, v, span (read), out, stats (write)
- *   backwardQ:  q, k, v, out, dout, span (read), stats, dq (write)
- *   backwardKv: q, dout, stats, span, k, v (read), dk, dv (write)
+ *   backwardQ:  q, k, v, span, out, dout (read), stats, dq (write)
+ *   backwardKv: q, k, v, span, dout, stats (read), dk, dv (write)
+ * q, k, v and span come first in all three: attention-io.wgsl declares them once.
  * span holds [first token of the sequence, one past its last] per token; stats [lse, D] per (token, head).
  */
 export class TrainAttentionKernels {
@@ -35,16 +37,16 @@ export class TrainAttentionKernels {
       headDim % 4 === 0
         ? `const HD: u32 = ${headDim}u;\nalias V = vec4f;\nconst HDV: u32 = ${headDim / 4}u;\nfn vdot(a: V, b: V) -> f32 { return dot(a, b); }`
         : `const HD: u32 = ${headDim}u;\nalias V = f32;\nconst HDV: u32 = ${headDim}u;\nfn vdot(a: V, b: V) -> f32 { return a * b; }`;
-    this.forward = ctx.kernel({ label: `train-attention-forward-${headDim}`, code: wgsl(hd, forward), bindings: ['read', 'read', 'read', 'read', 'write', 'write'], constants: { WG } });
+    this.forward = ctx.kernel({ label: `train-attention-forward-${headDim}`, code: wgsl(hd, io, forward), bindings: ['read', 'read', 'read', 'read', 'write', 'write'], constants: { WG } });
     this.backwardQ = ctx.kernel({
       label: `train-attention-backward-q-${headDim}`,
-      code: wgsl(hd, backwardQ),
+      code: wgsl(hd, io, backwardQ),
       bindings: ['read', 'read', 'read', 'read', 'read', 'read', 'write', 'write'],
       constants: { WG },
     });
     this.backwardKv = ctx.kernel({
       label: `train-attention-backward-kv-${headDim}`,
-      code: wgsl(hd, backwardKv),
+      code: wgsl(hd, io, backwardKv),
       bindings: ['read', 'read', 'read', 'read', 'read', 'read', 'write', 'write'],
       constants: { WG },
     });

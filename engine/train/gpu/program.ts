@@ -127,8 +127,8 @@ export class TrainProgram {
       this.projectBack(rec, l, 'up', ws.dup, a.xn2, ws.dxn, T, true, true);
       this.normBackward(rec, a.x2, w.ffnNorm, a.rstd2, ws.dxn, ws.dx, T, true);
       this.projectBack(rec, l, 'o', ws.dx, a.att, ws.datt, T, false, true);
-      this.attention.encode(rec.pass, rec.arena, 'backwardQ', this.binds.bind(this.attention.backwardQ, [a.q, a.k, a.v, a.att, ws.datt, ws.span, a.stats, ws.dq]), this.heads(T));
-      this.attention.encode(rec.pass, rec.arena, 'backwardKv', this.binds.bind(this.attention.backwardKv, [a.q, ws.datt, a.stats, ws.span, a.k, a.v, ws.dk, ws.dv]), this.heads(T));
+      this.attention.encode(rec.pass, rec.arena, 'backwardQ', this.binds.bind(this.attention.backwardQ, [a.q, a.k, a.v, ws.span, a.att, ws.datt, a.stats, ws.dq]), this.heads(T));
+      this.attention.encode(rec.pass, rec.arena, 'backwardKv', this.binds.bind(this.attention.backwardKv, [a.q, a.k, a.v, ws.span, ws.datt, a.stats, ws.dk, ws.dv]), this.heads(T));
       this.rotate(rec, ws.dq, cfg.nHeads, T, -1);
       this.rotate(rec, ws.dk, cfg.nKvHeads, T, -1);
       // The embeddings are frozen: below the first layer only the adapters' own gradients matter.

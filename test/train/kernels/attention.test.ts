@@ -35,8 +35,8 @@ describe('train-attention', () => {
       const p = { tokens: T, heads, kvHeads };
       await runPass(ctx, (pass, arena) => {
         k.encode(pass, arena, 'forward', k.forward.bind([qb, kb, vb, sb, ob, stb]), p);
-        k.encode(pass, arena, 'backwardQ', k.backwardQ.bind([qb, kb, vb, ob, db, sb, stb, dqb]), p);
-        k.encode(pass, arena, 'backwardKv', k.backwardKv.bind([qb, db, stb, sb, kb, vb, dkb, dvb]), p);
+        k.encode(pass, arena, 'backwardQ', k.backwardQ.bind([qb, kb, vb, sb, ob, db, stb, dqb]), p);
+        k.encode(pass, arena, 'backwardKv', k.backwardKv.bind([qb, kb, vb, sb, db, stb, dkb, dvb]), p);
       });
       expect(relError(await read(ctx, ob, q.length), want.out)).toBeLessThan(1e-5);
       const stats = await read(ctx, stb, 2 * T * heads);
