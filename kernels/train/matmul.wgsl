@@ -71,15 +71,45 @@ fn load_b(row: u32, col: u32) -> f32 {
   return b1(params.b_offset + row * params.ldb + col);
 }
 
-// Four consecutive stored values starting at element i (a multiple of 4), or zeros when `live` is false.
-fn a4(i: u32, live: bool) -> vec4f {
+// The vec4 staging of A and of B is one code path, picked by `of_a`. Every caller passes a literal, and the
+// drivers inline these functions (Mesa's NIR inlines every call), so each call site compiles to the code
+// it would have as a separate A or B copy.
+
+// Four consecutive stored values of A (of_a) or B starting at element i (a multiple of 4), or zeros when
+// `live` is false.
+fn load4(of_a: bool, i: u32, live: bool) -> vec4f {
   if (!live) { return vec4f(); }
-  return a[i >> 2u];
+  if (of_a) { return a[i >> 2u]; }
+  return b[i >> 2u];
 }
 
-fn b4(i: u32, live: bool) -> vec4f {
-  if (!live) { return vec4f(); }
-  return b[i >> 2u];
+// Staged vec4 `at` of sa (of_a) or sb.
+fn put4(of_a: bool, at: u32, v: vec4f) {
+  if (of_a) { sa[at] = v; } else { sb[at] = v; }
+}
+
+// One 4 × 4 block of op(A) or op(B) whose stored rows run along m or n (A transposed, B not): for each of
+// the block's four k, the four values at row (m or n) i .. i + 3, one vec4 load. `ld`, `offset`: the
+// operand's; `extent`: its m or n; `slot`: the block's vec4 within a staged k, `stride`: vec4s per staged k.
+fn stage_block(of_a: bool, offset: u32, ld: u32, extent: u32, i: u32, k0: u32, kb: u32, slot: u32, stride: u32) {
+  for (var j = 0u; j < 4u; j++) {
+    let kk = 4u * kb + j;
+    put4(of_a, kk * stride + slot, load4(of_a, offset + (k0 + kk) * ld + i, i < extent && k0 + kk < params.k));
+  }
+}
+
+// One 4 × 4 block whose stored rows run along k (A not transposed, B transposed): four vec4 loads of rows
+// i .. i + 3 at k .. k + 3, turned in registers so that each staged vec4 holds one k.
+fn stage_block_along_k(of_a: bool, offset: u32, ld: u32, extent: u32, i: u32, k: u32, kb: u32, slot: u32, stride: u32) {
+  let live = k < params.k;
+  let r0 = load4(of_a, offset + i * ld + k, live && i < extent);
+  let r1 = load4(of_a, offset + (i + 1u) * ld + k, live && i + 1u < extent);
+  let r2 = load4(of_a, offset + (i + 2u) * ld + k, live && i + 2u < extent);
+  let r3 = load4(of_a, offset + (i + 3u) * ld + k, live && i + 3u < extent);
+  put4(of_a, (4u * kb) * stride + slot, vec4f(r0.x, r1.x, r2.x, r3.x));
+  put4(of_a, (4u * kb + 1u) * stride + slot, vec4f(r0.y, r1.y, r2.y, r3.y));
+  put4(of_a, (4u * kb + 2u) * stride + slot, vec4f(r0.z, r1.z, r2.z, r3.z));
+  put4(of_a, (4u * kb + 3u) * stride + slot, vec4f(r0.w, r1.w, r2.w, r3.w));
 }
 
 fn stage_vec4(li: u32, m0: u32, n0: u32, k0: u32) {
@@ -91,50 +121,22 @@ fn stage_vec4(li: u32, m0: u32, n0: u32, k0: u32) {
     if (TRANS_A) {
       let mb = blk % tm4;
       let kb = blk / tm4;
-      let m = m0 + 4u * mb;
-      for (var j = 0u; j < 4u; j++) {
-        let kk = 4u * kb + j;
-        sa[kk * tm4 + mb] = a4(params.a_offset + (k0 + kk) * params.lda + m, m < params.m && k0 + kk < params.k);
-      }
+      stage_block(true, params.a_offset, params.lda, params.m, m0 + 4u * mb, k0, kb, mb, tm4);
     } else {
       let kb = blk % kbs;
       let mb = blk / kbs;
-      let k = k0 + 4u * kb;
-      let m = m0 + 4u * mb;
-      let live = k < params.k;
-      let r0 = a4(params.a_offset + m * params.lda + k, live && m < params.m);
-      let r1 = a4(params.a_offset + (m + 1u) * params.lda + k, live && m + 1u < params.m);
-      let r2 = a4(params.a_offset + (m + 2u) * params.lda + k, live && m + 2u < params.m);
-      let r3 = a4(params.a_offset + (m + 3u) * params.lda + k, live && m + 3u < params.m);
-      sa[(4u * kb) * tm4 + mb] = vec4f(r0.x, r1.x, r2.x, r3.x);
-      sa[(4u * kb + 1u) * tm4 + mb] = vec4f(r0.y, r1.y, r2.y, r3.y);
-      sa[(4u * kb + 2u) * tm4 + mb] = vec4f(r0.z, r1.z, r2.z, r3.z);
-      sa[(4u * kb + 3u) * tm4 + mb] = vec4f(r0.w, r1.w, r2.w, r3.w);
+      stage_block_along_k(true, params.a_offset, params.lda, params.m, m0 + 4u * mb, k0 + 4u * kb, kb, mb, tm4);
     }
   }
   for (var blk = li; blk < WX * kbs; blk += WG) {
     if (TRANS_B) {
       let kb = blk % kbs;
       let nb = blk / kbs;
-      let k = k0 + 4u * kb;
-      let n = n0 + 4u * nb;
-      let live = k < params.k;
-      let c0 = b4(params.b_offset + n * params.ldb + k, live && n < params.n);
-      let c1 = b4(params.b_offset + (n + 1u) * params.ldb + k, live && n + 1u < params.n);
-      let c2 = b4(params.b_offset + (n + 2u) * params.ldb + k, live && n + 2u < params.n);
-      let c3 = b4(params.b_offset + (n + 3u) * params.ldb + k, live && n + 3u < params.n);
-      sb[(4u * kb) * WX + nb] = vec4f(c0.x, c1.x, c2.x, c3.x);
-      sb[(4u * kb + 1u) * WX + nb] = vec4f(c0.y, c1.y, c2.y, c3.y);
-      sb[(4u * kb + 2u) * WX + nb] = vec4f(c0.z, c1.z, c2.z, c3.z);
-      sb[(4u * kb + 3u) * WX + nb] = vec4f(c0.w, c1.w, c2.w, c3.w);
+      stage_block_along_k(false, params.b_offset, params.ldb, params.n, n0 + 4u * nb, k0 + 4u * kb, kb, nb, WX);
     } else {
       let nb = blk % WX;
       let kb = blk / WX;
-      let n = n0 + 4u * nb;
-      for (var j = 0u; j < 4u; j++) {
-        let kk = 4u * kb + j;
-        sb[kk * WX + nb] = b4(params.b_offset + (k0 + kk) * params.ldb + n, n < params.n && k0 + kk < params.k);
-      }
+      stage_block(false, params.b_offset, params.ldb, params.n, n0 + 4u * nb, k0, kb, nb, WX);
     }
   }
 }
