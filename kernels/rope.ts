@@ -1,4 +1,5 @@
 import angle from './rope-angle.wgsl?raw';
+import pair from './rope-pair.wgsl?raw';
 import source from './rope.wgsl?raw';
 import type { ParamArena } from './runtime/arena.ts';
 import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
@@ -39,7 +40,7 @@ export interface RopeParams extends RopeSettings {
 export class RopeKernel {
   readonly kernel: CompiledKernel;
   constructor(ctx: KernelContext) {
-    this.kernel = ctx.kernel({ label: 'rope', code: wgsl(source, angle), bindings: ['write', 'read', 'read'], constants: { WG } });
+    this.kernel = ctx.kernel({ label: 'rope', code: wgsl(source, angle, pair), bindings: ['write', 'read', 'read'], constants: { WG } });
   }
 
   bind(x: GPUBuffer, positions: GPUBuffer, factors: GPUBuffer): GPUBindGroup {

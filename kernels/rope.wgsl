@@ -1,5 +1,5 @@
 // Rotary position embedding, in place, for T tokens × heads × head_dim rows.
-// Normal (GPT-J/llama) order rotates pairs (2i, 2i+1); NeoX order rotates (i, i + n_rot/2).
+// The pair order (normal or NeoX) and the rotation are rope-pair.wgsl's, shared with the trainer's RoPE.
 // Only the first n_rot dimensions of each head rotate (partial rotary); the rest pass through.
 
 struct Params {
@@ -36,19 +36,5 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   let t = th / params.heads;
   let base = params.x_offset + t * params.token_stride + h * params.head_dim;
   let theta = rope_theta(positions[t], i, params.n_rot, params.freq_base, params.freq_scale, params.use_factors);
-  let c = cos(theta);
-  let s = sin(theta);
-  var a: u32;
-  var b: u32;
-  if (params.neox != 0u) {
-    a = base + i;
-    b = base + i + half_rot;
-  } else {
-    a = base + 2u * i;
-    b = a + 1u;
-  }
-  let x0 = x[a];
-  let x1 = x[b];
-  x[a] = x0 * c - x1 * s;
-  x[b] = x0 * s + x1 * c;
+  rope_rotate(base, i, half_rot, cos(theta), sin(theta));
 }

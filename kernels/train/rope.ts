@@ -1,4 +1,5 @@
 import angle from '../rope-angle.wgsl?raw';
+import pair from '../rope-pair.wgsl?raw';
 import type { RopeSettings } from '../rope.ts';
 import source from './rope.wgsl?raw';
 import type { ParamArena } from '../runtime/arena.ts';
@@ -19,7 +20,7 @@ export interface TrainRopeParams extends RopeSettings {
 export class TrainRopeKernel {
   readonly kernel: CompiledKernel;
   constructor(ctx: KernelContext) {
-    this.kernel = ctx.kernel({ label: 'train-rope', code: wgsl(source, angle), bindings: ['write', 'read', 'read'], constants: { WG } });
+    this.kernel = ctx.kernel({ label: 'train-rope', code: wgsl(source, angle, pair), bindings: ['write', 'read', 'read'], constants: { WG } });
   }
 
   encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: TrainRopeParams): void {

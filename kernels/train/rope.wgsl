@@ -1,7 +1,7 @@
 // RoPE for training, in place on rows of T tokens × heads × head_dim: direction +1 rotates by the angle
 // (the forward pass, the same angles as the engine's rope.wgsl through rope-angle.wgsl), −1 rotates back,
-// which is the gradient of the rotation (its transpose). Pairs are (2i, 2i+1), or (i, i + n_rot/2) in NeoX
-// order; dimensions past n_rot pass through.
+// which is the gradient of the rotation (its transpose). The pairs are rotated by the engine's
+// rope-pair.wgsl; dimensions past n_rot pass through.
 
 struct Params {
   tokens: u32,
@@ -33,19 +33,5 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   let t = th / params.heads;
   let base = (t * params.heads + h) * params.head_dim;
   let theta = rope_theta(positions[t], i, params.n_rot, params.freq_base, params.freq_scale, params.use_factors);
-  let c = cos(theta);
-  let s = sin(theta) * params.direction;
-  var a: u32;
-  var b: u32;
-  if (params.neox != 0u) {
-    a = base + i;
-    b = base + i + half_rot;
-  } else {
-    a = base + 2u * i;
-    b = a + 1u;
-  }
-  let x0 = x[a];
-  let x1 = x[b];
-  x[a] = x0 * c - x1 * s;
-  x[b] = x0 * s + x1 * c;
+  rope_rotate(base, i, half_rot, cos(theta), sin(theta) * params.direction);
 }
