@@ -18,7 +18,7 @@ export interface RopeSettings {
   useFactors: boolean;
 }
 
-/** The five RopeSettings words, in the order both kernels' Params declare them, from word `at`. */
+/** The five RopeSettings words, in the order every RoPE kernel's Params declares them (rope, rope-kv-store, train/rope), from word `at`. */
 export function writeRopeSettings(arena: ParamArena, at: number, r: RopeSettings): void {
   arena.u32[at] = r.nRot;
   arena.u32[at + 1] = r.neox ? 1 : 0;

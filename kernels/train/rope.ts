@@ -1,6 +1,6 @@
 import angle from '../rope-angle.wgsl?raw';
 import pair from '../rope-pair.wgsl?raw';
-import type { RopeSettings } from '../rope.ts';
+import { writeRopeSettings, type RopeSettings } from '../rope.ts';
 import source from './rope.wgsl?raw';
 import type { ParamArena } from '../runtime/arena.ts';
 import { wgsl, type CompiledKernel, type KernelContext } from '../runtime/context.ts';
@@ -29,11 +29,7 @@ export class TrainRopeKernel {
     u[s] = p.tokens;
     u[s + 1] = p.heads;
     u[s + 2] = p.headDim;
-    u[s + 3] = p.nRot;
-    u[s + 4] = p.neox ? 1 : 0;
-    arena.f32[s + 5] = p.freqBase;
-    arena.f32[s + 6] = p.freqScale;
-    u[s + 7] = p.useFactors ? 1 : 0;
+    writeRopeSettings(arena, s + 3, p);
     arena.f32[s + 8] = p.direction;
     const [gx, gy] = grid2d(Math.ceil((p.tokens * p.heads * (p.nRot / 2)) / WG));
     arena.dispatch(pass, this.kernel, group, s, gx, gy);
