@@ -3,8 +3,9 @@
 // control flow (it holds barriers); a caller that writes `partial` again after reading the total must put
 // a workgroupBarrier() between.
 //
-// Callers read partial[0] themselves rather than take a return value: in rmsnorm-backward that changed
-// which multiply llvmpipe fuses into an fma downstream, and so the last bit of dx.
+// Callers read partial[0] themselves rather than take a return value: returning it changed the last bit
+// of rmsnorm-backward's dx on llvmpipe (the code after it compiled differently), and reading it where
+// the kernels always did keeps every kernel's output as it was.
 
 var<workgroup> partial: array<f32, WG>;
 
