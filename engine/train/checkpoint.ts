@@ -88,6 +88,17 @@ export function runIdentityOf(settings: FineTuneSettings, optimizer: Readonly<Re
   };
 }
 
+/**
+ * A checkpoint that cannot continue this run (another run's settings or data, a corrupt or foreign file).
+ * A caller that owns the checkpoint (the API's job runner) starts over; the CLI reports it.
+ */
+export class CheckpointMismatchError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'CheckpointMismatchError';
+  }
+}
+
 /** Throws naming the first setting in which the checkpoint's run differs from this one. */
 export function checkSameRun(checkpoint: RunIdentity, current: RunIdentity): void {
   for (const key of Object.keys(current) as (keyof RunIdentity)[]) {

@@ -4,7 +4,7 @@
  * the order of work is a function of (settings, step), so a run resumed from a checkpoint takes the same
  * batches at the same learning rates as one that never stopped.
  */
-import { checkSameRun, decodeCheckpoint, encodeCheckpoint, runIdentityOf, type CheckpointPosition } from './checkpoint.ts';
+import { CheckpointMismatchError, checkSameRun, decodeCheckpoint, encodeCheckpoint, runIdentityOf, type CheckpointPosition } from './checkpoint.ts';
 import { epochOrder, learningRateAt } from './schedule.ts';
 import { DEFAULT_OPTIMIZER, type FineTuneHooks, type FineTuneResult, type FineTuneSettings, type LoraTrainer, type TrainingExample } from './types.ts';
 
@@ -57,11 +57,15 @@ export async function runTraining(
 
   let pos: CheckpointPosition = { step: 0, run: identity, trainLoss: [], validationLoss: [], trainedTokens: 0, totalTokens: 0, wallMs: 0 };
   if (hooks.checkpoint?.resumeFrom) {
-    const cp = decodeCheckpoint(hooks.checkpoint.resumeFrom);
-    checkSameRun(cp.position.run, identity);
-    await trainer.loadState(cp.trainerState);
-    if (trainer.stepsTaken !== cp.position.step) throw new Error(`the checkpoint's trainer state is at step ${trainer.stepsTaken}, its loop position at step ${cp.position.step}: the checkpoint is inconsistent`);
-    pos = { ...cp.position, run: identity };
+    try {
+      const cp = decodeCheckpoint(hooks.checkpoint.resumeFrom);
+      checkSameRun(cp.position.run, identity);
+      await trainer.loadState(cp.trainerState);
+      if (trainer.stepsTaken !== cp.position.step) throw new Error(`the checkpoint's trainer state is at step ${trainer.stepsTaken}, its loop position at step ${cp.position.step}: the checkpoint is inconsistent`);
+      pos = { ...cp.position, run: identity };
+    } catch (e) {
+      throw new CheckpointMismatchError((e as Error).message);
+    }
   }
 
   const started = clock.now();

@@ -223,9 +223,19 @@ export class JobRunner {
         seed: job.seed,
         ...(tuner.maxTokens ? { maxTokens: tuner.maxTokens } : {}),
       };
+      const input = { train: framed(train), validation: validation && framed(validation), settings };
       let out;
       try {
-        out = await tuner.train({ train: framed(train), validation: validation && framed(validation), settings }, hooks);
+        try {
+          out = await tuner.train(input, hooks);
+        } catch (e) {
+          // The job's own checkpoint, made by another setup (the specialist's prompt or the model changed
+          // across a restart, a file from an older version): the job starts over rather than failing.
+          if (!(resume && e instanceof Error && e.name === 'CheckpointMismatchError') || controller.signal.aborted) throw e;
+          await this.store.addJobEvent(this.event(job.id, `The checkpoint at step ${resume.step} cannot be used (${e.message}); training starts over`, { step: resume.step }, 'message', 'warn'));
+          this.logger.warn({ ...log, err: e }, 'fine-tuning checkpoint refused; starting over');
+          out = await tuner.train(input, { ...hooks, checkpoint: { ...hooks.checkpoint!, resumeFrom: undefined } });
+        }
       } catch (e) {
         if (controller.signal.aborted) return this.stopped_(job, controller.signal.reason as StopReason);
         if (e instanceof TuneInputError) return this.fail(job, { code: 'invalid_training_file', message: e.message, param: 'training_file' });

@@ -7,8 +7,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import OpenAI from 'openai';
 import { afterAll, describe, expect, it } from 'vitest';
+import { DB_FILE } from '../../adapters/sqlite/db.ts';
 import { ManualClock } from '../../protocol/clock.ts';
 import { startServer } from '../http/helpers/harness.ts';
 import { eventMessages, trainingJsonl, upload, waitFor, waitForStatus } from './helpers.ts';
@@ -64,6 +66,46 @@ describe('restart', () => {
       expect([...second.loaded.values()]).toEqual([done.fine_tuned_model]);
     } finally {
       await b.close();
+    }
+  });
+});
+
+describe('a checkpoint that cannot be used', () => {
+  it('starts the job over, saying why, instead of failing it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-ft-badckpt-'));
+    try {
+      const first = await realTuner();
+      const a = await startServer({ dataDir: dir, fineTuning: { tuner: first, runner: { pollMs: 50, checkpointEvery: 2 } } });
+      const key = a.key('scale', { paid: true });
+      let client = new OpenAI({ baseURL: a.baseURL, apiKey: key, maxRetries: 0 });
+      const f = await upload(client, trainingJsonl(4));
+      const job = await client.fineTuning.jobs.create({ model: 'svc-chat', training_file: f.id, hyperparameters: { n_epochs: 10, batch_size: 1 } });
+      await waitFor('a checkpoint', async () => (await eventMessages(client, job.id)).includes('Checkpoint saved at step 4'));
+      await a.close();
+      // What an older version or another setup left: bytes that are not this run's checkpoint.
+      const db = new Database(join(dir, DB_FILE));
+      const changed = db.prepare("UPDATE ft_checkpoints SET state = ? WHERE job_id = ?").run(Buffer.from('not a checkpoint'), job.id).changes;
+      db.close();
+      expect(changed).toBe(1);
+
+      const second = await realTuner();
+      const b = await startServer({ dataDir: dir, fineTuning: { tuner: second, runner: { pollMs: 50, checkpointEvery: 2 } } });
+      try {
+        client = new OpenAI({ baseURL: b.baseURL, apiKey: key, maxRetries: 0 });
+        const done = await waitForStatus(client, job.id, ['succeeded', 'failed']);
+        expect(done.status).toBe('succeeded');
+        const messages = await eventMessages(client, job.id);
+        expect(messages.some((m) => /^The checkpoint at step \d+ cannot be used \(not a fine-tuning checkpoint.*\); training starts over$/.test(m))).toBe(true);
+        // Two runs on the second server: the refused resume, then the whole job from step 1.
+        expect(second.runs).toHaveLength(2);
+        expect(second.runs[0].error).toMatchObject({ name: 'CheckpointMismatchError' });
+        expect(second.runs[1].steps[0].step).toBe(1);
+        expect(second.runs[1].output!.steps).toBe(40);
+      } finally {
+        await b.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
