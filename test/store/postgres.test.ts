@@ -430,6 +430,8 @@ describe.skipIf(!postgresAvailable)('PostgreSQL outages', () => {
       const url = (await server.createDatabase()).replace('postgres://postgres@', 'postgres://postgres:s3cret-pw@');
       const logger = recordingLogger();
       const opened = await openStore({ url }, plans, { logger });
+      // A failure while the server is down must not leave it down for the tests after this one.
+      let down = false;
       try {
         const { store, admin } = opened;
         const { key } = await admin.createAccount({ plan: 'solo', mode: 'live', now: 1 });
@@ -438,19 +440,31 @@ describe.skipIf(!postgresAvailable)('PostgreSQL outages', () => {
         await Promise.all(Array.from({ length: 5 }, () => store.requestsInPeriod(key.id, 0)));
 
         // A write in flight when the server goes (waiting for a lock another connection holds).
+        // Waits on what the server says, not on timers: on a loaded machine 100 ms was not always enough
+        // for the lock to be taken, and the write then went through before the outage.
         const locker = pool(url);
         let release!: () => void;
+        let locked!: () => void;
+        const lockHeld = new Promise<void>((r) => (locked = r));
         const holding = locker
           .transaction(async (q) => {
             await q.query('LOCK TABLE usage IN ACCESS EXCLUSIVE MODE');
+            locked();
             await new Promise<void>((r) => (release = r));
           })
           .catch(() => {});
-        await new Promise((r) => setTimeout(r, 100));
+        await lockHeld;
         const inFlight = Promise.resolve(store.recordUsage({ requestId: 'use_in_flight', keyId: key.id, periodStart: 0, specialist: 'chat', promptTokens: 1, completionTokens: 1 }));
         inFlight.catch(() => {}); // checked below, once the server is down
-        await new Promise((r) => setTimeout(r, 100));
+        const watcher = pool(url);
+        for (let i = 0; i < 400; i++) {
+          const { rows } = await watcher.query<{ n: string }>("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'");
+          if (Number(rows[0].n) > 0) break;
+          await new Promise((r) => setTimeout(r, 25));
+        }
+        await watcher.close();
 
+        down = true;
         await server[how]();
         await expectUnavailable(inFlight);
         release();
@@ -467,6 +481,7 @@ describe.skipIf(!postgresAvailable)('PostgreSQL outages', () => {
         expect(Date.now() - started).toBeLessThan(5000);
 
         await server.start();
+        down = false;
         await store.recordUsage({ requestId: 'use_after', keyId: key.id, periodStart: 0, specialist: 'chat', promptTokens: 1, completionTokens: 1 });
         expect(await store.requestsInPeriod(key.id, 0)).toBe(2);
         expect((await store.findKey(key.prefix))?.key.id).toBe(key.id);
@@ -482,6 +497,7 @@ describe.skipIf(!postgresAvailable)('PostgreSQL outages', () => {
         expect(logged).not.toContain(key.prefix);
         expect(logged).toContain(`127.0.0.1:${server.port}/`);
       } finally {
+        if (down) await server.start().catch(() => {});
         await opened.close();
       }
     });
