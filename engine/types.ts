@@ -172,6 +172,17 @@ export interface TextEngine {
 }
 
 /** Errors the caller caused (bad parameters, prompt too long): the protocol maps them to 400. */
+/**
+ * The engine holds as many adapters as it can (EngineOptions.maxAdapters). Not the caller's mistake: an
+ * adapter unloaded makes room, so a server answers it as busy, not as a bad request.
+ */
+export class AdapterCapacityError extends Error {
+  constructor(readonly limit: number) {
+    super(`${limit} adapters are loaded, the most this engine holds (EngineOptions.maxAdapters); unload one first`);
+    this.name = 'AdapterCapacityError';
+  }
+}
+
 export class EngineInputError extends Error {
   constructor(
     message: string,

@@ -126,6 +126,11 @@ export class Service {
     return this.parts.fineTuning?.runner;
   }
 
+  /** The fine-tuned adapters loaded on this replica, when it serves them (for operators and tests). */
+  get fineTuningAdapters(): AdapterCache | undefined {
+    return this.parts.fineTuning?.adapters;
+  }
+
   /** The generations running and waiting now (for operators and tests). */
   get admission(): Admission {
     return this.parts.admission;

@@ -6,7 +6,7 @@
 import type { AsyncLock } from '../generate/lock.ts';
 import type { ModelConfig } from '../arch/types.ts';
 import { BytesSource, type ModelSource } from '../loader/source.ts';
-import { EngineInputError, type AdapterHandle, type LoadAdapterOptions } from '../types.ts';
+import { AdapterCapacityError, EngineInputError, type AdapterHandle, type LoadAdapterOptions } from '../types.ts';
 import type { KernelContext } from '../../kernels/runtime/context.ts';
 import { LoraPool } from './pool.ts';
 import { readLoraAdapter } from './read-adapter.ts';
@@ -66,7 +66,7 @@ export class AdapterRegistry {
       throw new EngineInputError('adapter name must be a string of 1 to 256 characters', 'name');
     }
     const max = this.deps.maxAdapters;
-    const full = () => new EngineInputError(`${max} adapters are loaded, the most this engine holds (EngineOptions.maxAdapters); unload one first`, 'adapter');
+    const full = () => new AdapterCapacityError(max);
     if (this.entries.size >= max) throw full();
     const data = await readLoraAdapter(source, this.deps.cfg, { maxBytes: this.deps.maxAdapterBytes });
     const slot = await this.deps.lock.run(async () => {

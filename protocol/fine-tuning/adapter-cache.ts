@@ -6,6 +6,7 @@
  */
 import type { FineTuningStore } from './records.ts';
 import type { Tuner } from './tuner.ts';
+import { AdapterCapacityError } from '../../engine/types.ts';
 
 export const DEFAULT_ADAPTER_CACHE = 8;
 
@@ -49,7 +50,7 @@ export class AdapterCache {
       entry = this.entries.get(key);
       if (entry) this.entries.delete(key);
       else {
-        const id = this.tuner().then((t) => t.loadAdapter(bytes, name));
+        const id = this.load(bytes, name, key);
         entry = { id, refs: 0 };
         id.catch(() => {
           if (this.entries.get(key) === entry) this.entries.delete(key);
@@ -100,7 +101,29 @@ export class AdapterCache {
     }
   }
 
-  private unload(entry: Entry): void {
-    void entry.id.then((id) => this.tuner().then((t) => t.unloadAdapter(id))).catch(() => {});
+  private unload(entry: Entry): Promise<void> {
+    const done = entry.id.then((id) => this.tuner().then((t) => t.unloadAdapter(id))).catch(() => {});
+    void done;
+    return done;
+  }
+
+  /**
+   * Loads an adapter; when the engine holds all it can, the least recently used adapter no request holds
+   * makes room (the cache's own capacity may be above the engine's). With every one in use the capacity
+   * error goes to the caller, who answers it as busy.
+   */
+  private async load(bytes: Uint8Array, name: string, key: string): Promise<string> {
+    const tuner = await this.tuner();
+    for (;;) {
+      try {
+        return await tuner.loadAdapter(bytes, name);
+      } catch (e) {
+        if (!(e instanceof AdapterCapacityError)) throw e;
+        const victim = [...this.entries].find(([k, entry]) => k !== key && entry.refs === 0);
+        if (!victim) throw e;
+        this.entries.delete(victim[0]);
+        await this.unload(victim[1]);
+      }
+    }
   }
 }

@@ -6,7 +6,7 @@
 import type { Caller } from '../access.ts';
 import type { Ticket } from '../admission.ts';
 import type { ServiceParts } from '../context.ts';
-import { EngineInputError } from '../../engine/types.ts';
+import { AdapterCapacityError, EngineInputError } from '../../engine/types.ts';
 import { ApiError, invalidRequest, modelNotFound } from '../errors.ts';
 import type { AdapterLease } from './adapter-cache.ts';
 import type { FineTunedModelRecord } from './records.ts';
@@ -26,6 +26,9 @@ export async function withAdapter(svc: ServiceParts, caller: Caller, model: Fine
     const adapters = svc.fineTuning?.adapters;
     if (!adapters) throw new ApiError(503, 'server_error', 'This server cannot serve fine-tuned models right now (it runs without a trainer to load adapters); retry later.', { code: 'fine_tuned_model_unavailable', retryAfterSeconds: 30 });
     lease = await adapters.acquire(caller.account.id, model.name).catch((e: unknown) => {
+      if (e instanceof AdapterCapacityError) {
+        throw new ApiError(503, 'server_error', `This server is running as many fine-tuned models at once as its engine holds (${e.limit}); retry shortly.`, { code: 'adapter_capacity', retryAfterSeconds: 2 });
+      }
       // The engine refuses the file: the server now runs another base model than the one it was trained on.
       if (e instanceof EngineInputError) {
         throw invalidRequest(`The fine-tuned model ${model.name} cannot run on the model this server serves now (${e.message}); fine-tune it again.`, param, 'model_incompatible');

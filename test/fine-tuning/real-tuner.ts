@@ -115,7 +115,7 @@ export class RecordingTuner implements Tuner {
 }
 
 /** A fresh recording spy over the real tuner on the test engine (the engine is shared within a test file). */
-export async function realTuner(): Promise<RecordingTuner> {
-  const engine = await testEngine();
+export async function realTuner(engineOptions: Parameters<typeof testEngine>[1] = {}): Promise<RecordingTuner> {
+  const engine = await testEngine('stories260K.gguf', engineOptions);
   return new RecordingTuner(engineTuner(engine as unknown as AdapterEngine, training), engine);
 }
