@@ -24,6 +24,7 @@ import { formatCurveTable } from './curve-table.ts';
 import { formatTable } from './table.ts';
 import { loadEngine } from '../engine/node.ts';
 import { formatPrefixScenario, prefixScenario, type PrefixScenarioResult } from './prefix-scenario.ts';
+import { formatTrainScenario, trainScenario, type TrainScenarioResult } from './train-scenario.ts';
 
 const program = new Command()
   .name('bench')
@@ -42,6 +43,7 @@ const program = new Command()
   .option('--note <text>', 'free text stored with the machine in the results (e.g. which llama.cpp backend a GPU host could load)')
   .option('--out <dir>', 'results folder', 'bench/results')
   .option('--prefix-scenario', 'also time 16 requests sharing one system prompt with the prefix cache off and on (bench/prefix-scenario.ts)')
+  .option('--train', 'also time LoRA fine-tuning on the model: rank 8, all seven block matrices (bench/train-scenario.ts)')
   .parse();
 
 const o = program.opts<{ model?: string; limits?: boolean; promptTokens: number; genTokens: number; runs: number; concurrency: number; adapter?: string; llamaGpu: string; threads: number; llama: boolean; label: string; out: string; curve?: number[] | true; note?: string }>();
@@ -95,6 +97,16 @@ if (program.opts<{ prefixScenario?: boolean }>().prefixScenario) {
     await engine.dispose();
   }
 }
+let train: TrainScenarioResult | undefined;
+if (program.opts<{ train?: boolean }>().train) {
+  process.stderr.write(`bench: LoRA training scenario\n`);
+  const engine = await loadEngine({ model, adapter: o.adapter, contextLength: 512 });
+  try {
+    train = await trainScenario(engine);
+  } finally {
+    await engine.dispose();
+  }
+}
 // Percentages only where the same run probed the adapter the engine used (its backend is the choice name).
 const traffic = weightTraffic(gguf.tensors);
 for (const r of results) r.efficiency = efficiency(r, traffic, limits?.measured.find((l) => l.adapter === r.backend));
@@ -108,10 +120,12 @@ const report = {
   ...(curves.length > 0 ? { curve: { sequences: curve, decodeTokensPerSequence: o.genTokens, engines: curves } } : {}),
   ...(limits ? { limits } : {}),
   ...(prefix ? { prefixScenario: prefix } : {}),
+  ...(train ? { trainScenario: train } : {}),
 };
 process.stdout.write(formatTable(report.results) + '\n');
 if (curves.length > 0) process.stdout.write('\nBatching curve (prefill and decode timed apart; bench/curve.ts):\n' + formatCurveTable(curves) + '\n');
 if (prefix) process.stdout.write('\n' + formatPrefixScenario(prefix) + '\n');
+if (train) process.stdout.write('\n' + formatTrainScenario(train) + '\n');
 writeReport(`${date.slice(0, 10)}-${o.label}-${model.split('/').pop()!.replace(/\.gguf$/, '')}.json`, report);
 process.exit(0);
 
