@@ -92,26 +92,41 @@ describe.skipIf(!ready)('three replicas on Redis and PostgreSQL', () => {
     expect((await infer(replicas[2])).history_turns).toBe(4);
   }, 120_000);
 
-  it('after kill -9 of a replica under load, the ledger equals the answers clients got, and the dead replica’s holds free themselves', async () => {
+  it('after kill -9 of a replica under load, every answer clients got is counted once, rows beyond them only for the dead replica’s undelivered answers, and its holds free themselves', async () => {
     const monthly = 40;
     const k = await key('--plan', 'enterprise', '--rpm', '1000', '--monthly', String(monthly));
     const victim = replicas[2];
     // Long streams on the victim (held until it dies), short requests everywhere.
-    const long = Array.from({ length: 3 }, () => ask(victim, k, { max_tokens: 400, stream: true }).catch(() => ({ status: 0, body: '' })));
-    const short = Array.from({ length: 12 }, (_, i) => ask(replicas[i % 3], k).catch(() => ({ status: 0, body: '' })));
-    await new Promise((r) => setTimeout(r, 300));
-    victim.proc.kill('SIGKILL');
-    const results = await Promise.all([...long, ...short]);
-    // A stream cut off by the death is not a complete answer (no [DONE]).
-    const answered = results.filter((r) => r.status === 200 && (!r.body.startsWith('data:') || r.body.includes('data: [DONE]'))).length;
-    expect(await used(replicas[0], k)).toBe(answered);
+    try {
+      const long = Array.from({ length: 3 }, () => ask(victim, k, { max_tokens: 400, stream: true }).catch(() => ({ status: 0, body: '' })));
+      const short = Array.from({ length: 12 }, (_, i) => ask(replicas[i % 3], k).catch(() => ({ status: 0, body: '' })));
+      await new Promise((r) => setTimeout(r, 300));
+      victim.proc.kill('SIGKILL');
+      const results = await Promise.all([...long, ...short]);
+      // A stream cut off by the death is not a complete answer (no [DONE]).
+      const complete = (r: { status: number; body: string }) => r.status === 200 && (!r.body.startsWith('data:') || r.body.includes('data: [DONE]'));
+      const answered = results.filter(complete).length;
+      // Every answer a client got is counted, once. The only rows beyond them are requests the victim had
+      // finished and counted but whose last bytes died with it: a kill between the usage commit and the
+      // response reaching the client cannot be told apart from one after, as HTTP has no acknowledgement.
+      // Seen on a loaded CI machine (2 of the victim's 4 short requests); the survivors never do this.
+      const onVictim = [...results.slice(0, 3), ...results.slice(3).filter((_, i) => i % 3 === 2)];
+      const victimUnanswered = onVictim.filter((r) => !complete(r)).length;
+      const counted = await used(replicas[0], k);
+      expect(counted).toBeGreaterThanOrEqual(answered);
+      expect(counted - answered).toBeLessThanOrEqual(victimUnanswered);
+      const survivorsAnswered = results.slice(3).filter((r, i) => i % 3 !== 2 && complete(r)).length;
+      expect(survivorsAnswered).toBe(8);
 
-    // Once the dead replica's holds have expired, exactly the rest of the allowance is granted.
-    await new Promise((r) => setTimeout(r, HOLD_TTL_MS * 2));
-    const rest = await Promise.all(Array.from({ length: monthly }, (_, i) => ask(replicas[i % 2], k)));
-    expect(rest.filter((r) => r.status === 200)).toHaveLength(monthly - answered);
-    expect(await used(replicas[1], k)).toBe(monthly);
-    replicas[2] = await replica();
+      // Once the dead replica's holds have expired, exactly the rest of the allowance is granted.
+      await new Promise((r) => setTimeout(r, HOLD_TTL_MS * 2));
+      const rest = await Promise.all(Array.from({ length: monthly }, (_, i) => ask(replicas[i % 2], k)));
+      expect(rest.filter((r) => r.status === 200)).toHaveLength(monthly - counted);
+      expect(await used(replicas[1], k)).toBe(monthly);
+    } finally {
+      // The later tests need three replicas, whatever happened here.
+      replicas[2] = await replica();
+    }
   }, 300_000);
 
   /**
