@@ -2,6 +2,7 @@
  * The engine: a model's weights, KV cache and forward pass on one GPU device, with a scheduler that
  * batches concurrent generations. Platform-free: Node and browsers hand it a device and a ModelSource.
  */
+import { yieldToHost } from './platform/yield.ts';
 import type { GrammarCompiler } from './grammar/handle.ts';
 import { readModelConfig } from './arch/index.ts';
 import type { ModelConfig } from './arch/types.ts';
@@ -342,10 +343,4 @@ export class WebGpuEngine implements TextEngine {
     for (const b of this.weights.buffers) b.destroy();
     this.selected.device.destroy();
   }
-}
-
-/** Let the thread's queued work (I/O callbacks, timers) run: setImmediate where it exists (Node), else a task. */
-function yieldToHost(): Promise<void> {
-  const g = globalThis as { setImmediate?: (fn: () => void) => void };
-  return new Promise((resolve) => (g.setImmediate ? g.setImmediate(resolve) : setTimeout(resolve, 0)));
 }

@@ -4,6 +4,7 @@
  * or in slices that give the thread back between them (a server, where other callers wait on the same
  * event loop).
  */
+import { yieldToHost } from '../platform/yield.ts';
 
 /** Runs the generator to its end in one go. */
 export function runThrough<T>(work: Generator<void, T, void>): T {
@@ -18,15 +19,10 @@ export async function runSliced<T>(work: Generator<void, T, void>, sliceMs = 8):
   let r = work.next();
   while (!r.done) {
     if (performance.now() - sliceStart >= sliceMs) {
-      await yieldThread();
+      await yieldToHost();
       sliceStart = performance.now();
     }
     r = work.next();
   }
   return r.value;
-}
-
-/** A macrotask boundary, in browsers and Node alike, so queued I/O runs before the work goes on. */
-export function yieldThread(): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, 0));
 }

@@ -33,6 +33,7 @@
  *     where submit blocks (Dawn's GL backend on llvmpipe), so a request arriving mid-step waits for one
  *     layer of training. The trainer's own lock keeps its steps, evaluations and reads one at a time.
  */
+import { yieldToHost } from '../../platform/yield.ts';
 import type { WebGpuEngine } from '../../engine.ts';
 import type { ModelConfig } from '../../arch/types.ts';
 import { encodeLoraAdapter, type LoraMatrix } from '../../lora/adapter-file.ts';
@@ -389,10 +390,4 @@ class GpuLoraTrainer implements LoraTrainer, LoraTrainerDiagnostics {
       }
     });
   }
-}
-
-/** Let the thread's queued work (I/O callbacks, timers) run: setImmediate where it exists (Node), else a task. */
-function yieldToHost(): Promise<void> {
-  const g = globalThis as { setImmediate?: (fn: () => void) => void };
-  return new Promise((resolve) => (g.setImmediate ? g.setImmediate(resolve) : setTimeout(resolve, 0)));
 }
