@@ -29,6 +29,9 @@ export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
   // The norm folds into the GPU matrix-vector variants only; CPU rasterisers keep the norm pass (there a
   // second pass over x per invocation would cost more than the dispatch it saves).
   const fuseNormUpTo = matvecVariant(ctx.caps) === 'rows' ? 0 : MAX_MATVEC_T;
+  // Measured on llvmpipe (SmolLM2-135M shapes, 64-token prefill): the fused down product took 13.6 ms a
+  // layer against 7.8 ms for products of the same size; decode-sized steps lose nothing by fusing.
+  const fuseGluUpTo = ctx.caps.software ? MAX_MATVEC_T : Infinity;
   const lookupFor = (t: GgmlType) => {
     let k = lookups.get(t);
     if (!k) lookups.set(t, (k = new EmbeddingKernel(ctx, t)));
@@ -38,6 +41,7 @@ export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
 
   return {
     fuseNormUpTo,
+    fuseGluUpTo,
     layout(type, rows, cols) {
       const shards = planRowShards(type, rows, cols, maxBinding, ctx.caps.minStorageOffsetAlignment);
       return { gpuRowBytes: gpuLayout(type).rowBytes(cols), shardRows: shards[0].rows };

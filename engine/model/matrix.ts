@@ -54,6 +54,12 @@ export interface MatrixKernels {
   product(w: WeightMatrix, x: GPUBuffer, y: GPUBuffer, io: MatrixIo): BoundProduct;
   /** Whether products may take `io.norm` here, and for at most how many rows of x. */
   readonly fuseNormUpTo: number;
+  /**
+   * Steps of at most this many tokens apply the FFN's gated activation inside the down product, as it
+   * reads x; longer steps run it as its own pass. A product recomputes the activation for every block of
+   * weight rows it computes, which a tiled prefill product on a CPU rasteriser pays many times over.
+   */
+  readonly fuseGluUpTo: number;
   /** y[t, :] = scale × row ids[t] of W (embedding lookup), for t < tokens. */
   embedding(w: WeightMatrix, ids: GPUBuffer, y: GPUBuffer, scale?: number): BoundProduct;
 }

@@ -21,7 +21,7 @@ import type { ModelConfig } from '../arch/types.ts';
 import type { SampleRowSpec, StepRunner } from '../generate/step.ts';
 import type { PagedKvCache } from '../kv/paged-cache.ts';
 import type { BoundProduct, MatrixKernels, WeightMatrix } from './matrix.ts';
-import type { ModelWeights } from './weights.ts';
+import type { LayerWeights, ModelWeights } from './weights.ts';
 import { MAX_PENALTY_ENTRIES, Workspace } from './workspace.ts';
 
 interface LayerPlan {
@@ -102,6 +102,7 @@ export class Transformer implements StepRunner {
   private readonly segments: SegmentPlanner;
   /** Steps of at most this many tokens use the norm-fused products (0: never). */
   private readonly fuseNormUpTo: number;
+  private readonly fuseGluUpTo: number;
   /** See StepRunner.lastHostMs. */
   lastHostMs = 0;
   /** When set, the next run() also reads back the sampled rows' full logits (diagnostics only). */
@@ -128,6 +129,7 @@ export class Transformer implements StepRunner {
   ) {
     this.segments = new SegmentPlanner(cfg.nLayers, MAX_MATVEC_T, limits.yieldEveryMs);
     this.fuseNormUpTo = cfg.dim % 4 === 0 ? matrices.fuseNormUpTo : 0;
+    this.fuseGluUpTo = matrices.fuseGluUpTo;
     this.maxTokensPerStep = limits.maxTokensPerStep;
     this.maxRowsPerStep = limits.maxRowsPerStep;
     const ws = (this.ws = new Workspace(ctx, cfg, limits.maxTokensPerStep, limits.maxRowsPerStep));
@@ -177,7 +179,10 @@ export class Transformer implements StepRunner {
       gateUp: side(w.gateUp, ws.xNorm, ws.gateUp, D, 2 * F),
       normed: this.fuseNormUpTo > 0 ? { qkv: side(w.qkv, ws.x, ws.qkv, D, S, w.attnNorm), gateUp: side(w.gateUp, ws.x, ws.gateUp, D, 2 * F, w.ffnNorm) } : undefined,
       ...(fuseGlu
-        ? { down: matrices.product(w.down, ws.gateUp, ws.x, { ...io(2 * F, 0, D, true), glu: { activation: cfg.block.activation, upOffset: F } }) }
+        ? {
+            down: matrices.product(w.down, ws.gateUp, ws.x, { ...io(2 * F, 0, D, true), glu: { activation: cfg.block.activation, upOffset: F } }),
+            unfusedDown: Number.isFinite(this.fuseGluUpTo) ? this.unfusedDown(w) : undefined,
+          }
         : { swiglu: this.k.swiglu.bind(ws.gateUp, ws.gateUp, ws.act), down: matrices.product(w.down, ws.act, ws.x, io(F, 0, D, true)) }),
     }));
     this.head = {
@@ -207,6 +212,15 @@ export class Transformer implements StepRunner {
     this.topkF32 = new Float32Array(this.topkU32.buffer);
   }
 
+  /** The gated activation as its own pass, then the down product on its output (see fuseGluUpTo). */
+  private unfusedDown(w: LayerWeights): { swiglu: GPUBindGroup; down: BoundProduct } {
+    const ws = this.ws;
+    return {
+      swiglu: this.k.swiglu.bind(ws.gateUp, ws.gateUp, ws.act),
+      down: this.matrices.product(w.down, ws.act, ws.x, { xOffset: 0, xStride: this.cfg.ffnDim, yOffset: 0, yStride: this.cfg.dim, accumulate: true }),
+    };
+  }
+
   begin(): void {
     this.nTokens = 0;
     this.nRows = 0;
@@ -228,18 +242,11 @@ export class Transformer implements StepRunner {
       if (this.lora.pool !== pool) throw new Error('LoRA is enabled with another adapter pool');
       return;
     }
-    const ws = this.ws;
-    const F = this.cfg.ffnDim;
-    const D = this.cfg.dim;
     this.weights.layers.forEach((w, l) => {
       const L = this.layers[l];
-      if (L.swiglu) return;
-      L.unfusedDown = {
-        swiglu: this.k.swiglu.bind(ws.gateUp, ws.gateUp, ws.act),
-        down: this.matrices.product(w.down, ws.act, ws.x, { xOffset: 0, xStride: F, yOffset: 0, yStride: D, accumulate: true }),
-      };
+      if (!L.swiglu) L.unfusedDown ??= this.unfusedDown(w);
     });
-    this.lora = new LoraLayers(this.ctx, this.cfg, ws, pool);
+    this.lora = new LoraLayers(this.ctx, this.cfg, this.ws, pool);
   }
 
   /** `adapter`: the pool slot of the LoRA adapter this token's sequence uses (enableLora), or -1 for none. */
@@ -444,7 +451,7 @@ export class Transformer implements StepRunner {
       }
       lora?.encode(pass, a, l, 'gateUp', T);
       const glu = { tokens: T, n: cfg.ffnDim, gateOffset: 0, upOffset: cfg.ffnDim, inStride: 2 * cfg.ffnDim };
-      if (L.unfusedDown && lora?.adapts(l, 'down')) {
+      if (L.unfusedDown && (T > this.fuseGluUpTo || lora?.adapts(l, 'down'))) {
         k.swiglu.encode(pass, a, L.unfusedDown.swiglu, glu);
         L.unfusedDown.down.encode(pass, a, T);
       } else {
