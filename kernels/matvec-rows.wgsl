@@ -2,9 +2,9 @@
 // weight rows, with no workgroup memory and no barriers. Every weight unit is decoded once for all rows
 // of x, and every x load serves the four weight rows, so a batch of decode sequences streams W once.
 //
-// Template: the wrapper (matvec.ts) writes each line containing `$t` once per row of x, with $t = 0, 1,
-// ... CPU rasterisers neither unroll loops nor keep dynamically indexed arrays in registers, so the
-// accumulators are separate variables rather than an array indexed by a loop over t.
+// Template: the wrapper (matvec.ts, through kernels/unroll.ts) writes each line containing `$t` once per
+// row of x, with $t = 0, 1, ... CPU rasterisers neither unroll loops nor keep dynamically indexed arrays
+// in registers, so the accumulators are separate variables rather than an array indexed by a loop over t.
 
 override WG: u32 = 32u;
 

@@ -1,15 +1,17 @@
-import { typeName, type GgmlType } from '../ggml/types.ts';
+import { GgmlType, typeName } from '../ggml/types.ts';
 import type { GpuCaps } from './runtime/caps.ts';
 import common from './matmul-common.wgsl?raw';
 import { productStore, writeMatmulParams, XAlignedPair, type MatmulParams, type ProductOptions } from './matmul-params.ts';
 import coop from './matvec-coop.wgsl?raw';
 import rows from './matvec-rows.wgsl?raw';
+import rowsQ8 from './matvec-rows-q8_0.wgsl?raw';
 import subgroup from './matvec-subgroup.wgsl?raw';
 import xNorm from './matvec-x-norm.wgsl?raw';
 import xPlain from './matvec-x-plain.wgsl?raw';
 import { gpuLayout } from './quant/layouts.ts';
 import type { ParamArena } from './runtime/arena.ts';
 import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
+import { unrollRowsTokens } from './unroll.ts';
 import { grid2d } from './runtime/grid.ts';
 
 /** Most rows of x a matrix-vector kernel takes; more go to the tiled kernel. */
@@ -32,14 +34,9 @@ const LANES = 16;
 // The rows variant: invocations per workgroup, each computing 4 weight rows. Small workgroups give a
 // CPU rasteriser enough of them to spread over its threads.
 const ROWS_WG = 32;
-
-/** Expand a template: every line containing `$t` is written once per row of x, with $t replaced by 0 .. t-1. */
-export function unrollRowsOfX(template: string, t: number): string {
-  return template
-    .split('\n')
-    .flatMap((line) => (line.includes('$t') ? Array.from({ length: t }, (_, i) => line.replaceAll('$t', String(i))) : [line]))
-    .join('\n');
-}
+// Weight rows per invocation of the Q8_0 kernel: 8 and 16 measured no faster on llvmpipe (decode streams W;
+// x loads, shared by the rows, are not what limits it).
+const Q8_ROWS = 4;
 
 /**
  * y[t, n] (+)= sum_k x[t, k] W[n, k] for a fixed number `t` (1..8) of rows of x, W packed as `type`.
@@ -76,8 +73,9 @@ export class MatVecKernel {
       this.rowsPerGroup = WG / LANES;
       this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(coop, common, x4, xRead, decode), bindings: BINDINGS, constants: { WG, LANES, TT: t } }), opts.glu);
     } else {
-      this.rowsPerGroup = ROWS_WG * 4;
-      const code = unrollRowsOfX(rows, t);
+      const q8 = type === GgmlType.Q8_0;
+      this.rowsPerGroup = ROWS_WG * (q8 ? Q8_ROWS : 4);
+      const code = q8 ? unrollRowsTokens(rowsQ8, Q8_ROWS, t) : unrollRowsTokens(rows, 1, t);
       this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(code, common, x4, decode), bindings: BINDINGS, constants: { WG: ROWS_WG } }), opts.glu);
     }
   }
