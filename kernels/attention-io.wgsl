@@ -1,4 +1,5 @@
-// Params and bindings shared by attention.wgsl and attention-serial.wgsl (see AttentionKernel.bind).
+// Params and bindings shared by attention.wgsl, attention-serial.wgsl and attention-serial-vec4.wgsl (see
+// AttentionKernel.bind).
 
 struct Params {
   tokens: u32,
@@ -21,11 +22,9 @@ struct Params {
 // Head dimensions up to MAX_HEAD_DIM (ATTENTION_MAX_HEAD_DIM in attention.ts).
 const MAX_HEAD_DIM: u32 = 256u;
 
-@group(0) @binding(0) var<storage, read> q: array<f32>;
-@group(0) @binding(1) var<storage, read> k_cache: array<f32>;
-@group(0) @binding(2) var<storage, read> v_cache: array<f32>;
+// q, k_cache, v_cache (bindings 0-2) and out (binding 6): f32 arrays in attention-io-f32.wgsl, vec4 arrays
+// in attention-io-vec4.wgsl (head dimensions, offsets and strides all multiples of 4).
 @group(0) @binding(3) var<storage, read> page_table: array<u32>;
 @group(0) @binding(4) var<storage, read> positions: array<u32>;
 @group(0) @binding(5) var<storage, read> token_seq: array<u32>;
-@group(0) @binding(6) var<storage, read_write> out: array<f32>;
 @group(1) @binding(0) var<uniform> params: Params;

@@ -1,6 +1,9 @@
 import source from './attention.wgsl?raw';
 import io from './attention-io.wgsl?raw';
+import ioF32 from './attention-io-f32.wgsl?raw';
+import ioVec4 from './attention-io-vec4.wgsl?raw';
 import serial from './attention-serial.wgsl?raw';
+import serialVec4 from './attention-serial-vec4.wgsl?raw';
 import type { ParamArena } from './runtime/arena.ts';
 import { type CompiledKernel, type KernelContext, wgsl } from './runtime/context.ts';
 import { grid2d } from './runtime/grid.ts';
@@ -34,13 +37,17 @@ export class AttentionKernel {
   readonly kernel: CompiledKernel;
   /** One invocation per (token, head) without barriers, for CPU adapters; else a workgroup per pair. */
   readonly serial: boolean;
+  /** The serial kernel reading vec4s, for head dimensions, offsets and strides that are multiples of 4. */
+  private readonly serialVec4: CompiledKernel | undefined;
   /** `posChunk` (serial only): positions per inner loop, below llvmpipe's 65535-iteration loop cap; tests make it tiny. */
   constructor(ctx: KernelContext, variant: 'serial' | 'workgroup' = ctx.caps.software ? 'serial' : 'workgroup', posChunk = 32768) {
     this.serial = variant === 'serial';
     const bindings = ['read', 'read', 'read', 'read', 'read', 'read', 'write'] as const;
+    const constants = { WG: SERIAL_WG, POS_CHUNK: posChunk };
     this.kernel = this.serial
-      ? ctx.kernel({ label: 'attention-serial', code: wgsl(io, serial), bindings, constants: { WG: SERIAL_WG, POS_CHUNK: posChunk } })
-      : ctx.kernel({ label: 'attention', code: wgsl(io, source), bindings });
+      ? ctx.kernel({ label: 'attention-serial', code: wgsl(io, ioF32, serial), bindings, constants })
+      : ctx.kernel({ label: 'attention', code: wgsl(io, ioF32, source), bindings });
+    if (this.serial) this.serialVec4 = ctx.kernel({ label: 'attention-serial-vec4', code: wgsl(io, ioVec4, serialVec4), bindings, constants });
   }
 
   bind(q: GPUBuffer, kCache: GPUBuffer, vCache: GPUBuffer, pageTable: GPUBuffer, positions: GPUBuffer, tokenSeq: GPUBuffer, out: GPUBuffer): GPUBindGroup {
@@ -66,6 +73,7 @@ export class AttentionKernel {
     u[s + 11] = p.outStride ?? p.heads * p.headDim;
     arena.f32[s + 12] = p.softcap ?? 0;
     const [gx, gy] = grid2d(this.serial ? Math.ceil((p.tokens * p.heads) / SERIAL_WG) : p.tokens * p.heads);
-    arena.dispatch(pass, this.kernel, group, s, gx, gy);
+    const by4 = [p.headDim, u[s + 8], u[s + 9], u[s + 10], u[s + 11]].every((v) => v % 4 === 0);
+    arena.dispatch(pass, this.serialVec4 && by4 ? this.serialVec4 : this.kernel, group, s, gx, gy);
   }
 }

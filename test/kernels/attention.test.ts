@@ -34,6 +34,7 @@ function attentionRef(q: Float32Array, keys: Float32Array[], values: Float32Arra
 }
 
 // The serial kernel walks positions in chunks under llvmpipe's loop cap; 7-position chunks check the seams.
+// Head dimensions that are multiples of 4 run its vec4 kernel, dim 6 the scalar one.
 describe.each([
   ['workgroup', undefined],
   ['serial', undefined],
@@ -44,6 +45,8 @@ describe.each([
     { heads: 4, kvHeads: 1, hd: 64, pageSize: 4, past0: 150, new0: 2, new1: 70, window: 0 },
     { heads: 6, kvHeads: 2, hd: 128, pageSize: 16, past0: 40, new0: 3, new1: 1, window: 0 },
     { heads: 4, kvHeads: 2, hd: 16, pageSize: 8, past0: 60, new0: 2, new1: 30, window: 16 },
+    // Not a multiple of 4: the serial variant falls back from its vec4 kernel to the scalar one.
+    { heads: 4, kvHeads: 2, hd: 6, pageSize: 8, past0: 20, new0: 2, new1: 5, window: 0 },
   ]) {
     it(`matches the reference: ${heads}/${kvHeads} heads, dim ${hd}, pages of ${pageSize}${window ? `, window ${window}` : ''}`, async () => {
       const ctx = await testContext();
