@@ -3,7 +3,7 @@
  * through WeightMatmul (matvec for decode-sized batches, tiled for prefill), lookups through EmbeddingKernel.
  */
 import { EmbeddingKernel } from '../../kernels/embedding.ts';
-import { WeightMatmul } from '../../kernels/matmul-select.ts';
+import { CPU_Q8_MATVEC_UP_TO, WeightMatmul } from '../../kernels/matmul-select.ts';
 import { MAX_MATVEC_T, matvecVariant } from '../../kernels/matvec.ts';
 import { gpuLayout } from '../../kernels/quant/layouts.ts';
 import { planRowShards } from '../../kernels/quant/shards.ts';
@@ -29,9 +29,11 @@ export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
   // The norm folds into the GPU matrix-vector variants only; CPU rasterisers keep the norm pass (there a
   // second pass over x per invocation would cost more than the dispatch it saves).
   const fuseNormUpTo = matvecVariant(ctx.caps) === 'rows' ? 0 : MAX_MATVEC_T;
-  // Measured on llvmpipe (SmolLM2-135M shapes, 64-token prefill): the fused down product took 13.6 ms a
-  // layer against 7.8 ms for products of the same size; decode-sized steps lose nothing by fusing.
-  const fuseGluUpTo = ctx.caps.software ? MAX_MATVEC_T : Infinity;
+  // A product recomputes act(gate) * up in every invocation. Measured on llvmpipe (SmolLM2-135M shapes,
+  // 64-token prefill): the fused down product took 13.6 ms a layer against 7.8 ms for products of its
+  // size; fused and unfused decode (one row) measured alike, so decode keeps the dispatch fewer. Beyond
+  // the rows where Q8_0 products turn tiled, the activation runs as its own pass.
+  const fuseGluUpTo = ctx.caps.software ? CPU_Q8_MATVEC_UP_TO : Infinity;
   const lookupFor = (t: GgmlType) => {
     let k = lookups.get(t);
     if (!k) lookups.set(t, (k = new EmbeddingKernel(ctx, t)));
