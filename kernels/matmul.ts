@@ -20,7 +20,6 @@ export function matmulVariant(caps: GpuCaps): MatMulVariant {
   return caps.software ? 'regs' : 'tiles';
 }
 
-const REGS = { WG_N: 8, WG_T: 8, tileN: 32, tileT: 32 };
 const TILES = { tileN: 64, tileT: 32 };
 // Rows x tokens per invocation, measured on llvmpipe (SmolLM2-135M shapes, 64-token prefill: ms for the
 // step's 120 products; first compile with an empty Mesa shader cache): 4x4 995 ms; 8x8 704 ms, 1.1 s;
@@ -28,6 +27,11 @@ const TILES = { tileN: 64, tileT: 32 };
 // and store, every weight or x load a loop over the SIMD lanes; LLVM's compile time grows faster than
 // the speed, and the first long prompt after a cold start pays it.
 const REGS_Q8 = { WG_N: 8, WG_T: 1, rows: 16, tokens: 8 };
+// Every other type (units of 16 weights through w_unit): the same block. Against the former 4x4, 64-token
+// prefill of SmolLM2-135M on llvmpipe: Q4_0 70 -> 91 tok/s, F16 66 -> 83; first compile 2-4 s (Q6_K
+// the longest). SwiftShader compiles it at pipeline creation (3-5 s each; model load 4 -> 14 s) and
+// prefills Q8_0 at 14.6 tok/s against 6.3.
+const REGS = { WG_N: 8, WG_T: 1, rows: 16, tokens: 8 };
 
 /**
  * y[t, n] (+)= sum_k x[t, k] W[n, k] for any number of rows of x (prefill), W packed as `type`.
@@ -53,15 +57,12 @@ export class MatMulKernel {
       if (ctx.caps.maxInvocationsPerWorkgroup < 128) throw new Error('matmul: the tiles variant needs 128 invocations per workgroup');
       this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(tiles, common, x4, decode), bindings }), opts.glu);
       ({ tileN: this.tileN, tileT: this.tileT } = TILES);
-    } else if (type === GgmlType.Q8_0) {
-      const { WG_N, WG_T, rows, tokens } = REGS_Q8;
-      const code = unrollRowsTokens(regsQ8, rows, tokens);
+    } else {
+      const { WG_N, WG_T, rows, tokens } = type === GgmlType.Q8_0 ? REGS_Q8 : REGS;
+      const code = unrollRowsTokens(type === GgmlType.Q8_0 ? regsQ8 : regs, rows, tokens);
       this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(code, common, x4, decode), bindings, constants: { WG_N, WG_T } }), opts.glu);
       this.tileN = WG_N * rows;
       this.tileT = WG_T * tokens;
-    } else {
-      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(regs, common, x4, decode), bindings, constants: { WG_N: REGS.WG_N, WG_T: REGS.WG_T } }), opts.glu);
-      ({ tileN: this.tileN, tileT: this.tileT } = REGS);
     }
   }
 
