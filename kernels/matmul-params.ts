@@ -74,12 +74,17 @@ export interface ProductOptions {
    * so decode-sized batches; x offsets and k must be multiples of 4.
    */
   norm?: boolean;
+  /**
+   * x is rows quantized by QuantizeXKernel (quantize-x.ts): the params' x offset and stride count vec4s
+   * (stride q8RowVec4s(k)). Q8_0 weights on CPU rasterisers' tiled product only.
+   */
+  xq8?: boolean;
 }
 
 /** The store() a product kernel is built with, and its bindings: W, x, y, then the bias if it has one. */
 export function productStore(opts: ProductOptions): { code: string; bindings: readonly BindingKind[]; suffix: string } {
   const glu = opts.glu ? `-glu-${opts.glu}` : '';
-  const norm = opts.norm ? '-norm' : '';
+  const norm = `${opts.norm ? '-norm' : ''}${opts.xq8 ? '-xq8' : ''}`;
   const extra: BindingKind[] = opts.norm ? ['read'] : [];
   return opts.bias
     ? { code: storeBias, bindings: ['read', 'read', 'write', 'read', ...extra], suffix: `-bias${glu}${norm}` }

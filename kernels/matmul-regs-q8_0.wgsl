@@ -1,9 +1,9 @@
 // Tiled matrix product for many rows of x (prefill) on CPU rasterisers, Q8_0 weights: matmul-regs.wgsl
-// walking whole blocks, with a larger register block. Each invocation computes $R weight rows x $T
-// tokens of y. A CPU rasteriser runs every storage load as a loop over its SIMD lanes (Mesa's llvmpipe),
-// so loads, not multiply-adds, bound the speed: per 32-weight block a row costs two quant loads (its
-// scale header vec4, 8 blocks' scales, once per 8 blocks) and a token eight x loads, shared by all the
-// invocation's rows and tokens.
+// walking whole blocks, with a larger register block. Each invocation computes $ROWS weight rows x
+// $TOKENS tokens of y. A CPU rasteriser runs every storage load as a loop over its SIMD lanes (Mesa's
+// llvmpipe), so loads, not multiply-adds, bound the speed: per 32-weight block a row costs two quant
+// loads (its scale header vec4, 8 blocks' scales, once per 8 blocks) and a token eight x loads (three
+// when x is quantized), shared by all the invocation's rows and tokens.
 //
 // Template: a line containing `$r` is written once per weight row (0 .. R-1), one containing `$t` once
 // per token (0 .. T-1), one containing both once per pair (kernels/unroll.ts).
@@ -15,6 +15,9 @@ override WG_T: u32 = 8u;
 fn header_scale(h: vec4u, b: u32) -> f32 {
   return unpack2x16float(h[(b >> 1u) & 3u])[b & 1u];
 }
+
+// x_block(xb, b) -> XBlock (32 x values of block b of the row starting at xb, times XBlock.d) comes from
+// matmul-x-block-f32.wgsl (x as f32) or matmul-x-block-q8.wgsl (x quantized by quantize-x-q8.wgsl).
 
 // 32 int8 quants (two vec4s of words) dotted with 32 x values (eight vec4s).
 fn block_dot(q0: vec4u, q1: vec4u, x0: mat4x4f, x1: mat4x4f) -> f32 {
@@ -43,9 +46,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
     let d$r = header_scale(h$r, b);
     let qa$r = w[w$r.y + 2u * b];
     let qb$r = w[w$r.y + 2u * b + 1u];
-    let xa$t = mat4x4f(x4(xb$t + 32u * b), x4(xb$t + 32u * b + 4u), x4(xb$t + 32u * b + 8u), x4(xb$t + 32u * b + 12u));
-    let xc$t = mat4x4f(x4(xb$t + 32u * b + 16u), x4(xb$t + 32u * b + 20u), x4(xb$t + 32u * b + 24u), x4(xb$t + 32u * b + 28u));
-    acc$r_$t += d$r * block_dot(qa$r, qb$r, xa$t, xc$t);
+    let x$t = x_block(xb$t, b);
+    acc$r_$t += d$r * x$t.d * block_dot(qa$r, qb$r, x$t.lo, x$t.hi);
   }
   if (t0 + $tu < params.t && n0 + $ru < params.n) { store(t0 + $tu, n0 + $ru, acc$r_$t); }
 }

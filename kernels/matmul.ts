@@ -4,6 +4,8 @@ import common from './matmul-common.wgsl?raw';
 import { productStore, writeMatmulParams, XAlignedPair, type MatmulParams, type ProductOptions } from './matmul-params.ts';
 import regs from './matmul-regs.wgsl?raw';
 import regsQ8 from './matmul-regs-q8_0.wgsl?raw';
+import xBlockF32 from './matmul-x-block-f32.wgsl?raw';
+import xBlockQ8 from './matmul-x-block-q8.wgsl?raw';
 import { unrollRowsTokens } from './unroll.ts';
 import tiles from './matmul-tiles.wgsl?raw';
 import { gpuLayout } from './quant/layouts.ts';
@@ -41,6 +43,8 @@ export class MatMulKernel {
   private readonly kernels: XAlignedPair;
   private readonly tileN: number;
   private readonly tileT: number;
+  /** Reads quantized x (ProductOptions.xq8), whose offsets and strides count vec4s. */
+  private readonly xq8: boolean;
 
   constructor(
     ctx: KernelContext,
@@ -52,14 +56,17 @@ export class MatMulKernel {
     const decode = wgsl(gpuLayout(type).wgsl, store.code);
     const label = `matmul-${variant}-${typeName(type)}${store.suffix}`;
     if (opts.norm) throw new Error(`${label}: norm-fused products are matrix-vector only (decode-sized batches)`);
+    const q8 = type === GgmlType.Q8_0 && variant === 'regs';
+    if (opts.xq8 && (!q8 || opts.glu)) throw new Error(`${label}: quantized x is read by the Q8_0 regs kernel only, without a gated input`);
+    this.xq8 = opts.xq8 ?? false;
     const bindings = store.bindings;
     if (variant === 'tiles') {
       if (ctx.caps.maxInvocationsPerWorkgroup < 128) throw new Error('matmul: the tiles variant needs 128 invocations per workgroup');
       this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(tiles, common, x4, decode), bindings }), opts.glu);
       ({ tileN: this.tileN, tileT: this.tileT } = TILES);
     } else {
-      const { WG_N, WG_T, rows, tokens } = type === GgmlType.Q8_0 ? REGS_Q8 : REGS;
-      const code = unrollRowsTokens(type === GgmlType.Q8_0 ? regsQ8 : regs, rows, tokens);
+      const { WG_N, WG_T, rows, tokens } = q8 ? REGS_Q8 : REGS;
+      const code = q8 ? wgsl(unrollRowsTokens(regsQ8, rows, tokens), this.xq8 ? xBlockQ8 : xBlockF32) : unrollRowsTokens(regs, rows, tokens);
       this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(code, common, x4, decode), bindings, constants: { WG_N, WG_T } }), opts.glu);
       this.tileN = WG_N * rows;
       this.tileT = WG_T * tokens;
@@ -77,6 +84,6 @@ export class MatMulKernel {
 
   encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: MatmulParams): void {
     const s = writeMatmulParams(arena, p);
-    arena.dispatch(pass, this.kernels.for(p), group, s, Math.ceil(p.n / this.tileN), Math.ceil(p.t / this.tileT));
+    arena.dispatch(pass, this.xq8 ? this.kernels.aligned : this.kernels.for(p), group, s, Math.ceil(p.n / this.tileN), Math.ceil(p.t / this.tileT));
   }
 }

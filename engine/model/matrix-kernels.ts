@@ -3,7 +3,7 @@
  * through WeightMatmul (matvec for decode-sized batches, tiled for prefill), lookups through EmbeddingKernel.
  */
 import { EmbeddingKernel } from '../../kernels/embedding.ts';
-import { CPU_Q8_MATVEC_UP_TO, WeightMatmul } from '../../kernels/matmul-select.ts';
+import { CPU_Q8_MATVEC_UP_TO, matvecUpTo, WeightMatmul } from '../../kernels/matmul-select.ts';
 import { MAX_MATVEC_T, matvecVariant } from '../../kernels/matvec.ts';
 import { gpuLayout } from '../../kernels/quant/layouts.ts';
 import { planRowShards } from '../../kernels/quant/shards.ts';
@@ -11,6 +11,7 @@ import type { KernelContext } from '../../kernels/runtime/context.ts';
 import type { GgmlType } from '../../ggml/types.ts';
 import type { Activation } from '../../kernels/activation.ts';
 import type { BoundProduct, MatrixKernels } from './matrix.ts';
+import { createQuantizedXProducts } from './quantized-x-products.ts';
 
 export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
   const products = new Map<string, WeightMatmul>();
@@ -39,6 +40,7 @@ export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
     if (!k) lookups.set(t, (k = new EmbeddingKernel(ctx, t)));
     return k;
   };
+  const quantizedX = createQuantizedXProducts(ctx);
   const maxBinding = Math.min(ctx.caps.maxStorageBinding, ctx.caps.maxBufferSize);
 
   return {
@@ -53,8 +55,11 @@ export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
       if (io.norm && (fuseNormUpTo === 0 || w.cols % 4 !== 0)) throw new Error(`${w.name}: this device's products cannot fold in the norm`);
       const mm = productFor(w.type, w.bias !== undefined, io.glu?.activation, io.norm !== undefined);
       const bound = w.shards.map((s) => ({ group: mm.bind(s.buffer, x, y, w.bias, io.norm?.weight), rowOffset: s.rowStart, n: s.rows }));
+      const tiledQ8 = quantizedX?.applies(w, io) ? quantizedX.bind(w, x, y, io) : undefined;
+      const tiledFrom = matvecUpTo(ctx, w.type) + 1;
       return {
         encode(pass, arena, tokens) {
+          if (tiledQ8 && tokens >= tiledFrom) return tiledQ8.encode(pass, arena, tokens);
           for (const b of bound) {
             mm.encode(pass, arena, b.group, {
               t: tokens,

@@ -1,0 +1,50 @@
+/**
+ * Rows of x quantized to int8 blocks of 32 with an f16-valued scale each (quantize-x-q8.wgsl), read by
+ * the CPU rasterisers' Q8_0 tiled product in place of f32 x.
+ */
+import source from './quantize-x-q8.wgsl?raw';
+import type { ParamArena } from './runtime/arena.ts';
+import { type CompiledKernel, type KernelContext } from './runtime/context.ts';
+import { grid2d } from './runtime/grid.ts';
+
+const WG = 64;
+
+/** vec4s of one quantized row of k elements (k a multiple of 32): three per block. */
+export function q8RowVec4s(k: number): number {
+  return (k / 32) * 3;
+}
+
+export interface QuantizeXParams {
+  tokens: number;
+  k: number;
+  /** Element offset of x[0, 0] and elements between rows of x; multiples of 4. */
+  xOffset?: number;
+  xStride?: number;
+}
+
+/** Bindings: x (read, f32), xq (write, q8RowVec4s(k) vec4s per row). */
+export class QuantizeXKernel {
+  readonly kernel: CompiledKernel;
+
+  constructor(ctx: KernelContext) {
+    this.kernel = ctx.kernel({ label: 'quantize-x-q8', code: source, bindings: ['read', 'write'], constants: { WG } });
+  }
+
+  bind(x: GPUBuffer, xq: GPUBuffer): GPUBindGroup {
+    return this.kernel.bind([x, xq]);
+  }
+
+  encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: QuantizeXParams): void {
+    const xOffset = p.xOffset ?? 0;
+    const xStride = p.xStride ?? p.k;
+    if (p.k % 32 !== 0 || xOffset % 4 !== 0 || xStride % 4 !== 0) throw new Error(`quantize-x: k=${p.k}, x offset ${xOffset} and stride ${xStride} must be multiples of 32, 4 and 4`);
+    const s = arena.slot();
+    arena.u32[s] = p.tokens;
+    arena.u32[s + 1] = p.k;
+    arena.u32[s + 2] = xOffset;
+    arena.u32[s + 3] = xStride;
+    arena.u32[s + 4] = q8RowVec4s(p.k);
+    const [gx, gy] = grid2d(Math.ceil((p.tokens * (p.k / 32)) / WG));
+    arena.dispatch(pass, this.kernel, group, s, gx, gy);
+  }
+}

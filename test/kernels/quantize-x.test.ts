@@ -1,0 +1,118 @@
+/**
+ * x quantized to int8 blocks (quantize-x-q8.wgsl) and the CPU rasterisers' Q8_0 tiled product that
+ * reads it (ProductOptions.xq8): the quantization is llama.cpp's for activations (d = max|x| / 127 kept
+ * as f16, every value within half a step), and the product equals the float64 product of the weights
+ * with the quantized x the GPU wrote.
+ */
+import { describe, expect, it } from 'vitest';
+import { GgmlType } from '../../ggml/types.ts';
+import { MatMulKernel } from '../../kernels/matmul.ts';
+import { planRowShards } from '../../kernels/quant/index.ts';
+import { QuantizeXKernel, q8RowVec4s } from '../../kernels/quantize-x.ts';
+import { readBuffer, readF32, runPass, testContext } from '../helpers/gpu.ts';
+import { maxRelError, randomF32 } from '../helpers/random.ts';
+import { randomWeights, uploadRows } from '../quant/weights.ts';
+
+const ctx = await testContext();
+
+/** f32 → nearest f16 value, as a number. */
+function toF16(v: number): number {
+  const f = new Float32Array([v]);
+  const u = new Uint32Array(f.buffer)[0];
+  const exp = ((u >> 23) & 0xff) - 127 + 15;
+  if (v === 0) return 0;
+  const mant = u & 0x7fffff;
+  const shift = exp <= 0 ? 14 - exp : 13;
+  const m = (mant | (exp <= 0 ? 0x800000 : 0)) / 2 ** shift;
+  const r = Math.round(m) === m + 0.5 && Math.round(m) % 2 === 1 ? Math.round(m) - 1 : Math.round(m);
+  return Math.sign(v) * (exp <= 0 ? r * 2 ** -24 : (1 + (r - 1024 * Math.floor(r / 1024)) / 1024) * 2 ** (exp - 15 + Math.floor(r / 2048)));
+}
+
+/** The quantized rows the GPU wrote: per row, per block, 32 int8 values and the scale. */
+function readQuantized(buf: ArrayBuffer, t: number, k: number): { q: Int8Array; d: Float32Array } {
+  const rowVec4s = q8RowVec4s(k);
+  const bytes = new Uint8Array(buf);
+  const f32 = new Float32Array(buf);
+  const q = new Int8Array(t * k);
+  const d = new Float32Array((t * k) / 32);
+  for (let r = 0; r < t; r++) {
+    for (let b = 0; b < k / 32; b++) {
+      const o = (r * rowVec4s + 3 * b) * 16;
+      for (let i = 0; i < 32; i++) q[r * k + b * 32 + i] = (bytes[o + i] << 24) >> 24;
+      d[(r * k) / 32 + b] = f32[(o + 32) / 4];
+    }
+  }
+  return { q, d };
+}
+
+describe('x quantized to int8 blocks for the Q8_0 tiled product', () => {
+  it('every value lies within half a step of x, with d = max|x| / 127 rounded to f16; an all-zero block stays zero', async () => {
+    const [t, k, xOffset, xStride] = [5, 96, 8, 104];
+    const x = randomF32(xOffset + t * xStride, 31, 3);
+    x.fill(0, xOffset + 2 * xStride + 32, xOffset + 2 * xStride + 64); // row 2, block 1
+    const quantize = new QuantizeXKernel(ctx);
+    const xq = ctx.storage('xq', t * q8RowVec4s(k) * 16);
+    const group = quantize.bind(ctx.storage('x', x.byteLength, x), xq);
+    await runPass(ctx, (pass, arena) => quantize.encode(pass, arena, group, { tokens: t, k, xOffset, xStride }));
+    const { q, d } = readQuantized(await readBuffer(ctx, xq), t, k);
+    for (let r = 0; r < t; r++) {
+      for (let b = 0; b < k / 32; b++) {
+        const xs = Array.from(x.subarray(xOffset + r * xStride + b * 32, xOffset + r * xStride + b * 32 + 32));
+        const amax = Math.max(...xs.map(Math.abs));
+        const db = d[(r * k) / 32 + b];
+        expect(db).toBe(toF16(amax / 127));
+        xs.forEach((v, i) => {
+          const qi = q[r * k + b * 32 + i];
+          expect(Math.abs(qi)).toBeLessThanOrEqual(127);
+          if (amax === 0) expect(qi).toBe(0);
+          else expect(Math.abs(v * (127 / amax) - qi)).toBeLessThanOrEqual(0.5 + 1e-4);
+        });
+      }
+    }
+  });
+
+  it('the product over row shards, with x and y slices and accumulate, is W times the quantized x', async () => {
+    const [t, n, k] = [19, 90, 576];
+    const w = randomWeights(GgmlType.Q8_0, n, k, 91);
+    const shards = planRowShards(GgmlType.Q8_0, n, k, 40 * (w.raw.length / n) + 100);
+    expect(shards.length).toBeGreaterThan(1);
+    const [xOffset, xStride, yOffset, yStride] = [4, k + 8, 11, n + 9];
+    const x = randomF32(xOffset + t * xStride, 32);
+    const y0 = randomF32(yOffset + t * yStride, 33);
+    const quantize = new QuantizeXKernel(ctx);
+    const kern = new MatMulKernel(ctx, GgmlType.Q8_0, 'regs', { xq8: true });
+    const xq = ctx.storage('xq', t * q8RowVec4s(k) * 16);
+    const by = ctx.storage('y', y0.byteLength, y0);
+    const qGroup = quantize.bind(ctx.storage('x', x.byteLength, x), xq);
+    const groups = shards.map((s) => kern.bind(uploadRows(ctx, w, s.rowBegin, s.rows), xq, by));
+    await runPass(ctx, (pass, arena) => {
+      quantize.encode(pass, arena, qGroup, { tokens: t, k, xOffset, xStride });
+      shards.forEach((s, i) => kern.encode(pass, arena, groups[i], { t, n: s.rows, k, xOffset: 0, xStride: q8RowVec4s(k), yOffset, yStride, rowOffset: s.rowBegin, accumulate: true }));
+    });
+    const { q, d } = readQuantized(await readBuffer(ctx, xq), t, k);
+    const want = Float64Array.from(y0);
+    const exact = Float64Array.from(y0);
+    for (let i = 0; i < t; i++) {
+      for (let j = 0; j < n; j++) {
+        let s = 0;
+        let sx = 0;
+        for (let c = 0; c < k; c++) {
+          s += w.values[j * k + c] * q[i * k + c] * d[(i * k + c - (c % 32)) / 32];
+          sx += w.values[j * k + c] * x[xOffset + i * xStride + c];
+        }
+        want[yOffset + i * yStride + j] += s;
+        exact[yOffset + i * yStride + j] += sx;
+      }
+    }
+    const got = await readF32(ctx, by, y0.length);
+    expect(maxRelError(got, want)).toBeLessThan(1e-4);
+    // And quantizing x costs little against the product with x itself: under 1% of the products' RMS.
+    let err = 0;
+    let norm = 0;
+    for (let i = 0; i < got.length; i++) {
+      err += (got[i] - exact[i]) ** 2;
+      norm += (exact[i] - y0[i]) ** 2;
+    }
+    expect(Math.sqrt(err / norm)).toBeLessThan(0.01);
+  });
+});
