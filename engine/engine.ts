@@ -23,6 +23,7 @@ import type { Tokenizer } from './tokenizer/types.ts';
 import { EngineInputError, type AdapterHandle, type GenerateOptions, type Generation, type GenerationResult, type LoadAdapterOptions, type ModelInfo, type TextEngine } from './types.ts';
 import { BytesSource } from './loader/source.ts';
 import { AdapterRegistry, type AdapterLease } from './lora/registry.ts';
+import { MAX_MATVEC_T } from '../kernels/matvec.ts';
 import { KernelContext } from '../kernels/runtime/context.ts';
 import { createMatrixKernels } from './model/matrix-kernels.ts';
 
@@ -292,13 +293,16 @@ export class WebGpuEngine implements TextEngine {
   }
 
   /**
-   * Runs one short greedy generation (a prefill of a few tokens, then a decode step) so the device
-   * builds the pipelines of both before the first request: browsers and Dawn compile a pipeline on its
-   * first use, which otherwise lands on the first caller's time to first token (seconds on SwiftShader).
+   * Runs one short greedy generation (a prefill, then a decode step) so the device builds the pipelines
+   * of both before the first request: browsers, Dawn and llvmpipe compile a pipeline on its first use,
+   * which otherwise lands on the first caller's time to first token (seconds for the CPU rasterisers'
+   * tiled products). The prefill has more tokens than any matrix-vector kernel takes, so it runs the
+   * tiled products.
    */
   async warmUp(): Promise<void> {
     const encoded = this.tokenizer.encode('Once upon a time');
-    const tokens = encoded.length > 0 ? encoded.slice(0, 8) : [0];
+    const words = encoded.length > 0 ? encoded : [0];
+    const tokens = Array.from({ length: MAX_MATVEC_T + 1 }, (_, i) => words[i % words.length]);
     await this.generate({ tokens, maxTokens: 2, temperature: 0, stopAtEndOfGeneration: false }).result;
   }
 
