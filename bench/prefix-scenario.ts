@@ -92,17 +92,23 @@ function systemPrompt(engine: WebGpuEngine, tokens: number): string {
   return words.slice(0, lo).join(' ') + '\n\n';
 }
 
-function percentile(xs: number[], p: number): number {
+export function percentile(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
+}
+
+/** The scenario's prompts: one system prompt of about `systemTokens` tokens, then each user's text. */
+export function scenarioPrompts(engine: WebGpuEngine, opts: Pick<PrefixScenarioOptions, 'requests' | 'systemTokens'>): { system: string; prompts: string[] } {
+  const n = opts.requests ?? 16;
+  const system = systemPrompt(engine, opts.systemTokens ?? 320);
+  return { system, prompts: Array.from({ length: n }, (_, i) => `${system}Customer: ${USERS[i % USERS.length]}${i >= USERS.length ? ` (${i})` : ''}\nAssistant:`) };
 }
 
 /** Run the scenario on a loaded engine; leaves the engine's prefix cache on (and cold) afterwards. */
 export async function prefixScenario(engine: WebGpuEngine, opts: PrefixScenarioOptions): Promise<PrefixScenarioResult> {
   const n = opts.requests ?? 16;
   const concurrency = Math.max(1, opts.concurrency ?? 1);
-  const system = systemPrompt(engine, opts.systemTokens ?? 320);
-  const prompts = Array.from({ length: n }, (_, i) => `${system}Customer: ${USERS[i % USERS.length]}${i >= USERS.length ? ` (${i})` : ''}\nAssistant:`);
+  const { system, prompts } = scenarioPrompts(engine, opts);
   const maxPrompt = Math.max(...prompts.map((p) => engine.tokenizer.encode(p).length));
   if (maxPrompt + opts.genTokens > engine.info.contextLength) throw new Error(`prefix scenario: prompts of ${maxPrompt} tokens and ${opts.genTokens} generated exceed the context (${engine.info.contextLength})`);
   const generate = (prompt: string) => engine.generate({ prompt, maxTokens: opts.genTokens, temperature: 0, stopAtEndOfGeneration: false }).result;
@@ -151,18 +157,21 @@ export async function prefixScenario(engine: WebGpuEngine, opts: PrefixScenarioO
   };
 }
 
-/** A few lines for the terminal. */
-export function formatPrefixScenario(r: PrefixScenarioResult): string {
+/** A few lines for the terminal: ours, and llama.cpp's passes where the run measured them. */
+export function formatPrefixScenario(r: PrefixScenarioResult, llama?: PrefixScenarioResult): string {
+  const row = (engine: string, p: PrefixPass) =>
+    `| ${engine} | ${p.prefixCache ? 'on' : 'off'} | ${p.timeToFirstTokenMedianMs.toFixed(0)} | ${p.timeToFirstTokenP90Ms.toFixed(0)} | ${p.prefillTokens} | ${p.cachedPromptTokens} | ${(p.wallMs / 1000).toFixed(1)} |`;
   const lines = [
     `Prefix scenario: ${r.requests} requests (${r.concurrency} at a time), one system prompt of ${r.systemPromptTokens} tokens, prompts up to ${r.promptTokens} tokens, ${r.genTokens} generated each`,
-    '| prefix cache | TTFT median ms | TTFT p90 ms | prefill tokens computed | cached prompt tokens | wall s |',
-    '|---|---|---|---|---|---|',
-    ...r.passes.map((p) => `| ${p.prefixCache ? 'on' : 'off'} | ${p.timeToFirstTokenMedianMs.toFixed(0)} | ${p.timeToFirstTokenP90Ms.toFixed(0)} | ${p.prefillTokens} | ${p.cachedPromptTokens} | ${(p.wallMs / 1000).toFixed(1)} |`),
-    `Greedy outputs the same with the cache on and off: ${r.sameOutputs ? 'yes' : 'NO'}`,
+    '| engine | prefix cache | TTFT median ms | TTFT p90 ms | prefill tokens computed | cached prompt tokens | wall s |',
+    '|---|---|---|---|---|---|---|',
+    ...r.passes.map((p) => row('svc', p)),
+    ...(llama?.passes ?? []).map((p) => row('llama.cpp', p)),
+    `Greedy outputs the same with the cache on and off: svc ${r.sameOutputs ? 'yes' : 'NO'}${llama ? `, llama.cpp ${llama.sameOutputs ? 'yes' : 'NO'}` : ''}`,
   ];
   return lines.join('\n');
 }
 
-function round(x: number): number {
+export function round(x: number): number {
   return Math.round(x * 10) / 10;
 }

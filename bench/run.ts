@@ -23,7 +23,8 @@ import { parseCurve, type EngineCurve } from './curve.ts';
 import { formatCurveTable } from './curve-table.ts';
 import { formatTable } from './table.ts';
 import { loadEngine } from '../engine/node.ts';
-import { formatPrefixScenario, prefixScenario, type PrefixScenarioResult } from './prefix-scenario.ts';
+import { llamaPrefixScenario } from './llama-prefix-scenario.ts';
+import { formatPrefixScenario, prefixScenario, scenarioPrompts, type PrefixScenarioResult } from './prefix-scenario.ts';
 import { formatTrainScenario, trainScenario, type TrainScenarioResult } from './train-scenario.ts';
 
 const program = new Command()
@@ -88,13 +89,20 @@ if (curve) {
   if (o.llama) curves.push(await measureLlamaCurve(spec, curve, { gpu: o.llamaGpu === 'false' ? false : (o.llamaGpu as 'auto' | 'cuda' | 'vulkan'), threads: o.threads }));
 }
 let prefix: PrefixScenarioResult | undefined;
+let prefixLlama: PrefixScenarioResult | undefined;
 if (program.opts<{ prefixScenario?: boolean }>().prefixScenario) {
   process.stderr.write(`bench: prefix scenario, 16 requests sharing one system prompt, prefix cache off then on\n`);
   const engine = await loadEngine({ model, adapter: o.adapter, contextLength: 1024 });
+  let promptTokens: number[][] = [];
   try {
     prefix = await prefixScenario(engine, { genTokens: o.genTokens });
+    promptTokens = scenarioPrompts(engine, {}).prompts.map((p) => engine.tokenizer.encode(p));
   } finally {
     await engine.dispose();
+  }
+  if (o.llama) {
+    process.stderr.write(`bench: prefix scenario on llama.cpp, the same token ids, prompt reuse off then on\n`);
+    prefixLlama = await llamaPrefixScenario(model, promptTokens, o.genTokens, { gpu: o.llamaGpu === 'false' ? false : (o.llamaGpu as 'auto' | 'cuda' | 'vulkan'), threads: o.threads }, { systemPromptTokens: prefix.systemPromptTokens });
   }
 }
 let train: TrainScenarioResult | undefined;
@@ -120,11 +128,12 @@ const report = {
   ...(curves.length > 0 ? { curve: { sequences: curve, decodeTokensPerSequence: o.genTokens, engines: curves } } : {}),
   ...(limits ? { limits } : {}),
   ...(prefix ? { prefixScenario: prefix } : {}),
+  ...(prefixLlama ? { prefixScenarioLlamaCpp: prefixLlama } : {}),
   ...(train ? { trainScenario: train } : {}),
 };
 process.stdout.write(formatTable(report.results) + '\n');
 if (curves.length > 0) process.stdout.write('\nBatching curve (prefill and decode timed apart; bench/curve.ts):\n' + formatCurveTable(curves) + '\n');
-if (prefix) process.stdout.write('\n' + formatPrefixScenario(prefix) + '\n');
+if (prefix) process.stdout.write('\n' + formatPrefixScenario(prefix, prefixLlama) + '\n');
 if (train) process.stdout.write('\n' + formatTrainScenario(train) + '\n');
 writeReport(`${date.slice(0, 10)}-${o.label}-${model.split('/').pop()!.replace(/\.gguf$/, '')}.json`, report);
 process.exit(0);
