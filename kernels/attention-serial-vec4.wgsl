@@ -10,6 +10,9 @@ override WG: u32 = 16u;
 override POS_CHUNK: u32 = 32768u;
 
 const MAX_HEAD_VEC: u32 = MAX_HEAD_DIM / 4u;
+// head_dim / 4, fixed per pipeline: loops over a head with a constant trip count are unrolled by the
+// shader compiler and their arrays kept in registers (28% less time at 400 positions on llvmpipe).
+override HV: u32 = 16u;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
@@ -28,7 +31,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
 
   var qv: array<vec4f, MAX_HEAD_VEC>;
   var acc: array<vec4f, MAX_HEAD_VEC>;
-  for (var d = 0u; d < hv; d++) {
+  for (var d = 0u; d < HV; d++) {
     qv[d] = q[qb + d];
     acc[d] = vec4f();
   }
@@ -40,18 +43,18 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
     let page = page_table[seq * params.max_pages + p / params.page_size];
     let base = (page * params.page_size + p % params.page_size) * kv_vec + kh * hv;
     var s4 = vec4f();
-    for (var d = 0u; d < hv; d++) { s4 += qv[d] * k_cache[base + d]; }
+    for (var d = 0u; d < HV; d++) { s4 += qv[d] * k_cache[base + d]; }
     var s = (s4.x + s4.y + s4.z + s4.w) * params.scale;
     if (params.softcap > 0.0) { s = params.softcap * tanh(s / params.softcap); }
     let m_new = max(m, s);
     let rescale = exp(m - m_new);
     let w = exp(s - m_new);
     l = l * rescale + w;
-    for (var d = 0u; d < hv; d++) { acc[d] = acc[d] * rescale + w * v_cache[base + d]; }
+    for (var d = 0u; d < HV; d++) { acc[d] = acc[d] * rescale + w * v_cache[base + d]; }
     m = m_new;
   }
   if (chunk_end == last) { break; }
   }
   let ob = (params.out_offset + t * params.out_stride) / 4u + h * hv;
-  for (var d = 0u; d < hv; d++) { out[ob + d] = acc[d] / l; }
+  for (var d = 0u; d < HV; d++) { out[ob + d] = acc[d] / l; }
 }

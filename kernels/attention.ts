@@ -10,6 +10,7 @@ import { grid2d } from './runtime/grid.ts';
 
 export const ATTENTION_MAX_HEAD_DIM = 256;
 const SERIAL_WG = 16;
+const BINDINGS = ['read', 'read', 'read', 'read', 'read', 'read', 'write'] as const;
 
 export interface AttentionParams {
   tokens: number;
@@ -37,17 +38,27 @@ export class AttentionKernel {
   readonly kernel: CompiledKernel;
   /** One invocation per (token, head) without barriers, for CPU adapters; else a workgroup per pair. */
   readonly serial: boolean;
-  /** The serial kernel reading vec4s, for head dimensions, offsets and strides that are multiples of 4. */
-  private readonly serialVec4: CompiledKernel | undefined;
+  /** The serial kernel reading vec4s, for head dimensions, offsets and strides that are multiples of 4: one pipeline per head dimension. */
+  private readonly serialVec4 = new Map<number, CompiledKernel>();
+  private readonly ctx: KernelContext;
+  private readonly posChunk: number;
   /** `posChunk` (serial only): positions per inner loop, below llvmpipe's 65535-iteration loop cap; tests make it tiny. */
   constructor(ctx: KernelContext, variant: 'serial' | 'workgroup' = ctx.caps.software ? 'serial' : 'workgroup', posChunk = 32768) {
     this.serial = variant === 'serial';
-    const bindings = ['read', 'read', 'read', 'read', 'read', 'read', 'write'] as const;
-    const constants = { WG: SERIAL_WG, POS_CHUNK: posChunk };
     this.kernel = this.serial
-      ? ctx.kernel({ label: 'attention-serial', code: wgsl(io, ioF32, serial), bindings, constants })
-      : ctx.kernel({ label: 'attention', code: wgsl(io, ioF32, source), bindings });
-    if (this.serial) this.serialVec4 = ctx.kernel({ label: 'attention-serial-vec4', code: wgsl(io, ioVec4, serialVec4), bindings, constants });
+      ? ctx.kernel({ label: 'attention-serial', code: wgsl(io, ioF32, serial), bindings: BINDINGS, constants: { WG: SERIAL_WG, POS_CHUNK: posChunk } })
+      : ctx.kernel({ label: 'attention', code: wgsl(io, ioF32, source), bindings: BINDINGS });
+    this.ctx = ctx;
+    this.posChunk = posChunk;
+  }
+
+  private vec4Kernel(headDim: number): CompiledKernel {
+    let k = this.serialVec4.get(headDim);
+    if (!k) {
+      const constants = { WG: SERIAL_WG, POS_CHUNK: this.posChunk, HV: headDim / 4 };
+      this.serialVec4.set(headDim, (k = this.ctx.kernel({ label: `attention-serial-vec4-d${headDim}`, code: wgsl(io, ioVec4, serialVec4), bindings: BINDINGS, constants })));
+    }
+    return k;
   }
 
   bind(q: GPUBuffer, kCache: GPUBuffer, vCache: GPUBuffer, pageTable: GPUBuffer, positions: GPUBuffer, tokenSeq: GPUBuffer, out: GPUBuffer): GPUBindGroup {
@@ -74,6 +85,6 @@ export class AttentionKernel {
     arena.f32[s + 12] = p.softcap ?? 0;
     const [gx, gy] = grid2d(this.serial ? Math.ceil((p.tokens * p.heads) / SERIAL_WG) : p.tokens * p.heads);
     const by4 = [p.headDim, u[s + 8], u[s + 9], u[s + 10], u[s + 11]].every((v) => v % 4 === 0);
-    arena.dispatch(pass, this.serialVec4 && by4 ? this.serialVec4 : this.kernel, group, s, gx, gy);
+    arena.dispatch(pass, this.serial && by4 ? this.vec4Kernel(p.headDim) : this.kernel, group, s, gx, gy);
   }
 }
