@@ -11,19 +11,9 @@
 override WG_N: u32 = 8u;
 override WG_T: u32 = 8u;
 
-// Scale of block b from a header vec4 holding the scales of blocks b & ~7 .. (b & ~7) + 7.
-fn header_scale(h: vec4u, b: u32) -> f32 {
-  return unpack2x16float(h[(b >> 1u) & 3u])[b & 1u];
-}
-
-// x_block(xb, b) -> XBlock (32 x values of block b of the row starting at xb, times XBlock.d) comes from
-// matmul-x-block-f32.wgsl (x as f32) or matmul-x-block-q8.wgsl (x quantized by quantize-x-q8.wgsl).
-
-// 32 int8 quants (two vec4s of words) dotted with 32 x values (eight vec4s).
-fn block_dot(q0: vec4u, q1: vec4u, x0: mat4x4f, x1: mat4x4f) -> f32 {
-  return dot(w_sbytes(q0.x), x0[0]) + dot(w_sbytes(q0.y), x0[1]) + dot(w_sbytes(q0.z), x0[2]) + dot(w_sbytes(q0.w), x0[3])
-    + dot(w_sbytes(q1.x), x1[0]) + dot(w_sbytes(q1.y), x1[1]) + dot(w_sbytes(q1.z), x1[2]) + dot(w_sbytes(q1.w), x1[3]);
-}
+// q8_block() and block_dot() come with the Q8_0 decoder (quant/q8_0.wgsl); x_block(xb, b), the 32 x
+// values of block b of the row starting at xb, from matmul-x-block-f32.wgsl (x as f32) or
+// matmul-x-block-q8.wgsl (x quantized by quantize-x-q8.wgsl).
 
 @compute @workgroup_size(WG_N, WG_T)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec3u) {
@@ -39,15 +29,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
   var acc$r_$t = 0.0;
   let blocks = params.k / 32u;
   for (var b = 0u; b < blocks; b++) {
-    // The same branch in every lane: b is uniform.
-    if ((b & 7u) == 0u) {
-      h$r = w[w$r.x + (b >> 3u)];
-    }
-    let d$r = header_scale(h$r, b);
-    let qa$r = w[w$r.y + 2u * b];
-    let qb$r = w[w$r.y + 2u * b + 1u];
+    let k$r = q8_block(w$r, b, &h$r);
     let x$t = x_block(xb$t, b);
-    acc$r_$t += d$r * x$t.d * block_dot(qa$r, qb$r, x$t.lo, x$t.hi);
+    acc$r_$t += block_dot(k$r, x$t);
   }
   if (t0 + $tu < params.t && n0 + $ru < params.n) { store(t0 + $tu, n0 + $ru, acc$r_$t); }
 }

@@ -1,11 +1,5 @@
-// x_block() for matmul-regs-q8_0.wgsl reading f32 x through x4() (matmul-x-aligned.wgsl or
-// matmul-x-unaligned.wgsl): element offset xb is the row's first element.
-
-struct XBlock {
-  lo: mat4x4f,
-  hi: mat4x4f,
-  d: f32,
-}
+// x_block() for the Q8_0 block-walking kernels (XBlock in quant/q8_0.wgsl) reading f32 x through x4()
+// (matmul-x-aligned.wgsl or matmul-x-unaligned.wgsl): element offset xb is the row's first element.
 
 fn x_block(xb: u32, b: u32) -> XBlock {
   let e = xb + 32u * b;

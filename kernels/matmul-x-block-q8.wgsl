@@ -1,13 +1,8 @@
-// x_block() for matmul-regs-q8_0.wgsl reading x quantized by quantize-x-q8.wgsl: xb is the row's first
-// vec4 (the product's x offset and stride count vec4s here), block b the three vec4s from xb + 3b.
+// x_block() for the Q8_0 block-walking kernels (XBlock in quant/q8_0.wgsl) reading x quantized by
+// quantize-x-q8.wgsl: xb is the row's first vec4 (the product's x offset and stride count vec4s here),
+// block b the three vec4s from xb + 3b.
 // Within a block the products of int8 values sum exactly in f32 (32 x 127 x 127 < 2^24), as llama.cpp's
 // integer sums do.
-
-struct XBlock {
-  lo: mat4x4f,
-  hi: mat4x4f,
-  d: f32,
-}
 
 fn x_block(xb: u32, b: u32) -> XBlock {
   let o = xb + 3u * b;

@@ -8,18 +8,10 @@
 // Template: a line containing `$r` is written once per weight row (0 .. R-1), one containing `$t` once
 // per row of x (0 .. t-1), one containing both once per pair (kernels/unroll.ts).
 
+// q8_block() and block_dot() come with the Q8_0 decoder (quant/q8_0.wgsl), x_block() with
+// matmul-x-block-f32.wgsl.
+
 override WG: u32 = 32u;
-
-// Scale of block b from a header vec4 holding the scales of blocks b & ~7 .. (b & ~7) + 7.
-fn header_scale(h: vec4u, b: u32) -> f32 {
-  return unpack2x16float(h[(b >> 1u) & 3u])[b & 1u];
-}
-
-// 32 int8 quants (two vec4s of words) dotted with 32 x values (eight vec4s).
-fn block_dot(q0: vec4u, q1: vec4u, x0: mat4x4f, x1: mat4x4f) -> f32 {
-  return dot(w_sbytes(q0.x), x0[0]) + dot(w_sbytes(q0.y), x0[1]) + dot(w_sbytes(q0.z), x0[2]) + dot(w_sbytes(q0.w), x0[3])
-    + dot(w_sbytes(q1.x), x1[0]) + dot(w_sbytes(q1.y), x1[1]) + dot(w_sbytes(q1.z), x1[2]) + dot(w_sbytes(q1.w), x1[3]);
-}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: u32) {
@@ -33,17 +25,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
   var acc$r_$t = 0.0;
   let blocks = params.k / 32u;
   for (var b = 0u; b < blocks; b++) {
-    // The same branch in every lane: b is uniform.
-    if ((b & 7u) == 0u) {
-      h$r = w[w$r.x + (b >> 3u)];
-    }
-    let d$r = header_scale(h$r, b);
-    let qa$r = w[w$r.y + 2u * b];
-    let qb$r = w[w$r.y + 2u * b + 1u];
-    let xk$t = xb$t + 32u * b;
-    let xa$t = mat4x4f(x4(xk$t), x4(xk$t + 4u), x4(xk$t + 8u), x4(xk$t + 12u));
-    let xc$t = mat4x4f(x4(xk$t + 16u), x4(xk$t + 20u), x4(xk$t + 24u), x4(xk$t + 28u));
-    acc$r_$t += d$r * block_dot(qa$r, qb$r, xa$t, xc$t);
+    let k$r = q8_block(w$r, b, &h$r);
+    let x$t = x_block(xb$t, b);
+    acc$r_$t += block_dot(k$r, x$t);
   }
   if (n0 + $ru < params.n) { store($tu, n0 + $ru, acc$r_$t); }
 }

@@ -5,6 +5,7 @@ import { productStore, writeMatmulParams, XAlignedPair, type MatmulParams, type 
 import coop from './matvec-coop.wgsl?raw';
 import rows from './matvec-rows.wgsl?raw';
 import rowsQ8 from './matvec-rows-q8_0.wgsl?raw';
+import xBlockF32 from './matmul-x-block-f32.wgsl?raw';
 import subgroup from './matvec-subgroup.wgsl?raw';
 import xNorm from './matvec-x-norm.wgsl?raw';
 import xPlain from './matvec-x-plain.wgsl?raw';
@@ -75,7 +76,7 @@ export class MatVecKernel {
     } else {
       const q8 = type === GgmlType.Q8_0;
       this.rowsPerGroup = ROWS_WG * (q8 ? Q8_ROWS : 4);
-      const code = q8 ? unrollRowsTokens(rowsQ8, Q8_ROWS, t) : unrollRowsTokens(rows, 1, t);
+      const code = q8 ? wgsl(unrollRowsTokens(rowsQ8, Q8_ROWS, t), xBlockF32) : unrollRowsTokens(rows, 1, t);
       this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(code, common, x4, decode), bindings: BINDINGS, constants: { WG: ROWS_WG } }), opts.glu);
     }
   }
