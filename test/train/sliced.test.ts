@@ -28,12 +28,16 @@ describe('training files in slices', () => {
     const good = JSON.stringify({ messages: [{ role: 'user', content: 'Tom saw a cat near the tree. '.repeat(8) }, { role: 'assistant', content: 'Label: cat' }] });
     const lines = Array.from({ length: Math.floor((4 * 2 ** 20) / (good.length + 1)) }, (_, i) => (i % 3000 === 1234 ? '{"messages": [{"role": "robot"}]}' : good));
     const text = lines.join('\n');
+    const t0 = performance.now();
     const sync = validateTrainingJsonl(text);
+    const syncMs = performance.now() - t0;
     expect(sync.problems.length).toBeGreaterThan(0);
     const { value, turns } = await turnsGivenDuring(() => validateTrainingJsonlAsync(text));
     expect(value).toEqual(sync);
-    // Each turn is a slice boundary (8 ms of work): a check of this size takes far more than a few.
-    expect(turns).toBeGreaterThan(5);
+    // Each turn is a slice boundary (8 ms of work). How many a check of this size needs depends on the
+    // machine, so the count is judged against the straight-through check's own time: at least a
+    // quarter of the boundaries that time implies (a fixed count failed on a fast, idle CI run).
+    expect(turns).toBeGreaterThanOrEqual(Math.max(1, Math.floor(syncMs / 8 / 4)));
   });
 
   it('rendering gives the event loop turns and the same examples as the straight-through render', async () => {
