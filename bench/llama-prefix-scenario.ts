@@ -5,8 +5,7 @@
  * prompt and evaluates the rest.
  */
 import { getLlama, type Token } from 'node-llama-cpp';
-import { median } from './measure.ts';
-import { percentile, round, type PrefixPass, type PrefixScenarioResult } from './prefix-scenario.ts';
+import { passSummary, sameOutputs, type PrefixPass, type PrefixScenarioResult } from './prefix-scenario.ts';
 
 export async function llamaPrefixScenario(modelPath: string, prompts: number[][], genTokens: number, opts: { gpu: false | 'cuda' | 'vulkan' | 'auto'; threads: number }, shape: { systemPromptTokens: number }): Promise<PrefixScenarioResult> {
   const llama = await getLlama({ gpu: opts.gpu, build: 'never', logLevel: 'error' as never });
@@ -43,15 +42,7 @@ export async function llamaPrefixScenario(modelPath: string, prompts: number[][]
       const t0 = performance.now();
       const rs = [];
       for (const p of prompts) rs.push(await run(p, reuse));
-      const ttft = rs.map((r) => r.ttft);
-      passes.push({
-        prefixCache: reuse,
-        timeToFirstTokenMedianMs: round(median(ttft)),
-        timeToFirstTokenP90Ms: round(percentile(ttft, 90)),
-        prefillTokens: rs.reduce((s, r) => s + r.computed, 0),
-        cachedPromptTokens: rs.reduce((s, r) => s + r.cached, 0),
-        wallMs: round(performance.now() - t0),
-      });
+      passes.push(passSummary(reuse, rs, performance.now() - t0));
       outputs.push(rs.map((r) => r.tokens));
     }
     return {
@@ -61,7 +52,7 @@ export async function llamaPrefixScenario(modelPath: string, prompts: number[][]
       promptTokens: maxPrompt,
       genTokens,
       passes,
-      sameOutputs: outputs[0].every((t, i) => JSON.stringify(t) === JSON.stringify(outputs[1][i])),
+      sameOutputs: sameOutputs(outputs[0], outputs[1]),
     };
   } finally {
     seq.dispose();

@@ -92,7 +92,7 @@ function systemPrompt(engine: WebGpuEngine, tokens: number): string {
   return words.slice(0, lo).join(' ') + '\n\n';
 }
 
-export function percentile(xs: number[], p: number): number {
+function percentile(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
 }
@@ -132,16 +132,7 @@ export async function prefixScenario(engine: WebGpuEngine, opts: PrefixScenarioO
         }
       }),
     );
-    const wallMs = performance.now() - t0;
-    const ttft = results.map((r) => r.timings.timeToFirstTokenMs);
-    passes.push({
-      prefixCache: on,
-      timeToFirstTokenMedianMs: round(median(ttft)),
-      timeToFirstTokenP90Ms: round(percentile(ttft, 90)),
-      prefillTokens: results.reduce((s, r) => s + r.timings.prefillTokens, 0),
-      cachedPromptTokens: results.reduce((s, r) => s + r.timings.cachedPromptTokens, 0),
-      wallMs: round(wallMs),
-    });
+    passes.push(passSummary(on, results.map((r) => ({ ttft: r.timings.timeToFirstTokenMs, computed: r.timings.prefillTokens, cached: r.timings.cachedPromptTokens })), performance.now() - t0));
     outputs.push(results.map((r) => r.tokens));
   }
   engine.setPrefixCache(false);
@@ -153,8 +144,26 @@ export async function prefixScenario(engine: WebGpuEngine, opts: PrefixScenarioO
     promptTokens: maxPrompt,
     genTokens: opts.genTokens,
     passes,
-    sameOutputs: outputs[0].every((t, i) => JSON.stringify(t) === JSON.stringify(outputs[1][i])),
+    sameOutputs: sameOutputs(outputs[0], outputs[1]),
   };
+}
+
+/** One pass of the scenario from its requests' TTFT and prompt tokens computed and served from cache. */
+export function passSummary(prefixCache: boolean, requests: { ttft: number; computed: number; cached: number }[], wallMs: number): PrefixPass {
+  const ttft = requests.map((r) => r.ttft);
+  return {
+    prefixCache,
+    timeToFirstTokenMedianMs: round(median(ttft)),
+    timeToFirstTokenP90Ms: round(percentile(ttft, 90)),
+    prefillTokens: requests.reduce((s, r) => s + r.computed, 0),
+    cachedPromptTokens: requests.reduce((s, r) => s + r.cached, 0),
+    wallMs: round(wallMs),
+  };
+}
+
+/** Whether two passes' completions are equal request by request. */
+export function sameOutputs(a: number[][], b: number[][]): boolean {
+  return a.every((t, i) => JSON.stringify(t) === JSON.stringify(b[i]));
 }
 
 /** A few lines for the terminal: ours, and llama.cpp's passes where the run measured them. */
@@ -172,6 +181,6 @@ export function formatPrefixScenario(r: PrefixScenarioResult, llama?: PrefixScen
   return lines.join('\n');
 }
 
-export function round(x: number): number {
+function round(x: number): number {
   return Math.round(x * 10) / 10;
 }

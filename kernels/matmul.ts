@@ -23,16 +23,14 @@ export function matmulVariant(caps: GpuCaps): MatMulVariant {
 }
 
 const TILES = { tileN: 64, tileT: 32 };
-// Rows x tokens per invocation, measured on llvmpipe (SmolLM2-135M shapes, 64-token prefill: ms for the
-// step's 120 products; first compile with an empty Mesa shader cache): 4x4 995 ms; 8x8 704 ms, 1.1 s;
-// 16x8 515 ms, 2.6 s; 16x16 436 ms, 8.7 s; 32x16 390 ms, 35 s. A spilled accumulator costs a vector load
-// and store, every weight or x load a loop over the SIMD lanes; LLVM's compile time grows faster than
-// the speed, and the first long prompt after a cold start pays it.
-const REGS_Q8 = { WG_N: 8, WG_T: 1, rows: 16, tokens: 8 };
-// Every other type (units of 16 weights through w_unit): the same block. Against the former 4x4, 64-token
-// prefill of SmolLM2-135M on llvmpipe: Q4_0 70 -> 91 tok/s, F16 66 -> 83; first compile 2-4 s (Q6_K
-// the longest). SwiftShader compiles it at pipeline creation (3-5 s each; model load 4 -> 14 s) and
-// prefills Q8_0 at 14.6 tok/s against 6.3.
+// Rows x tokens per invocation of the CPU rasterisers' tiled products, every weight type. Measured on
+// llvmpipe for Q8_0 (SmolLM2-135M shapes, 64-token prefill: ms for the step's 120 products; first compile
+// with an empty Mesa shader cache): 4x4 995 ms; 8x8 704 ms, 1.1 s; 16x8 515 ms, 2.6 s; 16x16 436 ms,
+// 8.7 s; 32x16 390 ms, 35 s. A spilled accumulator costs a vector load and store, every weight or x load
+// a loop over the SIMD lanes; LLVM's compile time grows faster than the speed, and warm-up pays it. The
+// other types against the former 4x4: Q4_0 prefill 70 -> 91 tok/s, F16 66 -> 83; first compile 2-4 s
+// (Q6_K the longest). SwiftShader compiles it at pipeline creation (3-5 s each; model load 4 -> 14 s)
+// and prefills Q8_0 at 14.6 tok/s against 6.3.
 const REGS = { WG_N: 8, WG_T: 1, rows: 16, tokens: 8 };
 
 /**
@@ -65,7 +63,7 @@ export class MatMulKernel {
       this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(tiles, common, x4, decode), bindings }), opts.glu);
       ({ tileN: this.tileN, tileT: this.tileT } = TILES);
     } else {
-      const { WG_N, WG_T, rows, tokens } = q8 ? REGS_Q8 : REGS;
+      const { WG_N, WG_T, rows, tokens } = REGS;
       const code = q8 ? wgsl(unrollRowsTokens(regsQ8, rows, tokens), this.xq8 ? xBlockQ8 : xBlockF32) : unrollRowsTokens(regs, rows, tokens);
       this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(code, common, x4, decode), bindings, constants: { WG_N, WG_T } }), opts.glu);
       this.tileN = WG_N * rows;
