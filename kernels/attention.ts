@@ -9,7 +9,7 @@ import { type CompiledKernel, type KernelContext, wgsl } from './runtime/context
 import { grid2d } from './runtime/grid.ts';
 
 export const ATTENTION_MAX_HEAD_DIM = 256;
-const SERIAL_WG = 16;
+const SERIAL_WG = 8;
 const BINDINGS = ['read', 'read', 'read', 'read', 'read', 'read', 'write'] as const;
 
 export interface AttentionParams {

@@ -75,8 +75,9 @@ export interface ProductOptions {
    */
   norm?: boolean;
   /**
-   * x is rows quantized by QuantizeXKernel (quantize-x.ts): the params' x offset and stride count vec4s
-   * (stride q8RowVec4s(k)). Q8_0 weights on CPU rasterisers' tiled product only.
+   * x is rows quantized to int8 blocks (quantize-x.ts's layout, written by QuantizeXKernel or the 'q8'
+   * RmsNormKernel): the params' x offset and stride count vec4s (stride q8RowVec4s(k)). Q8_0 weights on
+   * CPU rasterisers' products only (the rows matrix-vector kernel and the tiled regs kernel).
    */
   xq8?: boolean;
 }

@@ -9,7 +9,8 @@
 // per row of x (0 .. t-1), one containing both once per pair (kernels/unroll.ts).
 
 // q8_block() and block_dot() come with the Q8_0 decoder (quant/q8_0.wgsl), x_block() with
-// matmul-x-block-f32.wgsl.
+// matmul-x-block-f32.wgsl, or matmul-x-block-q8.wgsl where x is quantized (three loads per block instead
+// of eight: 37% less time for a 96 MiB product on llvmpipe).
 
 override WG: u32 = 32u;
 

@@ -6,6 +6,7 @@ import coop from './matvec-coop.wgsl?raw';
 import rows from './matvec-rows.wgsl?raw';
 import rowsQ8 from './matvec-rows-q8_0.wgsl?raw';
 import xBlockF32 from './matmul-x-block-f32.wgsl?raw';
+import xBlockQ8 from './matmul-x-block-q8.wgsl?raw';
 import subgroup from './matvec-subgroup.wgsl?raw';
 import xNorm from './matvec-x-norm.wgsl?raw';
 import xPlain from './matvec-x-plain.wgsl?raw';
@@ -46,6 +47,8 @@ const Q8_ROWS = 4;
  */
 export class MatVecKernel {
   private readonly kernels: XAlignedPair;
+  /** Reads quantized x (ProductOptions.xq8), whose offsets and strides count vec4s. */
+  private readonly xq8: boolean;
   /** Weight rows per workgroup. */
   private readonly rowsPerGroup: number;
 
@@ -61,6 +64,8 @@ export class MatVecKernel {
     const BINDINGS = store.bindings;
     const decode = wgsl(gpuLayout(type).wgsl, store.code);
     const label = `matvec-${variant}-${typeName(type)}-t${t}${store.suffix}`;
+    this.xq8 = opts.xq8 ?? false;
+    if (this.xq8 && (variant !== 'rows' || type !== GgmlType.Q8_0 || opts.glu)) throw new Error(`${label}: quantized x is read by the Q8_0 rows kernel only, without a gated input`);
     if (opts.norm && (variant === 'rows' || opts.glu)) throw new Error(`${label}: a norm-fused product needs a GPU variant (coop, subgroup) and no GLU`);
     // How the GPU variants read x: plainly, or as RMSNorm(x) with the norm weight in the last binding.
     const xRead = opts.norm ? xNorm.replaceAll('NORM_BINDING', String(BINDINGS.length - 1)) : xPlain;
@@ -76,7 +81,7 @@ export class MatVecKernel {
     } else {
       const q8 = type === GgmlType.Q8_0;
       this.rowsPerGroup = ROWS_WG * (q8 ? Q8_ROWS : 4);
-      const code = q8 ? wgsl(unrollRowsTokens(rowsQ8, Q8_ROWS, t), xBlockF32) : unrollRowsTokens(rows, 1, t);
+      const code = q8 ? wgsl(unrollRowsTokens(rowsQ8, Q8_ROWS, t), this.xq8 ? xBlockQ8 : xBlockF32) : unrollRowsTokens(rows, 1, t);
       this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(code, common, x4, decode), bindings: BINDINGS, constants: { WG: ROWS_WG } }), opts.glu);
     }
   }
@@ -94,6 +99,6 @@ export class MatVecKernel {
     if (p.t !== this.t) throw new Error(`${this.kernel.label}: built for t=${this.t}, asked for t=${p.t}`);
     const s = writeMatmulParams(arena, p);
     const [gx, gy] = grid2d(Math.ceil(p.n / this.rowsPerGroup));
-    arena.dispatch(pass, this.kernels.for(p), group, s, gx, gy);
+    arena.dispatch(pass, this.xq8 ? this.kernels.aligned : this.kernels.for(p), group, s, gx, gy);
   }
 }

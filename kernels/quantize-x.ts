@@ -2,9 +2,10 @@
  * Rows of x quantized to int8 blocks of 32 with an f16-valued scale each (quantize-x-q8.wgsl), read by
  * the CPU rasterisers' Q8_0 tiled product in place of f32 x.
  */
+import block from './quantize-x-block.wgsl?raw';
 import source from './quantize-x-q8.wgsl?raw';
 import type { ParamArena } from './runtime/arena.ts';
-import { type CompiledKernel, type KernelContext } from './runtime/context.ts';
+import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
 import { grid2d } from './runtime/grid.ts';
 
 const WG = 64;
@@ -27,7 +28,7 @@ export class QuantizeXKernel {
   readonly kernel: CompiledKernel;
 
   constructor(ctx: KernelContext) {
-    this.kernel = ctx.kernel({ label: 'quantize-x-q8', code: source, bindings: ['read', 'write'], constants: { WG } });
+    this.kernel = ctx.kernel({ label: 'quantize-x-q8', code: wgsl(source, block), bindings: ['read', 'write'], constants: { WG } });
   }
 
   bind(x: GPUBuffer, xq: GPUBuffer): GPUBindGroup {

@@ -1,6 +1,7 @@
 // RMSNorm for CPU adapters: one invocation per row, no workgroup memory or barriers (see
 // attention-serial.wgsl for why). Same bindings and Params as rmsnorm.wgsl.
 
+alias XT = f32;
 override WG: u32 = 16u;
 
 @compute @workgroup_size(WG)

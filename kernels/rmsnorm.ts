@@ -1,5 +1,10 @@
 import source from './rmsnorm.wgsl?raw';
 import serial from './rmsnorm-serial.wgsl?raw';
+import serialVec4 from './rmsnorm-serial-vec4.wgsl?raw';
+import serialQ8 from './rmsnorm-serial-q8.wgsl?raw';
+import q8Block from './quantize-x-block.wgsl?raw';
+import ioQ8 from './rmsnorm-io-q8.wgsl?raw';
+import ioQ8Gather from './rmsnorm-io-q8-gather.wgsl?raw';
 import rows from './rmsnorm-rows.wgsl?raw';
 import ioFile from './rmsnorm-io.wgsl?raw';
 import ioInPlace from './rmsnorm-io-inplace.wgsl?raw';
@@ -36,30 +41,42 @@ export interface RmsNormParams {
  */
 export class RmsNormKernel {
   readonly kernel: CompiledKernel;
+  /** The serial kernel with vec4 accesses, for rows whose length, offsets and strides are multiples of 4. */
+  private readonly vec4Kernel: CompiledKernel | undefined;
   /** One invocation per row without barriers, for CPU adapters; else a workgroup per row. */
   readonly serial: boolean;
   readonly inPlace: boolean;
   /**
    * `io`: 'out' reads x and writes y; 'in-place' normalizes x where it lies; 'gather' writes y[r] =
-   * norm(x[idx[r]]) (a fourth binding, idx), picking rows and norming them in one pass.
+   * norm(x[idx[r]]) (a fourth binding, idx), picking rows and norming them in one pass; 'q8' and
+   * 'gather-q8' (CPU adapters) write y quantized to int8 blocks of 32 (quantize-x.ts's layout) for the
+   * Q8_0 products that read quantized x, and need dim % 32 == 0.
    */
   constructor(
     ctx: KernelContext,
     variant: 'serial' | 'workgroup' = ctx.caps.software ? 'serial' : 'workgroup',
-    readonly io: 'out' | 'in-place' | 'gather' = 'out',
+    readonly io: 'out' | 'in-place' | 'gather' | 'q8' | 'gather-q8' = 'out',
   ) {
     this.serial = variant === 'serial';
     this.inPlace = io === 'in-place';
     const label = `rmsnorm${this.serial ? '-serial' : ''}${io === 'out' ? '' : `-${io}`}`;
-    const code = wgsl(this.serial ? serial : source, rows, { out: ioFile, 'in-place': ioInPlace, gather: ioGather }[io]);
-    const bindings = this.inPlace ? (['write', 'read'] as const) : io === 'gather' ? (['read', 'read', 'write', 'read'] as const) : (['read', 'read', 'write'] as const);
-    this.kernel = ctx.kernel({ label, code, bindings, constants: { WG: this.serial ? SERIAL_WG : 64 } });
+    const gathers = io === 'gather' || io === 'gather-q8';
+    const bindings = this.inPlace ? (['write', 'read'] as const) : gathers ? (['read', 'read', 'write', 'read'] as const) : (['read', 'read', 'write'] as const);
+    if (io === 'q8' || io === 'gather-q8') {
+      if (!this.serial) throw new Error('rmsnorm: quantized output is for CPU adapters (the serial kernel)');
+      this.kernel = ctx.kernel({ label, code: wgsl(serialQ8, rows, q8Block, io === 'q8' ? ioQ8 : ioQ8Gather), bindings, constants: { WG: SERIAL_WG } });
+      return;
+    }
+    const io4 = { out: ioFile, 'in-place': ioInPlace, gather: ioGather }[io];
+    this.kernel = ctx.kernel({ label, code: wgsl(this.serial ? serial : source, rows, io4), bindings, constants: { WG: this.serial ? SERIAL_WG : 64 } });
+    if (this.serial) this.vec4Kernel = ctx.kernel({ label: `${label}-vec4`, code: wgsl(serialVec4, rows, io4), bindings, constants: { WG: SERIAL_WG } });
   }
 
   /** Out of place: bind(x, weight, y). In place: bind(x, weight). Gather: bind(x, weight, y, idx). */
   bind(x: GPUBuffer, weight: GPUBuffer, y?: GPUBuffer, idx?: GPUBuffer): GPUBindGroup {
     if ((y === undefined) !== this.inPlace) throw new Error(`${this.kernel.label}: ${this.inPlace ? 'in place, so no y buffer' : 'needs a y buffer'}`);
-    if ((idx !== undefined) !== (this.io === 'gather')) throw new Error(`${this.kernel.label}: ${this.io === 'gather' ? 'needs the row indices' : 'takes no row indices'}`);
+    const gathers = this.io === 'gather' || this.io === 'gather-q8';
+    if ((idx !== undefined) !== gathers) throw new Error(`${this.kernel.label}: ${gathers ? 'needs the row indices' : 'takes no row indices'}`);
     return this.kernel.bind(y ? (idx ? [x, weight, y, idx] : [x, weight, y]) : [x, weight]);
   }
 
@@ -77,6 +94,8 @@ export class RmsNormKernel {
     arena.u32[s + 7] = this.inPlace ? xStride : (p.yStride ?? g * p.dim);
     arena.u32[s + 8] = p.wSplit ?? g;
     const [gx, gy] = grid2d(this.serial ? Math.ceil(p.rows / SERIAL_WG) : p.rows);
-    arena.dispatch(pass, this.kernel, group, s, gx, gy);
+    const by4 = [p.dim, p.xOffset ?? 0, p.yOffset ?? 0, xStride, p.yStride ?? g * p.dim].every((v) => v % 4 === 0);
+    if (this.io.endsWith('q8') && !(by4 && p.dim % 32 === 0 && g === 1)) throw new Error(`${this.kernel.label}: dim ${p.dim} must be a multiple of 32 and x's offset and stride of 4, in groups of one row`);
+    arena.dispatch(pass, by4 && this.vec4Kernel ? this.vec4Kernel : this.kernel, group, s, gx, gy);
   }
 }

@@ -2,6 +2,7 @@
 // One workgroup per row; threads stride over the row, then reduce their partial sums in workgroup memory.
 // Joined with rmsnorm-rows.wgsl (Params, addressing) and rmsnorm-io.wgsl or rmsnorm-io-inplace.wgsl.
 
+alias XT = f32;
 override WG: u32 = 64u;
 
 var<workgroup> partial: array<f32, WG>;

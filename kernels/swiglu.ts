@@ -1,5 +1,8 @@
 import { activationWgsl, type Activation } from './activation.ts';
 import source from './swiglu.wgsl?raw';
+import sourceQ8 from './swiglu-q8.wgsl?raw';
+import q8Block from './quantize-x-block.wgsl?raw';
+import { q8RowVec4s } from './quantize-x.ts';
 import type { ParamArena } from './runtime/arena.ts';
 import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
 import { grid2d } from './runtime/grid.ts';
@@ -14,20 +17,26 @@ export interface SwiGluParams {
   upOffset?: number;
   /** Elements between tokens in gate/up (default n). */
   inStride?: number;
+  /** Elements between tokens in out (default n); with quantized output, vec4s (always q8RowVec4s(n)). */
   outStride?: number;
 }
 
 /**
  * act(gate) * up with act = silu (SwiGLU) or the tanh approximation of GELU (GeGLU).
- * Bindings: gate, up (read; may be the same fused buffer), out (write).
+ * Bindings: gate, up (read; may be the same fused buffer), out (write). With `output` 'q8', out holds
+ * the rows quantized to int8 blocks of 32 (quantize-x.ts's layout) for Q8_0 products that read
+ * quantized x; n must be a multiple of 32 and the offsets and strides of 4.
  */
 export class SwiGluKernel {
   readonly kernel: CompiledKernel;
   constructor(
     ctx: KernelContext,
     readonly activation: Activation = 'silu',
+    readonly output: 'f32' | 'q8' = 'f32',
   ) {
-    this.kernel = ctx.kernel({ label: activation === 'gelu' ? 'geglu' : 'swiglu', code: wgsl(source, activationWgsl(activation)), bindings: ['read', 'read', 'write'], constants: { WG } });
+    const label = `${activation === 'gelu' ? 'geglu' : 'swiglu'}${output === 'q8' ? '-q8' : ''}`;
+    const code = output === 'q8' ? wgsl(sourceQ8, activationWgsl(activation), q8Block) : wgsl(source, activationWgsl(activation));
+    this.kernel = ctx.kernel({ label, code, bindings: ['read', 'read', 'write'], constants: { WG } });
   }
 
   bind(gate: GPUBuffer, up: GPUBuffer, out: GPUBuffer): GPUBindGroup {
@@ -41,8 +50,13 @@ export class SwiGluKernel {
     arena.u32[s + 2] = p.gateOffset ?? 0;
     arena.u32[s + 3] = p.upOffset ?? 0;
     arena.u32[s + 4] = p.inStride ?? p.n;
-    arena.u32[s + 5] = p.outStride ?? p.n;
-    const [gx, gy] = grid2d(Math.ceil((p.tokens * p.n) / WG));
+    if (this.output === 'q8') {
+      const aligned = [p.gateOffset ?? 0, p.upOffset ?? 0, p.inStride ?? p.n].every((v) => v % 4 === 0);
+      if (p.n % 32 !== 0 || !aligned) throw new Error(`${this.kernel.label}: n=${p.n} must be a multiple of 32 and the gate/up offsets and stride of 4`);
+    }
+    arena.u32[s + 5] = this.output === 'q8' ? q8RowVec4s(p.n) : (p.outStride ?? p.n);
+    const items = this.output === 'q8' ? p.tokens * (p.n / 32) : p.tokens * p.n;
+    const [gx, gy] = grid2d(Math.ceil(items / WG));
     arena.dispatch(pass, this.kernel, group, s, gx, gy);
   }
 }

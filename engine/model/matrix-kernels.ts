@@ -8,19 +8,19 @@ import { MAX_MATVEC_T, matvecVariant } from '../../kernels/matvec.ts';
 import { gpuLayout } from '../../kernels/quant/layouts.ts';
 import { planRowShards } from '../../kernels/quant/shards.ts';
 import type { KernelContext } from '../../kernels/runtime/context.ts';
-import type { GgmlType } from '../../ggml/types.ts';
+import { GgmlType, typeName } from '../../ggml/types.ts';
 import type { Activation } from '../../kernels/activation.ts';
-import type { BoundProduct, MatrixKernels } from './matrix.ts';
+import type { BoundProduct, MatrixKernels, WeightMatrix } from './matrix.ts';
 import { createQuantizedXProducts } from './quantized-x-products.ts';
 
 export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
   const products = new Map<string, WeightMatmul>();
   const lookups = new Map<GgmlType, EmbeddingKernel>();
-  const productFor = (t: GgmlType, bias: boolean, glu: Activation | undefined, norm: boolean) => {
-    const key = `${t}${bias ? '+bias' : ''}${glu ? `+${glu}` : ''}${norm ? '+norm' : ''}`;
+  const productFor = (t: GgmlType, bias: boolean, glu: Activation | undefined, norm: boolean, xq8 = false) => {
+    const key = `${t}${bias ? '+bias' : ''}${glu ? `+${glu}` : ''}${norm ? '+norm' : ''}${xq8 ? '+xq8' : ''}`;
     let p = products.get(key);
     if (!p) {
-      products.set(key, (p = new WeightMatmul(ctx, t, { bias, glu, norm })));
+      products.set(key, (p = new WeightMatmul(ctx, t, { bias, glu, norm, xq8 })));
       // Compile every variant (one matvec per row count, plus the tiled product) now, at load, so no
       // request pays for a pipeline the first time a batch of that size occurs.
       for (let rows = 1; rows <= (norm ? MAX_MATVEC_T : MAX_MATVEC_T + 1); rows++) p.kernelFor(rows);
@@ -43,7 +43,10 @@ export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
   const quantizedX = createQuantizedXProducts(ctx);
   const maxBinding = Math.min(ctx.caps.maxStorageBinding, ctx.caps.maxBufferSize);
 
+  const readsQuantizedX = (w: WeightMatrix) => ctx.caps.software && w.type === GgmlType.Q8_0 && w.cols % 32 === 0;
+
   return {
+    readsQuantizedX,
     fuseNormUpTo,
     fuseGluUpTo,
     layout(type, rows, cols) {
@@ -53,9 +56,10 @@ export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
     repack: (type, raw, rows, cols) => gpuLayout(type).repack(raw, rows, cols),
     product(w, x, y, io): BoundProduct {
       if (io.norm && (fuseNormUpTo === 0 || w.cols % 4 !== 0)) throw new Error(`${w.name}: this device's products cannot fold in the norm`);
-      const mm = productFor(w.type, w.bias !== undefined, io.glu?.activation, io.norm !== undefined);
+      if (io.xq8 && (!readsQuantizedX(w) || io.glu || io.norm)) throw new Error(`${w.name}: this device's ${typeName(w.type)} products cannot read quantized x`);
+      const mm = productFor(w.type, w.bias !== undefined, io.glu?.activation, io.norm !== undefined, io.xq8);
       const bound = w.shards.map((s) => ({ group: mm.bind(s.buffer, x, y, w.bias, io.norm?.weight), rowOffset: s.rowStart, n: s.rows }));
-      const tiledQ8 = quantizedX?.applies(w, io) ? quantizedX.bind(w, x, y, io) : undefined;
+      const tiledQ8 = !io.xq8 && quantizedX?.applies(w, io) ? quantizedX.bind(w, x, y, io) : undefined;
       const tiledFrom = matvecUpTo(ctx, w.type) + 1;
       return {
         encode(pass, arena, tokens) {

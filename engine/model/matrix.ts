@@ -38,6 +38,11 @@ export interface MatrixIo {
    * batches on GPU kernel variants (MatrixKernels.canFuseNorm).
    */
   norm?: { weight: GPUBuffer; eps: number };
+  /**
+   * x is rows quantized to int8 blocks of 32 (RmsNormKernel's 'q8' output or QuantizeXKernel's): x offset
+   * and stride count vec4s (q8RowVec4s(cols) a row). Only where `readsQuantizedX(w)`.
+   */
+  xq8?: boolean;
 }
 
 /** A product bound to its buffers once; `encode` records its dispatches for `tokens` rows of x. */
@@ -52,6 +57,8 @@ export interface MatrixKernels {
   repack(type: GgmlType, raw: Uint8Array, rows: number, cols: number): Uint8Array;
   /** y[t, :] (+)= W · x[t, :] (+ w.bias) for t < tokens. */
   product(w: WeightMatrix, x: GPUBuffer, y: GPUBuffer, io: MatrixIo): BoundProduct;
+  /** Whether products of `w` may take quantized x (`io.xq8`) here: Q8_0 weights on CPU rasterisers. */
+  readsQuantizedX(w: WeightMatrix): boolean;
   /** Whether products may take `io.norm` here, and for at most how many rows of x. */
   readonly fuseNormUpTo: number;
   /**

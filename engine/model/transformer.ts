@@ -23,6 +23,7 @@ import type { PagedKvCache } from '../kv/paged-cache.ts';
 import type { BoundProduct, MatrixKernels, WeightMatrix } from './matrix.ts';
 import type { LayerWeights, ModelWeights } from './weights.ts';
 import { MAX_PENALTY_ENTRIES, Workspace } from './workspace.ts';
+import { q8RowVec4s } from '../../kernels/quantize-x.ts';
 
 interface LayerPlan {
   attnNorm: GPUBindGroup;
@@ -41,6 +42,12 @@ interface LayerPlan {
    * skips both norm passes.
    */
   normed?: { qkv: BoundProduct[]; gateUp: BoundProduct[] };
+  /**
+   * Where the products read quantized x (MatrixKernels.readsQuantizedX: Q8_0 on CPU rasterisers): the
+   * norm pass writes its rows as int8 blocks (RmsNormKernel 'q8') and the products read those, a third
+   * of the loads of f32 x, with no quantize pass of their own.
+   */
+  quantized?: { qkv?: NormedProducts; gateUp?: NormedProducts };
   /** The gated activation as its own pass; absent where the down product applies it as it reads x. */
   swiglu?: GPUBindGroup;
   down: BoundProduct;
@@ -50,6 +57,13 @@ interface LayerPlan {
    * state the down product sees). Made when adapters are enabled.
    */
   unfusedDown?: { swiglu: GPUBindGroup; down: BoundProduct };
+  /** Where the down product reads quantized x: the activation pass writes int8 blocks (SwiGluKernel 'q8'). */
+  quantizedDown?: { swiglu: GPUBindGroup; down: BoundProduct };
+}
+
+interface NormedProducts {
+  norm: GPUBindGroup;
+  products: BoundProduct[];
 }
 
 export class Transformer implements StepRunner {
@@ -57,6 +71,9 @@ export class Transformer implements StepRunner {
   private readonly arena: ParamArena;
   private readonly k: {
     rmsnorm: RmsNormKernel;
+    rmsnormQ8: RmsNormKernel | undefined;
+    swigluQ8: SwiGluKernel | undefined;
+    headNormQ8: RmsNormKernel | undefined;
     qkNorm: RmsNormKernel | undefined;
     ropeStore: RopeKvStoreKernel;
     attention: AttentionKernel;
@@ -69,7 +86,7 @@ export class Transformer implements StepRunner {
   };
   private readonly layers: LayerPlan[];
   private readonly embed: BoundProduct;
-  private readonly head: { norm: GPUBindGroup; product: BoundProduct; sample: SampleGroups; topk: GPUBindGroup; penalties: GPUBindGroup };
+  private readonly head: { normKernel: RmsNormKernel; norm: GPUBindGroup; product: BoundProduct; sample: SampleGroups; topk: GPUBindGroup; penalties: GPUBindGroup };
   // CPU mirrors of the step inputs, allocated once.
   private readonly tokens: Uint32Array;
   private readonly positions: Uint32Array;
@@ -135,6 +152,9 @@ export class Transformer implements StepRunner {
     const ws = (this.ws = new Workspace(ctx, cfg, limits.maxTokensPerStep, limits.maxRowsPerStep));
     this.k = {
       rmsnorm: new RmsNormKernel(ctx),
+      rmsnormQ8: undefined,
+      swigluQ8: undefined,
+      headNormQ8: undefined,
       qkNorm: cfg.block.qkNorm ? new RmsNormKernel(ctx, undefined, 'in-place') : undefined,
       ropeStore: new RopeKvStoreKernel(ctx),
       attention: new AttentionKernel(ctx),
@@ -159,35 +179,69 @@ export class Transformer implements StepRunner {
     const fuseGlu = F % 4 === 0;
 
     // Products whose outputs sit side by side in each token's row of y, in order.
-    const side = (ms: WeightMatrix[], x: GPUBuffer, y: GPUBuffer, xStride: number, yStride: number, norm?: GPUBuffer) => {
+    const side = (ms: WeightMatrix[], x: GPUBuffer, y: GPUBuffer, xStride: number, yStride: number, norm?: GPUBuffer, xq8?: boolean) => {
       let col = 0;
       return ms.map((m) => {
-        const p = matrices.product(m, x, y, { ...io(xStride, col, yStride), norm: norm && { weight: norm, eps: cfg.rmsEps } });
+        const p = matrices.product(m, x, y, { ...io(xStride, col, yStride), norm: norm && { weight: norm, eps: cfg.rmsEps }, xq8 });
         col += m.rows;
         return p;
       });
     };
+    // The norm writes quantized rows for products that all read quantized x (see LayerPlan.quantized).
+    const quantizable = (ms: WeightMatrix[]) => D % 32 === 0 && ms.every((m) => matrices.readsQuantizedX(m));
+    const anyQuantized = weights.layers.some((w) => quantizable(w.qkv) || quantizable(w.gateUp));
+    const xNormQ8 = anyQuantized ? ctx.storage('act.x-norm.q8', limits.maxTokensPerStep * q8RowVec4s(D) * 16) : undefined;
+    if (anyQuantized) this.k.rmsnormQ8 = new RmsNormKernel(ctx, 'serial', 'q8');
+    const quantized = (ms: WeightMatrix[], norm: GPUBuffer, y: GPUBuffer, yStride: number): NormedProducts | undefined =>
+      quantizable(ms) ? { norm: this.k.rmsnormQ8!.bind(ws.x, norm, xNormQ8), products: side(ms, xNormQ8!, y, q8RowVec4s(D), yStride, undefined, true) } : undefined;
+    // Likewise the down product's input, from the activation pass, and the output head's, from its norm.
+    const downQuantizable = (w: LayerWeights) => F % 32 === 0 && matrices.readsQuantizedX(w.down);
+    const actQ8 = weights.layers.some(downQuantizable) ? ctx.storage('act.act.q8', limits.maxTokensPerStep * q8RowVec4s(F) * 16) : undefined;
+    if (actQ8) this.k.swigluQ8 = new SwiGluKernel(ctx, cfg.block.activation, 'q8');
+    const quantizedDown = (w: LayerWeights) =>
+      actQ8 && downQuantizable(w)
+        ? { swiglu: this.k.swigluQ8!.bind(ws.gateUp, ws.gateUp, actQ8), down: matrices.product(w.down, actQ8, ws.x, { ...io(q8RowVec4s(F), 0, D, true), xq8: true }) }
+        : undefined;
+    const headQuantized = D % 32 === 0 && matrices.readsQuantizedX(weights.output);
+    if (headQuantized) this.k.headNormQ8 = new RmsNormKernel(ctx, 'serial', 'gather-q8');
+    const xLastNormQ8 = headQuantized ? ctx.storage('act.x-last-norm.q8', limits.maxRowsPerStep * q8RowVec4s(D) * 16) : undefined;
     this.embed = matrices.embedding(weights.embedding, ws.tokens, ws.x, cfg.embedScale);
-    this.layers = weights.layers.map((w, l) => ({
-      attnNorm: this.k.rmsnorm.bind(ws.x, w.attnNorm, ws.xNorm),
-      qkv: side(w.qkv, ws.xNorm, ws.qkv, D, S),
-      qkNorm: w.qkNorm && this.k.qkNorm?.bind(ws.qkv, w.qkNorm),
-      ropeStore: this.k.ropeStore.bind(ws.qkv, ws.positions, ws.slots, cache.pageTable, ropeFactors, cache.k[l], cache.v[l]),
-      attention: this.k.attention.bind(ws.qkv, cache.k[l], cache.v[l], cache.pageTable, ws.positions, ws.slots, ws.attn),
-      o: matrices.product(w.o, ws.attn, ws.x, io(qDim, 0, D, true)),
-      ffnNorm: this.k.rmsnorm.bind(ws.x, w.ffnNorm, ws.xNorm),
-      gateUp: side(w.gateUp, ws.xNorm, ws.gateUp, D, 2 * F),
-      normed: this.fuseNormUpTo > 0 ? { qkv: side(w.qkv, ws.x, ws.qkv, D, S, w.attnNorm), gateUp: side(w.gateUp, ws.x, ws.gateUp, D, 2 * F, w.ffnNorm) } : undefined,
-      ...(fuseGlu
-        ? {
-            down: matrices.product(w.down, ws.gateUp, ws.x, { ...io(2 * F, 0, D, true), glu: { activation: cfg.block.activation, upOffset: F } }),
-            unfusedDown: Number.isFinite(this.fuseGluUpTo) ? this.unfusedDown(w) : undefined,
-          }
-        : { swiglu: this.k.swiglu.bind(ws.gateUp, ws.gateUp, ws.act), down: matrices.product(w.down, ws.act, ws.x, io(F, 0, D, true)) }),
-    }));
+    this.layers = weights.layers.map((w, l): LayerPlan => {
+      const qDown = quantizedDown(w);
+      return {
+        attnNorm: this.k.rmsnorm.bind(ws.x, w.attnNorm, ws.xNorm),
+        qkv: side(w.qkv, ws.xNorm, ws.qkv, D, S),
+        qkNorm: w.qkNorm && this.k.qkNorm?.bind(ws.qkv, w.qkNorm),
+        ropeStore: this.k.ropeStore.bind(ws.qkv, ws.positions, ws.slots, cache.pageTable, ropeFactors, cache.k[l], cache.v[l]),
+        attention: this.k.attention.bind(ws.qkv, cache.k[l], cache.v[l], cache.pageTable, ws.positions, ws.slots, ws.attn),
+        o: matrices.product(w.o, ws.attn, ws.x, io(qDim, 0, D, true)),
+        ffnNorm: this.k.rmsnorm.bind(ws.x, w.ffnNorm, ws.xNorm),
+        gateUp: side(w.gateUp, ws.xNorm, ws.gateUp, D, 2 * F),
+        normed: this.fuseNormUpTo > 0 ? { qkv: side(w.qkv, ws.x, ws.qkv, D, S, w.attnNorm), gateUp: side(w.gateUp, ws.x, ws.gateUp, D, 2 * F, w.ffnNorm) } : undefined,
+        quantized: xNormQ8 && { qkv: quantized(w.qkv, w.attnNorm, ws.qkv, S), gateUp: quantized(w.gateUp, w.ffnNorm, ws.gateUp, 2 * F) },
+        quantizedDown: qDown,
+        // Where the down product reads quantized x, the f32 activation pass and plain product below serve
+        // only steps whose adapters adapt it, so no GLU-fused product is built.
+        ...(fuseGlu && !qDown
+          ? {
+              down: matrices.product(w.down, ws.gateUp, ws.x, { ...io(2 * F, 0, D, true), glu: { activation: cfg.block.activation, upOffset: F } }),
+              unfusedDown: Number.isFinite(this.fuseGluUpTo) ? this.unfusedDown(w) : undefined,
+            }
+          : { swiglu: this.k.swiglu.bind(ws.gateUp, ws.gateUp, ws.act), down: matrices.product(w.down, ws.act, ws.x, io(F, 0, D, true)) }),
+      };
+    });
     this.head = {
-      norm: this.k.headNorm.bind(ws.x, weights.outputNorm, ws.xLastNorm, ws.lastIndex),
-      product: matrices.product(weights.output, ws.xLastNorm, ws.logits, io(D, 0, cfg.vocabSize)),
+      ...(xLastNormQ8
+        ? {
+            normKernel: this.k.headNormQ8!,
+            norm: this.k.headNormQ8!.bind(ws.x, weights.outputNorm, xLastNormQ8, ws.lastIndex),
+            product: matrices.product(weights.output, xLastNormQ8, ws.logits, { ...io(q8RowVec4s(D), 0, cfg.vocabSize), xq8: true }),
+          }
+        : {
+            normKernel: this.k.headNorm,
+            norm: this.k.headNorm.bind(ws.x, weights.outputNorm, ws.xLastNorm, ws.lastIndex),
+            product: matrices.product(weights.output, ws.xLastNorm, ws.logits, io(D, 0, cfg.vocabSize)),
+          }),
       sample: this.k.sample.bind(ws.logits, ws.mask, ws.sampleSettings, ws.samplePartials, ws.sampleOut),
       topk: this.k.topk.bind(ws.logits, ws.mask, ws.sampleSettings, ws.topkOut),
       penalties: this.k.penalties.bind(ws.logits, ws.penaltyEntries, ws.penaltyRows),
@@ -410,11 +464,7 @@ export class Transformer implements StepRunner {
     const lora = this.anyAdapter ? this.lora : undefined;
     const fusable = T <= this.fuseNormUpTo;
     this.layers.forEach((L, l) => {
-      if (fusable && !lora?.adapts(l, 'qkv')) for (const p of L.normed!.qkv) p.encode(pass, a, T);
-      else {
-        k.rmsnorm.encode(pass, a, L.attnNorm, { rows: T, dim: cfg.dim, eps: cfg.rmsEps });
-        for (const p of L.qkv) p.encode(pass, a, T);
-      }
+      this.encodeNormed(pass, T, L, 'qkv', fusable, lora?.adapts(l, 'qkv') ?? false);
       lora?.encode(pass, a, l, 'qkv', T);
       // Q heads then K heads of each token, normed where they lie: one dispatch, two weight vectors.
       if (L.qkNorm) k.qkNorm!.encode(pass, a, L.qkNorm, { rows: T * (cfg.nHeads + cfg.nKvHeads), dim: hd, eps: cfg.rmsEps, group: cfg.nHeads + cfg.nKvHeads, xStride: S, wSplit: cfg.nHeads });
@@ -444,14 +494,14 @@ export class Transformer implements StepRunner {
       });
       L.o.encode(pass, a, T);
       lora?.encode(pass, a, l, 'o', T);
-      if (fusable && !lora?.adapts(l, 'gateUp')) for (const p of L.normed!.gateUp) p.encode(pass, a, T);
-      else {
-        k.rmsnorm.encode(pass, a, L.ffnNorm, { rows: T, dim: cfg.dim, eps: cfg.rmsEps });
-        for (const p of L.gateUp) p.encode(pass, a, T);
-      }
+      this.encodeNormed(pass, T, L, 'gateUp', fusable, lora?.adapts(l, 'gateUp') ?? false);
       lora?.encode(pass, a, l, 'gateUp', T);
       const glu = { tokens: T, n: cfg.ffnDim, gateOffset: 0, upOffset: cfg.ffnDim, inStride: 2 * cfg.ffnDim };
-      if (L.unfusedDown && (T > this.fuseGluUpTo || lora?.adapts(l, 'down'))) {
+      const adaptedDown = lora?.adapts(l, 'down') ?? false;
+      if (L.quantizedDown && !adaptedDown) {
+        k.swigluQ8!.encode(pass, a, L.quantizedDown.swiglu, glu);
+        L.quantizedDown.down.encode(pass, a, T);
+      } else if (L.unfusedDown && (T > this.fuseGluUpTo || adaptedDown)) {
         k.swiglu.encode(pass, a, L.unfusedDown.swiglu, glu);
         L.unfusedDown.down.encode(pass, a, T);
       } else {
@@ -463,13 +513,35 @@ export class Transformer implements StepRunner {
     });
   }
 
+  /**
+   * RMSNorm and the QKV or gate|up products after it: folded into the products (GPUs, decode-sized
+   * steps), through quantized x (LayerPlan.quantized), or a norm pass and plain products. Layers whose
+   * products an adapter of this step adapts take the plain path: LoRA's A reads the f32 normed x.
+   */
+  private encodeNormed(pass: GPUComputePassEncoder, T: number, L: LayerPlan, group: 'qkv' | 'gateUp', fusable: boolean, adapted: boolean): void {
+    const a = this.arena;
+    if (fusable && !adapted) {
+      for (const p of L.normed![group]) p.encode(pass, a, T);
+      return;
+    }
+    const norm = { rows: T, dim: this.cfg.dim, eps: this.cfg.rmsEps };
+    const q = adapted ? undefined : L.quantized?.[group];
+    if (q) {
+      this.k.rmsnormQ8!.encode(pass, a, q.norm, norm);
+      for (const p of q.products) p.encode(pass, a, T);
+      return;
+    }
+    this.k.rmsnorm.encode(pass, a, group === 'qkv' ? L.attnNorm : L.ffnNorm, norm);
+    for (const p of L[group]) p.encode(pass, a, T);
+  }
+
   private encodeHead(pass: GPUComputePassEncoder, R: number): void {
     const cfg = this.cfg;
     const a = this.arena;
     const k = this.k;
     const h = this.head;
     const V = cfg.vocabSize;
-    k.headNorm.encode(pass, a, h.norm, { rows: R, dim: cfg.dim, eps: cfg.rmsEps });
+    h.normKernel.encode(pass, a, h.norm, { rows: R, dim: cfg.dim, eps: cfg.rmsEps });
     h.product.encode(pass, a, R);
     if (this.anyPenalty) k.penalties.encode(pass, a, h.penalties, { rows: R, logitsStride: V });
     k.sample.encode(pass, a, h.sample, { rows: R, vocab: V, logitsStride: V, maskWords: this.ws.maskWords });

@@ -7,6 +7,9 @@
 import { describe, expect, it } from 'vitest';
 import { GgmlType } from '../../ggml/types.ts';
 import { MatMulKernel } from '../../kernels/matmul.ts';
+import { MatVecKernel } from '../../kernels/matvec.ts';
+import { RmsNormKernel } from '../../kernels/rmsnorm.ts';
+import { SwiGluKernel } from '../../kernels/swiglu.ts';
 import { planRowShards } from '../../kernels/quant/index.ts';
 import { QuantizeXKernel, q8RowVec4s } from '../../kernels/quantize-x.ts';
 import { readBuffer, readF32, runPass, testContext } from '../helpers/gpu.ts';
@@ -71,8 +74,13 @@ describe('x quantized to int8 blocks for the Q8_0 tiled product', () => {
     }
   });
 
-  it('the product over row shards, with x and y slices and accumulate, is W times the quantized x', async () => {
-    const [t, n, k] = [19, 90, 576];
+  // The tiled kernel (prefill) and the matrix-vector kernel (decode, up to CPU_Q8_MATVEC_UP_TO rows).
+  const products = [
+    { name: 'tiled, 19 rows of x', t: 19, kernel: () => new MatMulKernel(ctx, GgmlType.Q8_0, 'regs', { xq8: true }) },
+    ...[1, 2, 3].map((t) => ({ name: `matrix-vector, ${t} row${t > 1 ? 's' : ''} of x`, t, kernel: () => new MatVecKernel(ctx, GgmlType.Q8_0, t, 'rows', { xq8: true }) })),
+  ];
+  it.each(products)('$name: the product over row shards, with x and y slices and accumulate, is W times the quantized x', async ({ t, kernel }) => {
+    const [n, k] = [90, 576];
     const w = randomWeights(GgmlType.Q8_0, n, k, 91);
     const shards = planRowShards(GgmlType.Q8_0, n, k, 40 * (w.raw.length / n) + 100);
     expect(shards.length).toBeGreaterThan(1);
@@ -80,7 +88,7 @@ describe('x quantized to int8 blocks for the Q8_0 tiled product', () => {
     const x = randomF32(xOffset + t * xStride, 32);
     const y0 = randomF32(yOffset + t * yStride, 33);
     const quantize = new QuantizeXKernel(ctx);
-    const kern = new MatMulKernel(ctx, GgmlType.Q8_0, 'regs', { xq8: true });
+    const kern = kernel();
     const xq = ctx.storage('xq', t * q8RowVec4s(k) * 16);
     const by = ctx.storage('y', y0.byteLength, y0);
     const qGroup = quantize.bind(ctx.storage('x', x.byteLength, x), xq);
@@ -114,5 +122,63 @@ describe('x quantized to int8 blocks for the Q8_0 tiled product', () => {
       norm += (exact[i] - y0[i]) ** 2;
     }
     expect(Math.sqrt(err / norm)).toBeLessThan(0.01);
+  });
+});
+
+describe('passes that write quantized x themselves', () => {
+  /** Runs `record`, then returns the bytes of `buf` as words. */
+  async function words(buf: GPUBuffer, record: (pass: GPUComputePassEncoder, arena: import('../../kernels/runtime/arena.ts').ParamArena) => void): Promise<Uint32Array> {
+    await runPass(ctx, record);
+    return new Uint32Array(await readBuffer(ctx, buf));
+  }
+  const quantize = new QuantizeXKernel(ctx);
+
+  it.each(['q8', 'gather-q8'] as const)('the %s norm writes the bits of the f32 norm followed by the quantize pass', async (io) => {
+    const [rows, dim, xOffset, xStride] = [3, 96, 8, 100];
+    const x = ctx.storage('x', (xOffset + 4 * xStride) * 4, randomF32(xOffset + 4 * xStride, 41, 2));
+    const w = ctx.storage('w', dim * 4, randomF32(dim, 42));
+    const idx = ctx.storage('idx', 16, new Uint32Array([3, 0, 2, 0]));
+    const gather = io === 'gather-q8';
+    const plain = new RmsNormKernel(ctx, 'serial', gather ? 'gather' : 'out');
+    const fused = new RmsNormKernel(ctx, 'serial', io);
+    const y = ctx.storage('y', rows * dim * 4);
+    const viaPass = ctx.storage('xq.pass', rows * q8RowVec4s(dim) * 16);
+    const direct = ctx.storage('xq.norm', rows * q8RowVec4s(dim) * 16);
+    const p = { rows, dim, eps: 1e-5, xOffset, xStride };
+    const want = await words(viaPass, (pass, arena) => {
+      plain.encode(pass, arena, gather ? plain.bind(x, w, y, idx) : plain.bind(x, w, y), p);
+      quantize.encode(pass, arena, quantize.bind(y, viaPass), { tokens: rows, k: dim });
+    });
+    const got = await words(direct, (pass, arena) => fused.encode(pass, arena, gather ? fused.bind(x, w, direct, idx) : fused.bind(x, w, direct), p));
+    expect(want.some((v) => v !== 0)).toBe(true);
+    expect(Array.from(got)).toEqual(Array.from(want));
+  });
+
+  it.each(['silu', 'gelu'] as const)('the %s gated activation writes the bits of the f32 activation followed by the quantize pass', async (activation) => {
+    const [tokens, n] = [3, 64];
+    // Gate then up in each token's row of one fused buffer, as the gate|up product writes them.
+    const gateUp = ctx.storage('gate-up', tokens * 2 * n * 4, randomF32(tokens * 2 * n, 43, 4));
+    const plain = new SwiGluKernel(ctx, activation);
+    const fused = new SwiGluKernel(ctx, activation, 'q8');
+    const act = ctx.storage('act', tokens * n * 4);
+    const viaPass = ctx.storage('xq.pass', tokens * q8RowVec4s(n) * 16);
+    const direct = ctx.storage('xq.act', tokens * q8RowVec4s(n) * 16);
+    const p = { tokens, n, gateOffset: 0, upOffset: n, inStride: 2 * n };
+    const want = await words(viaPass, (pass, arena) => {
+      plain.encode(pass, arena, plain.bind(gateUp, gateUp, act), p);
+      quantize.encode(pass, arena, quantize.bind(act, viaPass), { tokens, k: n });
+    });
+    const got = await words(direct, (pass, arena) => fused.encode(pass, arena, fused.bind(gateUp, gateUp, direct), p));
+    expect(want.some((v) => v !== 0)).toBe(true);
+    expect(Array.from(got)).toEqual(Array.from(want));
+  });
+
+  it('rejects shapes the quantized outputs cannot hold, naming them', async () => {
+    const norm = new RmsNormKernel(ctx, 'serial', 'q8');
+    const swiglu = new SwiGluKernel(ctx, 'silu', 'q8');
+    const b = ctx.storage('b', 1024);
+    await expect(runPass(ctx, (pass, arena) => norm.encode(pass, arena, norm.bind(b, b, ctx.storage('o', 1024)), { rows: 1, dim: 48, eps: 1e-5 }))).rejects.toThrow(/dim 48 must be a multiple of 32/);
+    await expect(runPass(ctx, (pass, arena) => swiglu.encode(pass, arena, swiglu.bind(b, b, ctx.storage('o', 1024)), { tokens: 1, n: 64, upOffset: 2 }))).rejects.toThrow(/offsets and stride of 4/);
+    expect(() => new RmsNormKernel(ctx, 'workgroup', 'q8')).toThrow(/CPU adapters/);
   });
 });
