@@ -24,6 +24,7 @@ import { EngineInputError, type AdapterHandle, type GenerateOptions, type Genera
 import { BytesSource } from './loader/source.ts';
 import { AdapterRegistry, type AdapterLease } from './lora/registry.ts';
 import { MAX_MATVEC_T } from '../kernels/matvec.ts';
+import { XQ8_WIDE_TOKENS } from '../kernels/matmul.ts';
 import { KernelContext } from '../kernels/runtime/context.ts';
 import { createMatrixKernels } from './model/matrix-kernels.ts';
 
@@ -176,6 +177,10 @@ export class WebGpuEngine implements TextEngine {
 
   /** Starts a generation. Invalid options throw EngineInputError at once (naming the option). */
   generate(options: GenerateOptions): Generation {
+    return this.start(options, false);
+  }
+
+  private start(options: GenerateOptions, uncached: boolean): Generation {
     if (this.disposed) throw new Error('engine has been disposed');
     const o = resolveOptions(options);
     const prompt = this.promptTokens(options);
@@ -184,6 +189,7 @@ export class WebGpuEngine implements TextEngine {
       throw new EngineInputError(`prompt is ${prompt.length} tokens; the context holds ${ctx} tokens including at least one generated token`, options.tokens ? 'tokens' : 'prompt');
     }
     const seq = new Sequence(this.nextId++, prompt, o, Math.min(ctx, prompt.length + o.maxTokens), this.tokenizer, options.constraint);
+    seq.uncached = uncached;
     if (options.adapter !== undefined) this.runWithAdapter(seq, this.loras.acquire(options.adapter));
     const signal = options.signal;
     if (signal) {
@@ -296,14 +302,17 @@ export class WebGpuEngine implements TextEngine {
    * Runs one short greedy generation (a prefill, then a decode step) so the device builds the pipelines
    * of both before the first request: browsers, Dawn and llvmpipe compile a pipeline on its first use,
    * which otherwise lands on the first caller's time to first token (seconds for the CPU rasterisers'
-   * tiled products). The prefill has more tokens than any matrix-vector kernel takes, so it runs the
-   * tiled products.
+   * tiled products). The prefills have more tokens than any matrix-vector kernel takes, so they run the
+   * tiled products: in their short-step form, and in the wider one CPU rasterisers use for long steps.
    */
   async warmUp(): Promise<void> {
     const encoded = this.tokenizer.encode('Once upon a time');
     const words = encoded.length > 0 ? encoded : [0];
-    const tokens = Array.from({ length: MAX_MATVEC_T + 1 }, (_, i) => words[i % words.length]);
-    await this.generate({ tokens, maxTokens: 2, temperature: 0, stopAtEndOfGeneration: false }).result;
+    for (const length of [MAX_MATVEC_T + 1, XQ8_WIDE_TOKENS]) {
+      const tokens = Array.from({ length }, (_, i) => words[i % words.length]);
+      // Outside the prefix cache: a full page of warm-up tokens would stay listed, and no request shares it.
+      await this.start({ tokens, maxTokens: 2, temperature: 0, stopAtEndOfGeneration: false }, true).result;
+    }
   }
 
   stats(): EngineStats {

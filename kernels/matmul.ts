@@ -6,6 +6,7 @@ import regs from './matmul-regs.wgsl?raw';
 import regsQ8 from './matmul-regs-q8_0.wgsl?raw';
 import xBlockF32 from './matmul-x-block-f32.wgsl?raw';
 import xBlockQ8 from './matmul-x-block-q8.wgsl?raw';
+import xAligned from './matmul-x-aligned.wgsl?raw';
 import { unrollRowsTokens } from './unroll.ts';
 import tiles from './matmul-tiles.wgsl?raw';
 import { gpuLayout } from './quant/layouts.ts';
@@ -32,6 +33,11 @@ const TILES = { tileN: 64, tileT: 32 };
 // (Q6_K the longest). SwiftShader compiles it at pipeline creation (3-5 s each; model load 4 -> 14 s)
 // and prefills Q8_0 at 14.6 tok/s against 6.3.
 const REGS = { WG_N: 8, WG_T: 1, rows: 16, tokens: 8 };
+// The Q8_0 product reading quantized x (three loads per token and block) takes 16 tokens per invocation
+// in steps of at least that many: 64-token prefill products on llvmpipe 417 -> 350 ms (first compile
+// 9 s, then Mesa's disk cache). Shorter steps (batched decode of 4 to 15 rows) keep 8, which wastes
+// fewer lanes; the wide pipeline is built on its first use.
+export const XQ8_WIDE_TOKENS = 16;
 
 /**
  * y[t, n] (+)= sum_k x[t, k] W[n, k] for any number of rows of x (prefill), W packed as `type`.
@@ -43,6 +49,8 @@ export class MatMulKernel {
   private readonly tileT: number;
   /** Reads quantized x (ProductOptions.xq8), whose offsets and strides count vec4s. */
   private readonly xq8: boolean;
+  /** With quantized x: the XQ8_WIDE_TOKENS-token kernel, made on first use. */
+  private wide: (() => CompiledKernel) | undefined;
 
   constructor(
     ctx: KernelContext,
@@ -64,10 +72,16 @@ export class MatMulKernel {
       ({ tileN: this.tileN, tileT: this.tileT } = TILES);
     } else {
       const { WG_N, WG_T, rows, tokens } = REGS;
-      const code = q8 ? wgsl(unrollRowsTokens(regsQ8, rows, tokens), this.xq8 ? xBlockQ8 : xBlockF32) : unrollRowsTokens(regs, rows, tokens);
+      const q8Code = (t: number) => wgsl(unrollRowsTokens(regsQ8, rows, t), this.xq8 ? xBlockQ8 : xBlockF32);
+      const code = q8 ? q8Code(tokens) : unrollRowsTokens(regs, rows, tokens);
       this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(code, common, x4, decode), bindings, constants: { WG_N, WG_T } }), opts.glu);
       this.tileN = WG_N * rows;
       this.tileT = WG_T * tokens;
+      if (this.xq8) {
+        let wide: CompiledKernel | undefined;
+        const spec = { label: `${label}-t${XQ8_WIDE_TOKENS}`, code: wgsl(q8Code(XQ8_WIDE_TOKENS), common, xAligned, decode), bindings, constants: { WG_N, WG_T } };
+        this.wide = () => (wide ??= ctx.kernel(spec));
+      }
     }
   }
 
@@ -82,6 +96,10 @@ export class MatMulKernel {
 
   encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: MatmulParams): void {
     const s = writeMatmulParams(arena, p);
+    if (this.wide && p.t >= XQ8_WIDE_TOKENS) {
+      arena.dispatch(pass, this.wide(), group, s, Math.ceil(p.n / this.tileN), Math.ceil(p.t / (REGS.WG_T * XQ8_WIDE_TOKENS)));
+      return;
+    }
     arena.dispatch(pass, this.xq8 ? this.kernels.aligned : this.kernels.for(p), group, s, Math.ceil(p.n / this.tileN), Math.ceil(p.t / this.tileT));
   }
 }

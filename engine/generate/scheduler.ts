@@ -83,7 +83,7 @@ export class Scheduler {
       if (slot === undefined) return;
       // The cached run of the prompt's full pages, mapped first so that reserve() cannot evict them; the
       // prompt's last token is always computed, so the sampler has its logits.
-      const shared = this.prefixCache?.match(seq.prompt, seq.prompt.length - 1, seq.adapter?.id) ?? [];
+      const shared = (!seq.uncached && this.prefixCache?.match(seq.prompt, seq.prompt.length - 1, seq.adapter?.id)) || [];
       this.pages.share(slot, shared);
       if (!this.pages.reserve(slot, seq.maxLength)) {
         this.pages.release(slot);
@@ -93,7 +93,7 @@ export class Scheduler {
       seq.slot = slot;
       seq.cached = seq.cachedPromptTokens = shared.length * this.pages.pageSize;
       seq.listedPages = shared.length;
-      this.prefixCache?.recordLookup(seq.cachedPromptTokens);
+      if (!seq.uncached) this.prefixCache?.recordLookup(seq.cachedPromptTokens);
       seq.admittedAt = performance.now();
       this.running.push(seq);
     }
@@ -211,7 +211,7 @@ export class Scheduler {
   /** List the sequence's newly full pages (prompt and generated tokens written so far) in the prefix cache. */
   private listPages(seq: Sequence): void {
     const full = Math.floor(seq.cached / this.pages.pageSize);
-    if (!this.prefixCache || full <= seq.listedPages) return;
+    if (!this.prefixCache || seq.uncached || full <= seq.listedPages) return;
     const tokens = seq.cached <= seq.prompt.length ? seq.prompt : [...seq.prompt, ...seq.generated];
     this.prefixCache.insert(tokens, this.pages.pagesOfSlot(seq.slot).slice(0, full), seq.adapter?.id);
     seq.listedPages = full;

@@ -21,6 +21,8 @@ export class Sequence {
   cachedPromptTokens = 0;
   /** Leading full pages of this sequence the prefix cache lists already. */
   listedPages = 0;
+  /** Neither matches nor lists prefix-cache pages (the engine's warm-up, which no request shares). */
+  uncached = false;
   /** Generated tokens a constraint forced (jump-forward). */
   forced = 0;
   readonly generated: number[] = [];

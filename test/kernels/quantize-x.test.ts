@@ -77,6 +77,7 @@ describe('x quantized to int8 blocks for the Q8_0 tiled product', () => {
   // The tiled kernel (prefill) and the matrix-vector kernel (decode, up to CPU_Q8_MATVEC_UP_TO rows).
   const products = [
     { name: 'tiled, 19 rows of x', t: 19, kernel: () => new MatMulKernel(ctx, GgmlType.Q8_0, 'regs', { xq8: true }) },
+    { name: 'tiled, 40 rows of x (the wide token block)', t: 40, kernel: () => new MatMulKernel(ctx, GgmlType.Q8_0, 'regs', { xq8: true }) },
     ...[1, 2, 3].map((t) => ({ name: `matrix-vector, ${t} row${t > 1 ? 's' : ''} of x`, t, kernel: () => new MatVecKernel(ctx, GgmlType.Q8_0, t, 'rows', { xq8: true }) })),
   ];
   it.each(products)('$name: the product over row shards, with x and y slices and accumulate, is W times the quantized x', async ({ t, kernel }) => {
