@@ -1,4 +1,4 @@
-// x_block() for the Q8_0 block-walking kernels (XBlock in quant/q8_0.wgsl) reading x quantized by
+// x_block() for the block-walking kernels (XBlock in quant/block-walk.wgsl) reading x quantized by
 // quantize-x-q8.wgsl: xb is the row's first vec4 (the product's x offset and stride count vec4s here),
 // block b the three vec4s from xb + 3b.
 // Within a block the products of int8 values sum exactly in f32 (32 x 127 x 127 < 2^24), as llama.cpp's
@@ -9,5 +9,7 @@ fn x_block(xb: u32, b: u32) -> XBlock {
   let a = bitcast<vec4u>(x[o]);
   let c = bitcast<vec4u>(x[o + 1u]);
   let d = bitcast<f32>(bitcast<vec4u>(x[o + 2u]).x);
-  return XBlock(mat4x4f(w_sbytes(a.x), w_sbytes(a.y), w_sbytes(a.z), w_sbytes(a.w)), mat4x4f(w_sbytes(c.x), w_sbytes(c.y), w_sbytes(c.z), w_sbytes(c.w)), d);
+  let lo = mat4x4f(w_sbytes(a.x), w_sbytes(a.y), w_sbytes(a.z), w_sbytes(a.w));
+  let hi = mat4x4f(w_sbytes(c.x), w_sbytes(c.y), w_sbytes(c.z), w_sbytes(c.w));
+  return XBlock(lo, hi, d, x_sum(lo, hi));
 }

@@ -3,13 +3,13 @@ import type { GpuCaps } from './runtime/caps.ts';
 import common from './matmul-common.wgsl?raw';
 import { productStore, writeMatmulParams, XAlignedPair, type MatmulParams, type ProductOptions } from './matmul-params.ts';
 import regs from './matmul-regs.wgsl?raw';
-import regsQ8 from './matmul-regs-q8_0.wgsl?raw';
+import regsBlocks from './matmul-regs-blocks.wgsl?raw';
 import xBlockF32 from './matmul-x-block-f32.wgsl?raw';
 import xBlockQ8 from './matmul-x-block-q8.wgsl?raw';
 import xAligned from './matmul-x-aligned.wgsl?raw';
 import { unrollRowsTokens } from './unroll.ts';
 import tiles from './matmul-tiles.wgsl?raw';
-import { gpuLayout } from './quant/layouts.ts';
+import { BLOCK_WALK_TYPES, gpuLayout } from './quant/layouts.ts';
 import type { ParamArena } from './runtime/arena.ts';
 import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
 
@@ -33,7 +33,7 @@ const TILES = { tileN: 64, tileT: 32 };
 // (Q6_K the longest). SwiftShader compiles it at pipeline creation (3-5 s each; model load 4 -> 14 s)
 // and prefills Q8_0 at 14.6 tok/s against 6.3.
 const REGS = { WG_N: 8, WG_T: 1, rows: 16, tokens: 8 };
-// The Q8_0 product reading quantized x (three loads per token and block) takes 16 tokens per invocation
+// The block-walking product reading quantized x (three loads per token and block) takes 16 tokens per invocation
 // in steps of at least that many: 64-token prefill products on llvmpipe 417 -> 350 ms (first compile
 // 9 s, then Mesa's disk cache). Shorter steps (batched decode of 4 to 15 rows) keep 8, which wastes
 // fewer lanes; the wide pipeline is built on its first use.
@@ -62,8 +62,8 @@ export class MatMulKernel {
     const decode = wgsl(gpuLayout(type).wgsl, store.code);
     const label = `matmul-${variant}-${typeName(type)}${store.suffix}`;
     if (opts.norm) throw new Error(`${label}: norm-fused products are matrix-vector only (decode-sized batches)`);
-    const q8 = type === GgmlType.Q8_0 && variant === 'regs';
-    if (opts.xq8 && (!q8 || opts.glu)) throw new Error(`${label}: quantized x is read by the Q8_0 regs kernel only, without a gated input`);
+    const blocks = BLOCK_WALK_TYPES.has(type) && variant === 'regs';
+    if (opts.xq8 && (!blocks || opts.glu)) throw new Error(`${label}: quantized x is read by the block-walking regs kernel only (Q8_0, Q4_0), without a gated input`);
     this.xq8 = opts.xq8 ?? false;
     const bindings = store.bindings;
     if (variant === 'tiles') {
@@ -72,14 +72,14 @@ export class MatMulKernel {
       ({ tileN: this.tileN, tileT: this.tileT } = TILES);
     } else {
       const { WG_N, WG_T, rows, tokens } = REGS;
-      const q8Code = (t: number) => wgsl(unrollRowsTokens(regsQ8, rows, t), this.xq8 ? xBlockQ8 : xBlockF32);
-      const code = q8 ? q8Code(tokens) : unrollRowsTokens(regs, rows, tokens);
+      const blockCode = (t: number) => wgsl(unrollRowsTokens(regsBlocks, rows, t), this.xq8 ? xBlockQ8 : xBlockF32);
+      const code = blocks ? blockCode(tokens) : unrollRowsTokens(regs, rows, tokens);
       this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(code, common, x4, decode), bindings, constants: { WG_N, WG_T } }), opts.glu);
       this.tileN = WG_N * rows;
       this.tileT = WG_T * tokens;
       if (this.xq8) {
         let wide: CompiledKernel | undefined;
-        const spec = { label: `${label}-t${XQ8_WIDE_TOKENS}`, code: wgsl(q8Code(XQ8_WIDE_TOKENS), common, xAligned, decode), bindings, constants: { WG_N, WG_T } };
+        const spec = { label: `${label}-t${XQ8_WIDE_TOKENS}`, code: wgsl(blockCode(XQ8_WIDE_TOKENS), common, xAligned, decode), bindings, constants: { WG_N, WG_T } };
         this.wide = () => (wide ??= ctx.kernel(spec));
       }
     }

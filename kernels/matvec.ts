@@ -4,13 +4,13 @@ import common from './matmul-common.wgsl?raw';
 import { productStore, writeMatmulParams, XAlignedPair, type MatmulParams, type ProductOptions } from './matmul-params.ts';
 import coop from './matvec-coop.wgsl?raw';
 import rows from './matvec-rows.wgsl?raw';
-import rowsQ8 from './matvec-rows-q8_0.wgsl?raw';
+import rowsBlocks from './matvec-rows-blocks.wgsl?raw';
 import xBlockF32 from './matmul-x-block-f32.wgsl?raw';
 import xBlockQ8 from './matmul-x-block-q8.wgsl?raw';
 import subgroup from './matvec-subgroup.wgsl?raw';
 import xNorm from './matvec-x-norm.wgsl?raw';
 import xPlain from './matvec-x-plain.wgsl?raw';
-import { gpuLayout } from './quant/layouts.ts';
+import { BLOCK_WALK_TYPES, gpuLayout } from './quant/layouts.ts';
 import type { ParamArena } from './runtime/arena.ts';
 import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
 import { unrollRowsTokens } from './unroll.ts';
@@ -36,9 +36,9 @@ const LANES = 16;
 // The rows variant: invocations per workgroup, each computing 4 weight rows. Small workgroups give a
 // CPU rasteriser enough of them to spread over its threads.
 const ROWS_WG = 32;
-// Weight rows per invocation of the Q8_0 kernel: 8 and 16 measured no faster on llvmpipe (decode streams W;
+// Weight rows per invocation of the block-walking kernel (Q8_0, Q4_0): 8 and 16 measured no faster on llvmpipe (decode streams W;
 // x loads, shared by the rows, are not what limits it).
-const Q8_ROWS = 4;
+const BLOCK_ROWS = 4;
 
 /**
  * y[t, n] (+)= sum_k x[t, k] W[n, k] for a fixed number `t` (1..8) of rows of x, W packed as `type`.
@@ -65,7 +65,7 @@ export class MatVecKernel {
     const decode = wgsl(gpuLayout(type).wgsl, store.code);
     const label = `matvec-${variant}-${typeName(type)}-t${t}${store.suffix}`;
     this.xq8 = opts.xq8 ?? false;
-    if (this.xq8 && (variant !== 'rows' || type !== GgmlType.Q8_0 || opts.glu)) throw new Error(`${label}: quantized x is read by the Q8_0 rows kernel only, without a gated input`);
+    if (this.xq8 && (variant !== 'rows' || !BLOCK_WALK_TYPES.has(type) || opts.glu)) throw new Error(`${label}: quantized x is read by the block-walking rows kernel only (Q8_0, Q4_0), without a gated input`);
     if (opts.norm && (variant === 'rows' || opts.glu)) throw new Error(`${label}: a norm-fused product needs a GPU variant (coop, subgroup) and no GLU`);
     // How the GPU variants read x: plainly, or as RMSNorm(x) with the norm weight in the last binding.
     const xRead = opts.norm ? xNorm.replaceAll('NORM_BINDING', String(BINDINGS.length - 1)) : xPlain;
@@ -79,9 +79,9 @@ export class MatVecKernel {
       this.rowsPerGroup = WG / LANES;
       this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(coop, common, x4, xRead, decode), bindings: BINDINGS, constants: { WG, LANES, TT: t } }), opts.glu);
     } else {
-      const q8 = type === GgmlType.Q8_0;
-      this.rowsPerGroup = ROWS_WG * (q8 ? Q8_ROWS : 4);
-      const code = q8 ? wgsl(unrollRowsTokens(rowsQ8, Q8_ROWS, t), this.xq8 ? xBlockQ8 : xBlockF32) : unrollRowsTokens(rows, 1, t);
+      const blocks = BLOCK_WALK_TYPES.has(type);
+      this.rowsPerGroup = ROWS_WG * (blocks ? BLOCK_ROWS : 4);
+      const code = blocks ? wgsl(unrollRowsTokens(rowsBlocks, BLOCK_ROWS, t), this.xq8 ? xBlockQ8 : xBlockF32) : unrollRowsTokens(rows, 1, t);
       this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(code, common, x4, decode), bindings: BINDINGS, constants: { WG: ROWS_WG } }), opts.glu);
     }
   }

@@ -3,9 +3,9 @@
  * through WeightMatmul (matvec for decode-sized batches, tiled for prefill), lookups through EmbeddingKernel.
  */
 import { EmbeddingKernel } from '../../kernels/embedding.ts';
-import { CPU_Q8_MATVEC_UP_TO, matvecUpTo, WeightMatmul } from '../../kernels/matmul-select.ts';
+import { CPU_Q8_MATVEC_UP_TO, WeightMatmul } from '../../kernels/matmul-select.ts';
 import { MAX_MATVEC_T, matvecVariant } from '../../kernels/matvec.ts';
-import { gpuLayout } from '../../kernels/quant/layouts.ts';
+import { BLOCK_WALK_TYPES, gpuLayout } from '../../kernels/quant/layouts.ts';
 import { planRowShards } from '../../kernels/quant/shards.ts';
 import type { KernelContext } from '../../kernels/runtime/context.ts';
 import { GgmlType, typeName } from '../../ggml/types.ts';
@@ -40,10 +40,10 @@ export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
     if (!k) lookups.set(t, (k = new EmbeddingKernel(ctx, t)));
     return k;
   };
-  const quantizedX = createQuantizedXProducts(ctx);
+  const quantizedX = createQuantizedXProducts(ctx, (type, bias) => productFor(type, bias, undefined, false, true));
   const maxBinding = Math.min(ctx.caps.maxStorageBinding, ctx.caps.maxBufferSize);
 
-  const readsQuantizedX = (w: WeightMatrix) => ctx.caps.software && w.type === GgmlType.Q8_0 && w.cols % 32 === 0;
+  const readsQuantizedX = (w: WeightMatrix) => ctx.caps.software && BLOCK_WALK_TYPES.has(w.type) && w.cols % 32 === 0;
 
   return {
     readsQuantizedX,
@@ -57,13 +57,12 @@ export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
     product(w, x, y, io): BoundProduct {
       if (io.norm && (fuseNormUpTo === 0 || w.cols % 4 !== 0)) throw new Error(`${w.name}: this device's products cannot fold in the norm`);
       if (io.xq8 && (!readsQuantizedX(w) || io.glu || io.norm)) throw new Error(`${w.name}: this device's ${typeName(w.type)} products cannot read quantized x`);
+      // f32 x that a quantize pass can turn into int8 blocks is read that way (quantized-x-products.ts).
+      if (!io.xq8 && quantizedX?.applies(w, io)) return quantizedX.bind(w, x, y, io);
       const mm = productFor(w.type, w.bias !== undefined, io.glu?.activation, io.norm !== undefined, io.xq8);
       const bound = w.shards.map((s) => ({ group: mm.bind(s.buffer, x, y, w.bias, io.norm?.weight), rowOffset: s.rowStart, n: s.rows }));
-      const tiledQ8 = !io.xq8 && quantizedX?.applies(w, io) ? quantizedX.bind(w, x, y, io) : undefined;
-      const tiledFrom = matvecUpTo(ctx, w.type) + 1;
       return {
         encode(pass, arena, tokens) {
-          if (tiledQ8 && tokens >= tiledFrom) return tiledQ8.encode(pass, arena, tokens);
           for (const b of bound) {
             mm.encode(pass, arena, b.group, {
               t: tokens,

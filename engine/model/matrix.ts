@@ -57,7 +57,7 @@ export interface MatrixKernels {
   repack(type: GgmlType, raw: Uint8Array, rows: number, cols: number): Uint8Array;
   /** y[t, :] (+)= W · x[t, :] (+ w.bias) for t < tokens. */
   product(w: WeightMatrix, x: GPUBuffer, y: GPUBuffer, io: MatrixIo): BoundProduct;
-  /** Whether products of `w` may take quantized x (`io.xq8`) here: Q8_0 weights on CPU rasterisers. */
+  /** Whether products of `w` may take quantized x (`io.xq8`) here: Q8_0 and Q4_0 weights on CPU rasterisers. */
   readsQuantizedX(w: WeightMatrix): boolean;
   /** Whether products may take `io.norm` here, and for at most how many rows of x. */
   readonly fuseNormUpTo: number;

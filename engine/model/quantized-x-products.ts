@@ -1,13 +1,16 @@
 /**
- * Q8_0 products that read x quantized to int8 blocks, for tiled (prefill-sized) steps on CPU rasterisers:
- * one quantize pass per product, then the Q8_0 tiled kernel loads three vec4s per token and block instead
- * of eight. Every storage load there is a loop over the SIMD lanes, so this took the 64-token prefill
- * products of SmolLM2-135M on llvmpipe from 500 to 375 ms. The arithmetic is llama.cpp's CPU backend's
- * for Q8_0 weights: x blocks of 32 with an f16 scale, exact integer sums per block.
+ * Q8_0 and Q4_0 products on CPU rasterisers whose x no earlier pass wrote quantized (the O product's
+ * input, attention's output; and the plain products of layers an adapter adapts): a quantize pass to
+ * int8 blocks, then the product over them. Every storage load there is a loop over the SIMD lanes, and
+ * quantized x is three loads per token and block instead of eight (64-token prefill products of
+ * SmolLM2-135M on llvmpipe 500 -> 375 ms). The arithmetic is llama.cpp's CPU backend's for these
+ * weights: x in blocks of 32 with an f16 scale, exact integer sums per block; so every product of such
+ * a model reads x the way llama.cpp's do, in decode as in prefill (test/engine/architectures.test.ts).
  */
 import { GgmlType } from '../../ggml/types.ts';
-import { MatMulKernel } from '../../kernels/matmul.ts';
+import type { WeightMatmul } from '../../kernels/matmul-select.ts';
 import { QuantizeXKernel, q8RowVec4s } from '../../kernels/quantize-x.ts';
+import { BLOCK_WALK_TYPES } from '../../kernels/quant/layouts.ts';
 import type { ParamArena } from '../../kernels/runtime/arena.ts';
 import type { KernelContext } from '../../kernels/runtime/context.ts';
 import type { MatrixIo, WeightMatrix } from './matrix.ts';
@@ -19,15 +22,10 @@ export interface QuantizedXProducts {
   bind(w: WeightMatrix, x: GPUBuffer, y: GPUBuffer, io: MatrixIo): { encode(pass: GPUComputePassEncoder, arena: ParamArena, tokens: number): void };
 }
 
-export function createQuantizedXProducts(ctx: KernelContext): QuantizedXProducts | undefined {
+/** `productFor(type, bias)`: the products of that type reading quantized x, each kernel picked by the step's rows. */
+export function createQuantizedXProducts(ctx: KernelContext, productFor: (type: GgmlType, bias: boolean) => WeightMatmul): QuantizedXProducts | undefined {
   if (!ctx.caps.software) return undefined;
   const quantize = new QuantizeXKernel(ctx);
-  const kernels = new Map<boolean, MatMulKernel>();
-  const kernelFor = (bias: boolean) => {
-    let k = kernels.get(bias);
-    if (!k) kernels.set(bias, (k = new MatMulKernel(ctx, GgmlType.Q8_0, 'regs', { bias, xq8: true })));
-    return k;
-  };
   // One quantized copy per x buffer: products reading the same x in a step share its buffer, and each
   // quantizes it again just before it reads it (the step's passes run in order).
   const copies = new Map<GPUBuffer, GPUBuffer>();
@@ -38,11 +36,11 @@ export function createQuantizedXProducts(ctx: KernelContext): QuantizedXProducts
     return q;
   };
   return {
-    applies: (w, io) => w.type === GgmlType.Q8_0 && !io.glu && !io.norm && w.cols % 32 === 0 && io.xOffset % 4 === 0 && io.xStride % 4 === 0,
+    applies: (w, io) => BLOCK_WALK_TYPES.has(w.type) && !io.glu && !io.norm && w.cols % 32 === 0 && io.xOffset % 4 === 0 && io.xStride % 4 === 0,
     bind(w, x, y, io) {
       const xq = copyOf(x);
       const group = quantize.bind(x, xq);
-      const mm = kernelFor(w.bias !== undefined);
+      const mm = productFor(w.type, w.bias !== undefined);
       const bound = w.shards.map((s) => ({ group: mm.bind(s.buffer, xq, y, w.bias), rowOffset: s.rowStart, n: s.rows }));
       const k = w.cols;
       return {

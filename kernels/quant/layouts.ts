@@ -21,6 +21,7 @@ import q4_0 from './q4_0.wgsl?raw';
 import q4_k from './q4_k.wgsl?raw';
 import q6_k from './q6_k.wgsl?raw';
 import q8_0 from './q8_0.wgsl?raw';
+import blockWalk from './block-walk.wgsl?raw';
 
 export interface GpuWeightLayout {
   readonly type: GgmlType;
@@ -130,10 +131,16 @@ const LAYOUTS: Partial<Record<GgmlType, GpuWeightLayout>> = {
   [GgmlType.F16]: padded(GgmlType.F16, 1, 2, f16),
   [GgmlType.BF16]: padded(GgmlType.BF16, 1, 2, bf16),
   [GgmlType.Q4_K]: padded(GgmlType.Q4_K, 256, 144, q4_k),
-  [GgmlType.Q8_0]: rowSplit(GgmlType.Q8_0, 32, 34, 0, q8_0),
-  [GgmlType.Q4_0]: rowSplit(GgmlType.Q4_0, 32, 18, 0, q4_0),
+  [GgmlType.Q8_0]: rowSplit(GgmlType.Q8_0, 32, 34, 0, blockWalk + '\n' + q8_0),
+  [GgmlType.Q4_0]: rowSplit(GgmlType.Q4_0, 32, 18, 0, blockWalk + '\n' + q4_0),
   [GgmlType.Q6_K]: rowSplit(GgmlType.Q6_K, 256, 210, 208, q6_k),
 };
+
+/**
+ * Types whose decoder also provides a whole-block walk (WBlock, w_block, block_dot; quant/block-walk.wgsl)
+ * for the CPU rasterisers' products, which then may read x quantized to int8 blocks.
+ */
+export const BLOCK_WALK_TYPES: ReadonlySet<GgmlType> = new Set([GgmlType.Q8_0, GgmlType.Q4_0]);
 
 /** Weight types the GPU kernels can read. */
 export const GPU_WEIGHT_TYPES: readonly GgmlType[] = Object.keys(LAYOUTS).map(Number) as GgmlType[];

@@ -35,3 +35,27 @@ fn w_span(r: vec2u, s: u32) -> mat4x4f {
 fn w_elem(r: vec2u, i: u32) -> f32 {
   return w_span(r, i / 16u)[(i / 4u) % 4u][i % 4u];
 }
+
+// For kernels that walk whole blocks (quant/block-walk.wgsl) -------------------------------------------
+
+// Block b of row r: its scale and its 16 bytes of nibbles; `h` as in q8_0.wgsl.
+struct WBlock {
+  d: f32,
+  q: vec4u,
+}
+
+fn w_block(r: vec2u, b: u32, h: ptr<function, vec4u>) -> WBlock {
+  // The same branch in every lane: b is uniform.
+  if ((b & 7u) == 0u) {
+    *h = w[r.x + (b >> 3u)];
+  }
+  return WBlock(header_scale(*h, b), w[r.y + b]);
+}
+
+// sum((q - 8) x) = sum(q x) - 8 sum(x): the nibbles (0..15) dotted as they are, the offset taken once
+// per block from x's sum. With quantized x every product and sum is an integer below 2^24, so exact.
+fn block_dot(k: WBlock, x: XBlock) -> f32 {
+  let a = dot(w_lo4(k.q.x), x.lo[0]) + dot(w_lo4(k.q.y), x.lo[1]) + dot(w_lo4(k.q.z), x.lo[2]) + dot(w_lo4(k.q.w), x.lo[3]);
+  let c = dot(w_hi4(k.q.x), x.hi[0]) + dot(w_hi4(k.q.y), x.hi[1]) + dot(w_hi4(k.q.z), x.hi[2]) + dot(w_hi4(k.q.w), x.hi[3]);
+  return k.d * x.d * (a + c - 8.0 * x.s);
+}

@@ -27,39 +27,26 @@ fn w_elem(r: vec2u, i: u32) -> f32 {
   return w_span(r, i / 16u)[(i / 4u) % 4u][i % 4u];
 }
 
-// For kernels that walk whole blocks (matvec-rows-q8_0.wgsl, matmul-regs-q8_0.wgsl) ---------------------
-
-// Scale of block b from a header vec4 holding the scales of blocks b & ~7 .. (b & ~7) + 7.
-fn header_scale(h: vec4u, b: u32) -> f32 {
-  return unpack2x16float(h[(b >> 1u) & 3u])[b & 1u];
-}
+// For kernels that walk whole blocks (quant/block-walk.wgsl) -------------------------------------------
 
 // Block b of row r: its scale and its 32 quants (two vec4s of words). `h` holds the row's scale header
 // vec4, reloaded at every 8th block, so a walk over a row's blocks in order loads each header once.
-struct Q8Block {
+struct WBlock {
   d: f32,
   q0: vec4u,
   q1: vec4u,
 }
 
-fn q8_block(r: vec2u, b: u32, h: ptr<function, vec4u>) -> Q8Block {
+fn w_block(r: vec2u, b: u32, h: ptr<function, vec4u>) -> WBlock {
   // The same branch in every lane: b is uniform.
   if ((b & 7u) == 0u) {
     *h = w[r.x + (b >> 3u)];
   }
-  return Q8Block(header_scale(*h, b), w[r.y + 2u * b], w[r.y + 2u * b + 1u]);
-}
-
-// 32 x values in order (lo: 0..15, hi: 16..31, four per column) times d; from matmul-x-block-f32.wgsl
-// or matmul-x-block-q8.wgsl.
-struct XBlock {
-  lo: mat4x4f,
-  hi: mat4x4f,
-  d: f32,
+  return WBlock(header_scale(*h, b), w[r.y + 2u * b], w[r.y + 2u * b + 1u]);
 }
 
 // A block's quants dotted with its x values, times both scales.
-fn block_dot(k: Q8Block, x: XBlock) -> f32 {
+fn block_dot(k: WBlock, x: XBlock) -> f32 {
   let a = dot(w_sbytes(k.q0.x), x.lo[0]) + dot(w_sbytes(k.q0.y), x.lo[1]) + dot(w_sbytes(k.q0.z), x.lo[2]) + dot(w_sbytes(k.q0.w), x.lo[3]);
   let c = dot(w_sbytes(k.q1.x), x.hi[0]) + dot(w_sbytes(k.q1.y), x.hi[1]) + dot(w_sbytes(k.q1.z), x.hi[2]) + dot(w_sbytes(k.q1.w), x.hi[3]);
   return k.d * x.d * (a + c);

@@ -5,7 +5,7 @@
  * with the quantized x the GPU wrote.
  */
 import { describe, expect, it } from 'vitest';
-import { GgmlType } from '../../ggml/types.ts';
+import { GgmlType, typeName } from '../../ggml/types.ts';
 import { MatMulKernel } from '../../kernels/matmul.ts';
 import { MatVecKernel } from '../../kernels/matvec.ts';
 import { RmsNormKernel } from '../../kernels/rmsnorm.ts';
@@ -74,16 +74,16 @@ describe('x quantized to int8 blocks for the Q8_0 tiled product', () => {
     }
   });
 
-  // The tiled kernel (prefill) and the matrix-vector kernel (decode, up to CPU_Q8_MATVEC_UP_TO rows).
-  const products = [
-    { name: 'tiled, 19 rows of x', t: 19, kernel: () => new MatMulKernel(ctx, GgmlType.Q8_0, 'regs', { xq8: true }) },
-    { name: 'tiled, 40 rows of x (the wide token block)', t: 40, kernel: () => new MatMulKernel(ctx, GgmlType.Q8_0, 'regs', { xq8: true }) },
-    ...[1, 2, 3].map((t) => ({ name: `matrix-vector, ${t} row${t > 1 ? 's' : ''} of x`, t, kernel: () => new MatVecKernel(ctx, GgmlType.Q8_0, t, 'rows', { xq8: true }) })),
-  ];
-  it.each(products)('$name: the product over row shards, with x and y slices and accumulate, is W times the quantized x', async ({ t, kernel }) => {
+  // The tiled kernel (prefill) and the matrix-vector kernel (decode), for each type walked by blocks.
+  const products = [GgmlType.Q8_0, GgmlType.Q4_0].flatMap((type) => [
+    { name: `${typeName(type)} tiled, 19 rows of x`, type, t: 19, kernel: () => new MatMulKernel(ctx, type, 'regs', { xq8: true }) },
+    { name: `${typeName(type)} tiled, 40 rows of x (the wide token block)`, type, t: 40, kernel: () => new MatMulKernel(ctx, type, 'regs', { xq8: true }) },
+    ...[1, 3, 8].map((t) => ({ name: `${typeName(type)} matrix-vector, ${t} row${t > 1 ? 's' : ''} of x`, type, t, kernel: () => new MatVecKernel(ctx, type, t, 'rows', { xq8: true }) })),
+  ]);
+  it.each(products)('$name: the product over row shards, with x and y slices and accumulate, is W times the quantized x', async ({ type, t, kernel }) => {
     const [n, k] = [90, 576];
-    const w = randomWeights(GgmlType.Q8_0, n, k, 91);
-    const shards = planRowShards(GgmlType.Q8_0, n, k, 40 * (w.raw.length / n) + 100);
+    const w = randomWeights(type, n, k, 91);
+    const shards = planRowShards(type, n, k, 40 * (w.raw.length / n) + 100);
     expect(shards.length).toBeGreaterThan(1);
     const [xOffset, xStride, yOffset, yStride] = [4, k + 8, 11, n + 9];
     const x = randomF32(xOffset + t * xStride, 32);

@@ -1,9 +1,10 @@
-// Tiled matrix product for many rows of x (prefill) on CPU rasterisers, Q8_0 weights: matmul-regs.wgsl
-// walking whole blocks, with a larger register block. Each invocation computes $ROWS weight rows x
-// $TOKENS tokens of y. A CPU rasteriser runs every storage load as a loop over its SIMD lanes (Mesa's
-// llvmpipe), so loads, not multiply-adds, bound the speed: per 32-weight block a row costs two quant
-// loads (its scale header vec4, 8 blocks' scales, once per 8 blocks) and a token eight x loads (three
-// when x is quantized), shared by all the invocation's rows and tokens.
+// Tiled matrix product for many rows of x (prefill) on CPU rasterisers, for weight types walked block by
+// block (Q8_0, Q4_0: quant/block-walk.wgsl): matmul-regs.wgsl walking whole blocks. Each invocation
+// computes $ROWS weight rows x $TOKENS tokens of y. A CPU rasteriser runs every storage load as a loop
+// over its SIMD lanes (Mesa's llvmpipe), so loads, not multiply-adds, bound the speed: per 32-weight
+// block a row costs two quant loads for Q8_0, one for Q4_0 (and its scale header vec4, 8 blocks'
+// scales, once per 8 blocks), and a token eight x loads (three when x is quantized), shared by all the
+// invocation's rows and tokens.
 //
 // Template: a line containing `$r` is written once per weight row (0 .. R-1), one containing `$t` once
 // per token (0 .. T-1), one containing both once per pair (kernels/unroll.ts).
@@ -11,9 +12,9 @@
 override WG_N: u32 = 8u;
 override WG_T: u32 = 8u;
 
-// q8_block() and block_dot() come with the Q8_0 decoder (quant/q8_0.wgsl); x_block(xb, b), the 32 x
-// values of block b of the row starting at xb, from matmul-x-block-f32.wgsl (x as f32) or
-// matmul-x-block-q8.wgsl (x quantized by quantize-x-q8.wgsl).
+// w_block() and block_dot() come with the type's decoder (quant/q8_0.wgsl, quant/q4_0.wgsl); x_block(xb,
+// b), the 32 x values of block b of the row starting at xb, from matmul-x-block-f32.wgsl (x as f32) or
+// matmul-x-block-q8.wgsl (x quantized to int8 blocks, quantize-x-block.wgsl).
 
 @compute @workgroup_size(WG_N, WG_T)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec3u) {
@@ -29,7 +30,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
   var acc$r_$t = 0.0;
   let blocks = params.k / 32u;
   for (var b = 0u; b < blocks; b++) {
-    let k$r = q8_block(w$r, b, &h$r);
+    let k$r = w_block(w$r, b, &h$r);
     let x$t = x_block(xb$t, b);
     acc$r_$t += block_dot(k$r, x$t);
   }

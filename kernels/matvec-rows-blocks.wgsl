@@ -1,0 +1,35 @@
+// Matrix-vector product for few rows of x (decode) on CPU rasterisers, for weight types walked block by
+// block (Q8_0, Q4_0: quant/block-walk.wgsl): matvec-rows.wgsl specialised to whole blocks. A CPU
+// rasteriser runs every storage load as a loop over its SIMD lanes with a bounds check per component
+// (Mesa's llvmpipe), so the count of loads, not of bytes or of multiply-adds, sets the speed. Here each
+// of an invocation's $ROWS weight rows costs two quant loads per 32-weight block for Q8_0 (one for
+// Q4_0) plus its scale header vec4 (8 blocks' scales) once per 8 blocks, and each row of x eight loads
+// per block (three when quantized), shared by all the invocation's weight rows.
+//
+// Template: a line containing `$r` is written once per weight row (0 .. R-1), one containing `$t` once
+// per row of x (0 .. t-1), one containing both once per pair (kernels/unroll.ts).
+
+// w_block() and block_dot() come with the type's decoder (quant/q8_0.wgsl, quant/q4_0.wgsl), x_block()
+// with matmul-x-block-f32.wgsl, or matmul-x-block-q8.wgsl where x is quantized (three loads per block
+// instead of eight: 37% less time for a 96 MiB Q8_0 product on llvmpipe).
+
+override WG: u32 = 32u;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: u32) {
+  let n0 = ((wg.x + wg.y * 65535u) * WG + lid) * $ROWSu;
+  if (n0 >= params.n) { return; }
+  // Past the last row, repeat it; those results are not stored.
+  let nl = params.n - 1u;
+  let w$r = w_row(min(n0 + $ru, nl), params.k);
+  var h$r = vec4u();
+  let xb$t = params.x_offset + $tu * params.x_stride;
+  var acc$r_$t = 0.0;
+  let blocks = params.k / 32u;
+  for (var b = 0u; b < blocks; b++) {
+    let k$r = w_block(w$r, b, &h$r);
+    let x$t = x_block(xb$t, b);
+    acc$r_$t += block_dot(k$r, x$t);
+  }
+  if (n0 + $ru < params.n) { store($tu, n0 + $ru, acc$r_$t); }
+}

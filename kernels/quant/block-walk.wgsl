@@ -1,0 +1,22 @@
+// Part of the Q8_0 and Q4_0 decoders (quant/layouts.ts BLOCK_WALK_TYPES), for the kernels that walk a
+// weight row block by block (matvec-rows-blocks.wgsl, matmul-regs-blocks.wgsl) with the WBlock,
+// w_block(r, b, &h) and block_dot(k, x) each of those decoders provides. Their rows are row-split: a
+// header of f16 scales, eight blocks' to a vec4, then the blocks' quants.
+
+// Scale of block b from a header vec4 holding the scales of blocks b & ~7 .. (b & ~7) + 7.
+fn header_scale(h: vec4u, b: u32) -> f32 {
+  return unpack2x16float(h[(b >> 1u) & 3u])[b & 1u];
+}
+
+// 32 x values in order (lo: 0..15, hi: 16..31, four per column) times d, and s, the sum of the 32
+// (for types whose quants carry an offset); from matmul-x-block-f32.wgsl or matmul-x-block-q8.wgsl.
+struct XBlock {
+  lo: mat4x4f,
+  hi: mat4x4f,
+  d: f32,
+  s: f32,
+}
+
+fn x_sum(lo: mat4x4f, hi: mat4x4f) -> f32 {
+  return dot(lo[0] + lo[1] + lo[2] + lo[3] + hi[0] + hi[1] + hi[2] + hi[3], vec4f(1.0));
+}

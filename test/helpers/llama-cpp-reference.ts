@@ -1,0 +1,73 @@
+/**
+ * llama.cpp (node-llama-cpp, CPU) as the oracle for a model file: its greedy continuation of token-id
+ * prompts with the next-token distribution before each token, and how far our engine's distributions
+ * along that path are from it.
+ */
+import type { Llama } from 'node-llama-cpp';
+import type { WebGpuEngine } from '../../engine/engine.ts';
+
+export interface LlamaCppReference {
+  prompt: number[];
+  greedy: number[];
+  /** llama.cpp's next-token probabilities before each greedy token. */
+  probs: Float64Array[];
+}
+
+
+/** llama.cpp's greedy continuation and distributions, with an f32 KV cache and no flash attention (its f16 paths round at ~1e-3). */
+export async function llamaCppReference(llama: Llama, path: string, prompts: number[][], vocab: number, steps: number): Promise<LlamaCppReference[]> {
+  const model = await llama.loadModel({ modelPath: path });
+  try {
+    const context = await model.createContext({ threads: 1, contextSize: 256, flashAttention: false, experimentalKvCacheKeyType: 'F32', experimentalKvCacheValueType: 'F32' });
+    try {
+      const out: LlamaCppReference[] = [];
+      for (const prompt of prompts) {
+        const seq = context.getSequence();
+        const greedy: number[] = [];
+        const probs: Float64Array[] = [];
+        for await (const o of seq.evaluateWithMetadata(prompt as never, { probabilities: true }, { temperature: 0 })) {
+          greedy.push(Number(o.token));
+          const p = new Float64Array(vocab);
+          for (const [t, v] of o.probabilities) p[Number(t)] = v;
+          probs.push(p);
+          if (greedy.length >= steps) break;
+        }
+        seq.dispose();
+        out.push({ prompt, greedy, probs });
+      }
+      return out;
+    } finally {
+      await context.dispose();
+    }
+  } finally {
+    await model.dispose();
+  }
+}
+
+function softmax(logits: Float32Array): Float64Array {
+  let max = -Infinity;
+  for (const v of logits) max = Math.max(max, v);
+  const p = Float64Array.from(logits, (v) => Math.exp(v - max));
+  const sum = p.reduce((a, b) => a + b, 0);
+  return p.map((v) => v / sum);
+}
+
+/** Our next-token distributions along llama.cpp's greedy path (teacher forcing), and the largest difference from its own. */
+export async function largestProbDifference(engine: WebGpuEngine, ref: LlamaCppReference): Promise<number> {
+  const logits = await engine.logits([...ref.prompt, ...ref.greedy.slice(0, -1)]);
+  let worst = 0;
+  ref.probs.forEach((want, i) => {
+    const got = softmax(logits[ref.prompt.length - 1 + i]);
+    for (let t = 0; t < want.length; t++) worst = Math.max(worst, Math.abs(got[t] - want[t]));
+  });
+  return worst;
+}
+
+export function smallestGap(ref: LlamaCppReference): number {
+  return Math.min(
+    ...ref.probs.map((p) => {
+      const [a, b] = [...p].sort((x, y) => y - x);
+      return Math.log(a / b);
+    }),
+  );
+}
