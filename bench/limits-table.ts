@@ -22,7 +22,7 @@ export function formatLimitsTable(reports: readonly AdapterLimitsReport[]): stri
   });
   const kernelHead = ['adapter', 'kernel', 'weights', 'dispatches', 'ms', 'GB/s', '% read'];
   const kernelBody = reports.flatMap((r) =>
-    (r.kernels ?? []).map((k) => [r.adapter, `matvec ${k.variant} ${k.type}`, `${k.shape}, ${(k.weightBytes / 2 ** 20).toFixed(0)} MiB`, String(k.dispatches), k.ms.toFixed(2), k.GBps.toFixed(2), k.percentOfRead.toFixed(0)]),
+    (r.kernels ?? []).map((k) => [r.adapter, `matvec ${k.variant} ${k.type}${k.x === 'int8' ? ', int8 x' : ''}`, `${k.shape}, ${(k.weightBytes / 2 ** 20).toFixed(0)} MiB`, String(k.dispatches), k.ms.toFixed(2), k.GBps.toFixed(2), k.percentOfRead.toFixed(0)]),
   );
   const kernels = kernelBody.length > 0 ? ['', 'Decode matrix-vector kernels (t = 1) against the streaming-read limit:', ...markdownTable(kernelHead, kernelBody)] : [];
   return [...table, ...details, ...kernels].join('\n');

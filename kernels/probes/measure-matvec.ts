@@ -9,7 +9,8 @@
  */
 import { GgmlType, typeName } from '../../ggml/types.ts';
 import { MatVecKernel, type MatVecVariant } from '../matvec.ts';
-import { gpuLayout } from '../quant/layouts.ts';
+import { BLOCK_WALK_TYPES, gpuLayout } from '../quant/layouts.ts';
+import { QuantizeXKernel, q8RowVec4s } from '../quantize-x.ts';
 import { ParamArena } from '../runtime/arena.ts';
 import type { KernelContext } from '../runtime/context.ts';
 import { readWords } from './readback.ts';
@@ -32,6 +33,8 @@ export interface MatVecShape {
 export interface MatVecRate {
   type: string;
   variant: MatVecVariant;
+  /** x as the engine gives this kernel: f32, or int8 blocks (CPU rasterisers' Q8_0 and Q4_0 products). */
+  x: 'f32' | 'int8';
   shape: string;
   weightBytes: number;
   dispatches: number;
@@ -66,7 +69,9 @@ export function matvecShapes(longBytes = 96 * 2 ** 20): (type: GgmlType) => MatV
  */
 export async function measureMatVec(ctx: KernelContext, type: GgmlType, variant: MatVecVariant, shapes: MatVecShape[], expectedDot: (k: number) => number, runs = 5): Promise<MatVecRate[]> {
   const layout = gpuLayout(type);
-  const kernel = new MatVecKernel(ctx, type, 1, variant);
+  // As the engine runs it: CPU rasterisers' block-walking types read x quantized (quantize-x.ts).
+  const xq8 = ctx.caps.software && variant === 'rows' && BLOCK_WALK_TYPES.has(type);
+  const kernel = new MatVecKernel(ctx, type, 1, variant, { xq8 });
   const out: MatVecRate[] = [];
   for (const shape of shapes) {
     const bufs: GPUBuffer[] = [];
@@ -74,9 +79,11 @@ export async function measureMatVec(ctx: KernelContext, type: GgmlType, variant:
     let weightBytes = 0;
     const maxK = Math.max(...shape.products.map((p) => p.k));
     const maxN = Math.max(...shape.products.map((p) => p.n));
-    const x = ctx.storage('mv-x', maxK * 4, new Float32Array(maxK).fill(X));
+    const xf = ctx.storage('mv-x', maxK * 4, new Float32Array(maxK).fill(X));
     const y = ctx.storage('mv-y', maxN * 4);
-    bufs.push(x, y);
+    bufs.push(xf, y);
+    const x = xq8 ? await quantized(ctx, xf, maxK) : xf;
+    if (xq8) bufs.push(x);
     for (const p of shape.products) {
       const bytes = p.n * layout.rowBytes(p.k);
       for (let c = 0; c < p.copies; c++) {
@@ -90,7 +97,7 @@ export async function measureMatVec(ctx: KernelContext, type: GgmlType, variant:
     const once = () => {
       const commands = onePass(ctx.device, (pass) => {
         arena.reset();
-        for (const j of jobs) kernel.encode(pass, arena, j.group, { t: 1, n: j.n, k: j.k });
+        for (const j of jobs) kernel.encode(pass, arena, j.group, { t: 1, n: j.n, k: j.k, xStride: xq8 ? q8RowVec4s(j.k) : j.k });
       });
       arena.flush();
       return submitMs(ctx.device, commands);
@@ -101,11 +108,23 @@ export async function measureMatVec(ctx: KernelContext, type: GgmlType, variant:
     if (error) throw new Error(`matvec probe ${typeName(type)}/${variant}: ${error.message}`);
     await checkFirstOutput(ctx, type, expectedDot(shape.products[shape.products.length - 1].k), y);
     const ms = await bestOf(runs, once);
-    out.push({ type: typeName(type), variant, shape: shape.label, weightBytes, dispatches: jobs.length, ms, GBps: weightBytes / ms / 1e6 });
+    out.push({ type: typeName(type), variant, x: xq8 ? 'int8' : 'f32', shape: shape.label, weightBytes, dispatches: jobs.length, ms, GBps: weightBytes / ms / 1e6 });
     for (const b of bufs) b.destroy();
     arena.buffer.destroy();
   }
   return out;
+}
+
+/** x (k f32 values) as int8 blocks, written by the engine's quantize pass. */
+async function quantized(ctx: KernelContext, x: GPUBuffer, k: number): Promise<GPUBuffer> {
+  const q = new QuantizeXKernel(ctx);
+  const xq = ctx.storage('mv-xq', q8RowVec4s(k) * 16);
+  const arena = new ParamArena(ctx, 1);
+  const commands = onePass(ctx.device, (pass) => q.encode(pass, arena, q.bind(x, xq), { tokens: 1, k }));
+  arena.flush();
+  await submitMs(ctx.device, commands);
+  arena.buffer.destroy();
+  return xq;
 }
 
 /**
@@ -114,7 +133,8 @@ export async function measureMatVec(ctx: KernelContext, type: GgmlType, variant:
  */
 async function checkFirstOutput(ctx: KernelContext, type: GgmlType, want: number, y: GPUBuffer): Promise<void> {
   const got = new Float32Array(new Uint32Array(await readWords(ctx.device, y, 1)).buffer)[0];
-  if (!(Math.abs(got - want) <= 1e-3 * Math.abs(want) + 1e-6)) {
+  // 2e-3: x = 0.5 quantized to int8 is 127 steps of f16(0.5 / 127), 0.49997.
+  if (!(Math.abs(got - want) <= 2e-3 * Math.abs(want) + 1e-6)) {
     throw new Error(`matvec probe ${typeName(type)}: output ${got} is not the expected ${want}; the kernel did not do the whole product`);
   }
 }
