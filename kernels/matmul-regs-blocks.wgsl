@@ -25,7 +25,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
   let nl = params.n - 1u;
   let tl = params.t - 1u;
   let w$r = w_row(min(n0 + $ru, nl), params.k);
-  var h$r = vec4u();
+  var h$r: WState;
   let xb$t = params.x_offset + min(t0 + $tu, tl) * params.x_stride;
   var acc$r_$t = 0.0;
   let blocks = params.k / 32u;

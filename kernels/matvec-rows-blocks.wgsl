@@ -22,7 +22,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
   // Past the last row, repeat it; those results are not stored.
   let nl = params.n - 1u;
   let w$r = w_row(min(n0 + $ru, nl), params.k);
-  var h$r = vec4u();
+  var h$r: WState;
   let xb$t = params.x_offset + $tu * params.x_stride;
   var acc$r_$t = 0.0;
   let blocks = params.k / 32u;

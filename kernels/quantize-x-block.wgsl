@@ -1,27 +1,52 @@
-// One block of 32 activations quantized to int8 the way llama.cpp's CPU backend quantizes activations
-// for its Q8_0 and Q4_0 products (quantize_row_q8_0, SIMD path): d = max|x| / 127 kept as f16,
-// q = round-half-even(x / d) with the f32 d. Shared by quantize-x-q8.wgsl, rmsnorm-serial-q8.wgsl and
-// swiglu-q8.wgsl, so x quantized after a pass and x quantized by that pass itself are the same bits.
-//
-// A quantized row: blocks b = 0 .. k/32-1 at vec4s 3b: two vec4s of quants (byte i of the pair is
-// element 32b + i), then the scale in .x of the third (the other words are 0).
+// Activations quantized to int8 the way llama.cpp's CPU backend quantizes them for its products, into
+// blocks of 32 (quantize-x.ts's layout: two vec4s of quants, then the scale in .x of a third), in one
+// of two modes (XQ_GROUP, a pipeline constant):
+//   32: quantize_row_q8_0 (Q8_0 and Q4_0 weights): d = max|x| / 127 kept as f16, q = round-half-even(x / d)
+//       with the f32 d;
+//   256: quantize_row_q8_K (K-quant weights): the 256 values share iscale = -127 / (the value of largest
+//       magnitude, first in order), q = min(127, round-half-even(iscale x)), d = 1 / iscale in f32,
+//       written with each of the group's 8 blocks.
+// Shared by quantize-x-q8.wgsl, rmsnorm-serial-q8.wgsl and swiglu-q8.wgsl, so x quantized after a pass
+// and x quantized by that pass itself are the same bits. Each defines x_value(i), vec4 i of the values
+// being quantized.
+
+override XQ_GROUP: u32 = 32u;
 
 fn pack_bytes(v: vec4f) -> u32 {
   let b = bitcast<vec4u>(vec4i(v)) & vec4u(0xffu);
   return b.x | (b.y << 8u) | (b.z << 16u) | (b.w << 24u);
 }
 
-// Writes block `v` (32 values, in order) at vec4s o .. o + 2 of xq.
-fn put_q8_block(o: u32, v: array<vec4f, 8>) {
-  var m = vec4f();
-  for (var i = 0u; i < 8u; i++) { m = max(m, abs(v[i])); }
-  let amax = max(max(m.x, m.y), max(m.z, m.w));
-  // As quantize_row_q8_0: the inverse of the f32 step, not 127 / max, so values on a rounding boundary
-  // go the way llama.cpp's do.
-  let step = amax / 127.0;
-  let id = select(0.0, 1.0 / step, step != 0.0);
-  let d = unpack2x16float(pack2x16float(vec2f(step, 0.0))).x;
-  xq[o] = vec4u(pack_bytes(round(v[0] * id)), pack_bytes(round(v[1] * id)), pack_bytes(round(v[2] * id)), pack_bytes(round(v[3] * id)));
-  xq[o + 1u] = vec4u(pack_bytes(round(v[4] * id)), pack_bytes(round(v[5] * id)), pack_bytes(round(v[6] * id)), pack_bytes(round(v[7] * id)));
+fn put_q8_quants(o: u32, id: f32, v0: u32, d: f32) {
+  xq[o] = vec4u(pack_bytes(min(round(x_value(v0) * id), vec4f(127.0))), pack_bytes(min(round(x_value(v0 + 1u) * id), vec4f(127.0))), pack_bytes(min(round(x_value(v0 + 2u) * id), vec4f(127.0))), pack_bytes(min(round(x_value(v0 + 3u) * id), vec4f(127.0))));
+  xq[o + 1u] = vec4u(pack_bytes(min(round(x_value(v0 + 4u) * id), vec4f(127.0))), pack_bytes(min(round(x_value(v0 + 5u) * id), vec4f(127.0))), pack_bytes(min(round(x_value(v0 + 6u) * id), vec4f(127.0))), pack_bytes(min(round(x_value(v0 + 7u) * id), vec4f(127.0))));
   xq[o + 2u] = vec4u(bitcast<u32>(d), 0u, 0u, 0u);
+}
+
+// Quantizes XQ_GROUP values, x_value(v0) .. x_value(v0 + XQ_GROUP / 4 - 1), into the blocks from vec4 o.
+fn put_xq_group(o: u32, v0: u32) {
+  if (XQ_GROUP == 32u) {
+    var m = vec4f();
+    for (var i = 0u; i < 8u; i++) { m = max(m, abs(x_value(v0 + i))); }
+    let amax = max(max(m.x, m.y), max(m.z, m.w));
+    // The inverse of the f32 step, not 127 / max, so values on a rounding boundary go llama.cpp's way.
+    let step = amax / 127.0;
+    let id = select(0.0, 1.0 / step, step != 0.0);
+    put_q8_quants(o, id, v0, unpack2x16float(pack2x16float(vec2f(step, 0.0))).x);
+    return;
+  }
+  var amax = 0.0;
+  var signed = 0.0;
+  for (var i = 0u; i < XQ_GROUP / 4u; i++) {
+    let v = x_value(v0 + i);
+    for (var c = 0u; c < 4u; c++) {
+      if (abs(v[c]) > amax) {
+        amax = abs(v[c]);
+        signed = v[c];
+      }
+    }
+  }
+  let iscale = select(0.0, -127.0 / signed, amax != 0.0);
+  let d = select(0.0, 1.0 / iscale, amax != 0.0);
+  for (var b = 0u; b < XQ_GROUP / 32u; b++) { put_q8_quants(o + 3u * b, iscale, v0 + 8u * b, d); }
 }

@@ -1,6 +1,6 @@
 /**
- * Rows of x quantized to int8 blocks of 32 with an f16-valued scale each (quantize-x-q8.wgsl), read by
- * the CPU rasterisers' Q8_0 tiled product in place of f32 x.
+ * Rows of x quantized to int8 blocks of 32 with a scale each (quantize-x-q8.wgsl), read by the CPU
+ * rasterisers' block-walking products (Q8_0, Q4_0, Q4_K) in place of f32 x.
  */
 import block from './quantize-x-block.wgsl?raw';
 import source from './quantize-x-q8.wgsl?raw';
@@ -9,6 +9,18 @@ import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context
 import { grid2d } from './runtime/grid.ts';
 
 const WG = 64;
+
+/**
+ * How activations are quantized for a weight type's products, as llama.cpp's CPU backend does
+ * (quantize-x-block.wgsl): 'q8_0' for Q8_0 and Q4_0 (32 values share an f16 scale), 'q8_K' for K-quants
+ * (256 values share an f32 scale from their signed maximum).
+ */
+export type XqMode = 'q8_0' | 'q8_K';
+
+/** Values that share one scale in `mode`: rows must hold a whole number of them. */
+export function xqGroup(mode: XqMode): number {
+  return mode === 'q8_K' ? 256 : 32;
+}
 
 /** vec4s of one quantized row of k elements (k a multiple of 32): three per block. */
 export function q8RowVec4s(k: number): number {
@@ -27,8 +39,11 @@ export interface QuantizeXParams {
 export class QuantizeXKernel {
   readonly kernel: CompiledKernel;
 
-  constructor(ctx: KernelContext) {
-    this.kernel = ctx.kernel({ label: 'quantize-x-q8', code: wgsl(source, block), bindings: ['read', 'write'], constants: { WG } });
+  constructor(
+    ctx: KernelContext,
+    readonly mode: XqMode = 'q8_0',
+  ) {
+    this.kernel = ctx.kernel({ label: `quantize-x-${mode}`, code: wgsl(source, block), bindings: ['read', 'write'], constants: { WG, XQ_GROUP: xqGroup(mode) } });
   }
 
   bind(x: GPUBuffer, xq: GPUBuffer): GPUBindGroup {
@@ -38,14 +53,15 @@ export class QuantizeXKernel {
   encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: QuantizeXParams): void {
     const xOffset = p.xOffset ?? 0;
     const xStride = p.xStride ?? p.k;
-    if (p.k % 32 !== 0 || xOffset % 4 !== 0 || xStride % 4 !== 0) throw new Error(`quantize-x: k=${p.k}, x offset ${xOffset} and stride ${xStride} must be multiples of 32, 4 and 4`);
+    const per = xqGroup(this.mode);
+    if (p.k % per !== 0 || xOffset % 4 !== 0 || xStride % 4 !== 0) throw new Error(`quantize-x: k=${p.k}, x offset ${xOffset} and stride ${xStride} must be multiples of ${per}, 4 and 4`);
     const s = arena.slot();
     arena.u32[s] = p.tokens;
     arena.u32[s + 1] = p.k;
     arena.u32[s + 2] = xOffset;
     arena.u32[s + 3] = xStride;
     arena.u32[s + 4] = q8RowVec4s(p.k);
-    const [gx, gy] = grid2d(Math.ceil((p.tokens * (p.k / 32)) / WG));
+    const [gx, gy] = grid2d(Math.ceil((p.tokens * (p.k / per)) / WG));
     arena.dispatch(pass, this.kernel, group, s, gx, gy);
   }
 }

@@ -12,6 +12,7 @@ import ioGather from './rmsnorm-io-gather.wgsl?raw';
 import type { ParamArena } from './runtime/arena.ts';
 import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
 import { grid2d } from './runtime/grid.ts';
+import { xqGroup, type XqMode } from './quantize-x.ts';
 
 const SERIAL_WG = 16;
 
@@ -56,15 +57,17 @@ export class RmsNormKernel {
     ctx: KernelContext,
     variant: 'serial' | 'workgroup' = ctx.caps.software ? 'serial' : 'workgroup',
     readonly io: 'out' | 'in-place' | 'gather' | 'q8' | 'gather-q8' = 'out',
+    /** With quantized output: quantized for which weights' products (quantize-x.ts). */
+    readonly xq: XqMode = 'q8_0',
   ) {
     this.serial = variant === 'serial';
     this.inPlace = io === 'in-place';
-    const label = `rmsnorm${this.serial ? '-serial' : ''}${io === 'out' ? '' : `-${io}`}`;
+    const label = `rmsnorm${this.serial ? '-serial' : ''}${io === 'out' ? '' : `-${io.replace('q8', xq)}`}`;
     const gathers = io === 'gather' || io === 'gather-q8';
     const bindings = this.inPlace ? (['write', 'read'] as const) : gathers ? (['read', 'read', 'write', 'read'] as const) : (['read', 'read', 'write'] as const);
     if (io === 'q8' || io === 'gather-q8') {
       if (!this.serial) throw new Error('rmsnorm: quantized output is for CPU adapters (the serial kernel)');
-      this.kernel = ctx.kernel({ label, code: wgsl(serialQ8, rows, q8Block, io === 'q8' ? ioQ8 : ioQ8Gather), bindings, constants: { WG: SERIAL_WG } });
+      this.kernel = ctx.kernel({ label, code: wgsl(serialQ8, rows, q8Block, io === 'q8' ? ioQ8 : ioQ8Gather), bindings, constants: { WG: SERIAL_WG, XQ_GROUP: xqGroup(xq) } });
       return;
     }
     const io4 = { out: ioFile, 'in-place': ioInPlace, gather: ioGather }[io];
@@ -95,7 +98,7 @@ export class RmsNormKernel {
     arena.u32[s + 8] = p.wSplit ?? g;
     const [gx, gy] = grid2d(this.serial ? Math.ceil(p.rows / SERIAL_WG) : p.rows);
     const by4 = [p.dim, p.xOffset ?? 0, p.yOffset ?? 0, xStride, p.yStride ?? g * p.dim].every((v) => v % 4 === 0);
-    if (this.io.endsWith('q8') && !(by4 && p.dim % 32 === 0 && g === 1)) throw new Error(`${this.kernel.label}: dim ${p.dim} must be a multiple of 32 and x's offset and stride of 4, in groups of one row`);
+    if (this.io.endsWith('q8') && !(by4 && p.dim % xqGroup(this.xq) === 0 && g === 1)) throw new Error(`${this.kernel.label}: dim ${p.dim} must be a multiple of ${xqGroup(this.xq)} and x's offset and stride of 4, in groups of one row`);
     arena.dispatch(pass, by4 && this.vec4Kernel ? this.vec4Kernel : this.kernel, group, s, gx, gy);
   }
 }

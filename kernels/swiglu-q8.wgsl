@@ -1,7 +1,7 @@
-// The gated activation written as int8 blocks of 32 (put_q8_block, quantize-x-block.wgsl): the input of
+// The gated activation written as int8 blocks of 32 (put_xq_group, quantize-x-block.wgsl): the input of
 // a Q8_0 down product that reads quantized x on a CPU rasteriser, with no quantize pass of its own. Each
 // value is act(gate) * up as swiglu.wgsl computes it, so the bits equal swiglu.wgsl's output quantized
-// by quantize-x-q8.wgsl. One invocation per (token, block); n % 32 == 0, offsets and in_stride % 4 == 0.
+// by quantize-x-q8.wgsl. One invocation per (token, group); n % XQ_GROUP == 0, offsets and in_stride % 4 == 0.
 
 struct Params {
   tokens: u32,
@@ -20,19 +20,22 @@ override WG: u32 = 64u;
 @group(0) @binding(2) var<storage, read_write> xq: array<vec4u>;
 @group(1) @binding(0) var<uniform> params: Params;
 
+var<private> gate_row: u32;
+var<private> up_row: u32;
+
+fn x_value(i: u32) -> vec4f {
+  let g = gate[gate_row + i];
+  return vec4f(act(g.x), act(g.y), act(g.z), act(g.w)) * up[up_row + i];
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
-  let blocks = params.n / 32u;
+  let groups = params.n / XQ_GROUP;
   let item = gid.x + gid.y * nwg.x * WG;
-  if (item >= params.tokens * blocks) { return; }
-  let t = item / blocks;
-  let b = item % blocks;
-  let gb = (params.gate_offset + t * params.in_stride) / 4u + 8u * b;
-  let ub = (params.up_offset + t * params.in_stride) / 4u + 8u * b;
-  var v: array<vec4f, 8>;
-  for (var i = 0u; i < 8u; i++) {
-    let g = gate[gb + i];
-    v[i] = vec4f(act(g.x), act(g.y), act(g.z), act(g.w)) * up[ub + i];
-  }
-  put_q8_block(t * params.out_stride + 3u * b, v);
+  if (item >= params.tokens * groups) { return; }
+  let t = item / groups;
+  let g = item % groups;
+  gate_row = (params.gate_offset + t * params.in_stride) / 4u;
+  up_row = (params.up_offset + t * params.in_stride) / 4u;
+  put_xq_group(t * params.out_stride + 3u * (XQ_GROUP / 32u) * g, g * (XQ_GROUP / 4u));
 }

@@ -2,7 +2,7 @@ import { activationWgsl, type Activation } from './activation.ts';
 import source from './swiglu.wgsl?raw';
 import sourceQ8 from './swiglu-q8.wgsl?raw';
 import q8Block from './quantize-x-block.wgsl?raw';
-import { q8RowVec4s } from './quantize-x.ts';
+import { q8RowVec4s, xqGroup, type XqMode } from './quantize-x.ts';
 import type { ParamArena } from './runtime/arena.ts';
 import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
 import { grid2d } from './runtime/grid.ts';
@@ -33,10 +33,12 @@ export class SwiGluKernel {
     ctx: KernelContext,
     readonly activation: Activation = 'silu',
     readonly output: 'f32' | 'q8' = 'f32',
+    /** With quantized output: quantized for which weights' products (quantize-x.ts). */
+    readonly xq: XqMode = 'q8_0',
   ) {
-    const label = `${activation === 'gelu' ? 'geglu' : 'swiglu'}${output === 'q8' ? '-q8' : ''}`;
+    const label = `${activation === 'gelu' ? 'geglu' : 'swiglu'}${output === 'q8' ? `-${xq}` : ''}`;
     const code = output === 'q8' ? wgsl(sourceQ8, activationWgsl(activation), q8Block) : wgsl(source, activationWgsl(activation));
-    this.kernel = ctx.kernel({ label, code, bindings: ['read', 'read', 'write'], constants: { WG } });
+    this.kernel = ctx.kernel({ label, code, bindings: ['read', 'read', 'write'], constants: output === 'q8' ? { WG, XQ_GROUP: xqGroup(xq) } : { WG } });
   }
 
   bind(gate: GPUBuffer, up: GPUBuffer, out: GPUBuffer): GPUBindGroup {
@@ -52,10 +54,11 @@ export class SwiGluKernel {
     arena.u32[s + 4] = p.inStride ?? p.n;
     if (this.output === 'q8') {
       const aligned = [p.gateOffset ?? 0, p.upOffset ?? 0, p.inStride ?? p.n].every((v) => v % 4 === 0);
-      if (p.n % 32 !== 0 || !aligned) throw new Error(`${this.kernel.label}: n=${p.n} must be a multiple of 32 and the gate/up offsets and stride of 4`);
+      const group = xqGroup(this.xq);
+      if (p.n % group !== 0 || !aligned) throw new Error(`${this.kernel.label}: n=${p.n} must be a multiple of ${group} and the gate/up offsets and stride of 4`);
     }
     arena.u32[s + 5] = this.output === 'q8' ? q8RowVec4s(p.n) : (p.outStride ?? p.n);
-    const items = this.output === 'q8' ? p.tokens * (p.n / 32) : p.tokens * p.n;
+    const items = this.output === 'q8' ? p.tokens * (p.n / xqGroup(this.xq)) : p.tokens * p.n;
     const [gx, gy] = grid2d(Math.ceil(items / WG));
     arena.dispatch(pass, this.kernel, group, s, gx, gy);
   }

@@ -12,6 +12,7 @@ import { GgmlType, typeName } from '../../ggml/types.ts';
 import type { Activation } from '../../kernels/activation.ts';
 import type { BoundProduct, MatrixKernels, WeightMatrix } from './matrix.ts';
 import { createQuantizedXProducts } from './quantized-x-products.ts';
+import { xqGroup, type XqMode } from '../../kernels/quantize-x.ts';
 
 export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
   const products = new Map<string, WeightMatmul>();
@@ -40,13 +41,16 @@ export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
     if (!k) lookups.set(t, (k = new EmbeddingKernel(ctx, t)));
     return k;
   };
-  const quantizedX = createQuantizedXProducts(ctx, (type, bias) => productFor(type, bias, undefined, false, true));
+  const quantizedXMode = (w: WeightMatrix): XqMode | undefined => {
+    const mode = ctx.caps.software ? BLOCK_WALK_TYPES.get(w.type) : undefined;
+    return mode && w.cols % xqGroup(mode) === 0 ? mode : undefined;
+  };
+  const quantizedX = createQuantizedXProducts(ctx, quantizedXMode, (type, bias) => productFor(type, bias, undefined, false, true));
   const maxBinding = Math.min(ctx.caps.maxStorageBinding, ctx.caps.maxBufferSize);
 
-  const readsQuantizedX = (w: WeightMatrix) => ctx.caps.software && BLOCK_WALK_TYPES.has(w.type) && w.cols % 32 === 0;
 
   return {
-    readsQuantizedX,
+    quantizedX: quantizedXMode,
     fuseNormUpTo,
     fuseGluUpTo,
     layout(type, rows, cols) {
@@ -56,7 +60,7 @@ export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
     repack: (type, raw, rows, cols) => gpuLayout(type).repack(raw, rows, cols),
     product(w, x, y, io): BoundProduct {
       if (io.norm && (fuseNormUpTo === 0 || w.cols % 4 !== 0)) throw new Error(`${w.name}: this device's products cannot fold in the norm`);
-      if (io.xq8 && (!readsQuantizedX(w) || io.glu || io.norm)) throw new Error(`${w.name}: this device's ${typeName(w.type)} products cannot read quantized x`);
+      if (io.xq8 && (!quantizedXMode(w) || io.glu || io.norm)) throw new Error(`${w.name}: this device's ${typeName(w.type)} products cannot read quantized x`);
       // f32 x that a quantize pass can turn into int8 blocks is read that way (quantized-x-products.ts).
       if (!io.xq8 && quantizedX?.applies(w, io)) return quantizedX.bind(w, x, y, io);
       const mm = productFor(w.type, w.bias !== undefined, io.glu?.activation, io.norm !== undefined, io.xq8);

@@ -3,6 +3,7 @@
  * products over it. The model never looks inside a shard; kernels/ decides layouts and variants.
  */
 import type { GgmlType } from '../../ggml/types.ts';
+import type { XqMode } from '../../kernels/quantize-x.ts';
 import type { ParamArena } from '../../kernels/runtime/arena.ts';
 import type { Activation } from '../../kernels/activation.ts';
 
@@ -57,8 +58,11 @@ export interface MatrixKernels {
   repack(type: GgmlType, raw: Uint8Array, rows: number, cols: number): Uint8Array;
   /** y[t, :] (+)= W · x[t, :] (+ w.bias) for t < tokens. */
   product(w: WeightMatrix, x: GPUBuffer, y: GPUBuffer, io: MatrixIo): BoundProduct;
-  /** Whether products of `w` may take quantized x (`io.xq8`) here: Q8_0 and Q4_0 weights on CPU rasterisers. */
-  readsQuantizedX(w: WeightMatrix): boolean;
+  /**
+   * How products of `w` read quantized x (`io.xq8`) here, or undefined where they read f32 x: on CPU
+   * rasterisers, Q8_0 and Q4_0 in 'q8_0' mode, Q4_K in 'q8_K' (quantize-x.ts), when rows are whole groups.
+   */
+  quantizedX(w: WeightMatrix): XqMode | undefined;
   /** Whether products may take `io.norm` here, and for at most how many rows of x. */
   readonly fuseNormUpTo: number;
   /**

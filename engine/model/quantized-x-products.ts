@@ -9,8 +9,7 @@
  */
 import { GgmlType } from '../../ggml/types.ts';
 import type { WeightMatmul } from '../../kernels/matmul-select.ts';
-import { QuantizeXKernel, q8RowVec4s } from '../../kernels/quantize-x.ts';
-import { BLOCK_WALK_TYPES } from '../../kernels/quant/layouts.ts';
+import { QuantizeXKernel, q8RowVec4s, type XqMode } from '../../kernels/quantize-x.ts';
 import type { ParamArena } from '../../kernels/runtime/arena.ts';
 import type { KernelContext } from '../../kernels/runtime/context.ts';
 import type { MatrixIo, WeightMatrix } from './matrix.ts';
@@ -23,9 +22,14 @@ export interface QuantizedXProducts {
 }
 
 /** `productFor(type, bias)`: the products of that type reading quantized x, each kernel picked by the step's rows. */
-export function createQuantizedXProducts(ctx: KernelContext, productFor: (type: GgmlType, bias: boolean) => WeightMatmul): QuantizedXProducts | undefined {
+export function createQuantizedXProducts(ctx: KernelContext, modeOf: (w: WeightMatrix) => XqMode | undefined, productFor: (type: GgmlType, bias: boolean) => WeightMatmul): QuantizedXProducts | undefined {
   if (!ctx.caps.software) return undefined;
-  const quantize = new QuantizeXKernel(ctx);
+  const quantizers = new Map<XqMode, QuantizeXKernel>();
+  const quantizer = (mode: XqMode) => {
+    let q = quantizers.get(mode);
+    if (!q) quantizers.set(mode, (q = new QuantizeXKernel(ctx, mode)));
+    return q;
+  };
   // One quantized copy per x buffer: products reading the same x in a step share its buffer, and each
   // quantizes it again just before it reads it (the step's passes run in order).
   const copies = new Map<GPUBuffer, GPUBuffer>();
@@ -36,9 +40,10 @@ export function createQuantizedXProducts(ctx: KernelContext, productFor: (type: 
     return q;
   };
   return {
-    applies: (w, io) => BLOCK_WALK_TYPES.has(w.type) && !io.glu && !io.norm && w.cols % 32 === 0 && io.xOffset % 4 === 0 && io.xStride % 4 === 0,
+    applies: (w, io) => modeOf(w) !== undefined && !io.glu && !io.norm && io.xOffset % 4 === 0 && io.xStride % 4 === 0,
     bind(w, x, y, io) {
       const xq = copyOf(x);
+      const quantize = quantizer(modeOf(w)!);
       const group = quantize.bind(x, xq);
       const mm = productFor(w.type, w.bias !== undefined);
       const bound = w.shards.map((s) => ({ group: mm.bind(s.buffer, xq, y, w.bias), rowOffset: s.rowStart, n: s.rows }));

@@ -23,7 +23,7 @@ import type { PagedKvCache } from '../kv/paged-cache.ts';
 import type { BoundProduct, MatrixKernels, WeightMatrix } from './matrix.ts';
 import type { LayerWeights, ModelWeights } from './weights.ts';
 import { MAX_PENALTY_ENTRIES, Workspace } from './workspace.ts';
-import { q8RowVec4s } from '../../kernels/quantize-x.ts';
+import { q8RowVec4s, xqGroup, type XqMode } from '../../kernels/quantize-x.ts';
 
 interface LayerPlan {
   attnNorm: GPUBindGroup;
@@ -58,10 +58,11 @@ interface LayerPlan {
    */
   unfusedDown?: { swiglu: GPUBindGroup; down: BoundProduct };
   /** Where the down product reads quantized x: the activation pass writes int8 blocks (SwiGluKernel 'q8'). */
-  quantizedDown?: { swiglu: GPUBindGroup; down: BoundProduct };
+  quantizedDown?: { kernel: SwiGluKernel; swiglu: GPUBindGroup; down: BoundProduct };
 }
 
 interface NormedProducts {
+  kernel: RmsNormKernel;
   norm: GPUBindGroup;
   products: BoundProduct[];
 }
@@ -71,9 +72,6 @@ export class Transformer implements StepRunner {
   private readonly arena: ParamArena;
   private readonly k: {
     rmsnorm: RmsNormKernel;
-    rmsnormQ8: RmsNormKernel | undefined;
-    swigluQ8: SwiGluKernel | undefined;
-    headNormQ8: RmsNormKernel | undefined;
     qkNorm: RmsNormKernel | undefined;
     ropeStore: RopeKvStoreKernel;
     attention: AttentionKernel;
@@ -152,9 +150,6 @@ export class Transformer implements StepRunner {
     const ws = (this.ws = new Workspace(ctx, cfg, limits.maxTokensPerStep, limits.maxRowsPerStep));
     this.k = {
       rmsnorm: new RmsNormKernel(ctx),
-      rmsnormQ8: undefined,
-      swigluQ8: undefined,
-      headNormQ8: undefined,
       qkNorm: cfg.block.qkNorm ? new RmsNormKernel(ctx, undefined, 'in-place') : undefined,
       ropeStore: new RopeKvStoreKernel(ctx),
       attention: new AttentionKernel(ctx),
@@ -187,24 +182,46 @@ export class Transformer implements StepRunner {
         return p;
       });
     };
-    // The norm writes quantized rows for products that all read quantized x (see LayerPlan.quantized).
-    const quantizable = (ms: WeightMatrix[]) => D % 32 === 0 && ms.every((m) => matrices.readsQuantizedX(m));
-    const anyQuantized = weights.layers.some((w) => quantizable(w.qkv) || quantizable(w.gateUp));
+    // The norm writes quantized rows for products that all read quantized x in one mode (see
+    // LayerPlan.quantized); likewise the activation pass for the down product and the output head's norm.
+    const modeOf = (ms: WeightMatrix[]): XqMode | undefined => {
+      const modes = new Set(ms.map((m) => matrices.quantizedX(m)));
+      const [mode] = modes;
+      return modes.size === 1 && mode && D % xqGroup(mode) === 0 ? mode : undefined;
+    };
+    const norms = new Map<string, RmsNormKernel>();
+    const normFor = (io: 'q8' | 'gather-q8', mode: XqMode) => {
+      let k = norms.get(`${io}/${mode}`);
+      if (!k) norms.set(`${io}/${mode}`, (k = new RmsNormKernel(ctx, 'serial', io, mode)));
+      return k;
+    };
+    const activations = new Map<XqMode, SwiGluKernel>();
+    const activationFor = (mode: XqMode) => {
+      let k = activations.get(mode);
+      if (!k) activations.set(mode, (k = new SwiGluKernel(ctx, cfg.block.activation, 'q8', mode)));
+      return k;
+    };
+    const anyQuantized = weights.layers.some((w) => modeOf(w.qkv) || modeOf(w.gateUp));
     const xNormQ8 = anyQuantized ? ctx.storage('act.x-norm.q8', limits.maxTokensPerStep * q8RowVec4s(D) * 16) : undefined;
-    if (anyQuantized) this.k.rmsnormQ8 = new RmsNormKernel(ctx, 'serial', 'q8');
-    const quantized = (ms: WeightMatrix[], norm: GPUBuffer, y: GPUBuffer, yStride: number): NormedProducts | undefined =>
-      quantizable(ms) ? { norm: this.k.rmsnormQ8!.bind(ws.x, norm, xNormQ8), products: side(ms, xNormQ8!, y, q8RowVec4s(D), yStride, undefined, true) } : undefined;
-    // Likewise the down product's input, from the activation pass, and the output head's, from its norm.
-    const downQuantizable = (w: LayerWeights) => F % 32 === 0 && matrices.readsQuantizedX(w.down);
-    const actQ8 = weights.layers.some(downQuantizable) ? ctx.storage('act.act.q8', limits.maxTokensPerStep * q8RowVec4s(F) * 16) : undefined;
-    if (actQ8) this.k.swigluQ8 = new SwiGluKernel(ctx, cfg.block.activation, 'q8');
-    const quantizedDown = (w: LayerWeights) =>
-      actQ8 && downQuantizable(w)
-        ? { swiglu: this.k.swigluQ8!.bind(ws.gateUp, ws.gateUp, actQ8), down: matrices.product(w.down, actQ8, ws.x, { ...io(q8RowVec4s(F), 0, D, true), xq8: true }) }
-        : undefined;
-    const headQuantized = D % 32 === 0 && matrices.readsQuantizedX(weights.output);
-    if (headQuantized) this.k.headNormQ8 = new RmsNormKernel(ctx, 'serial', 'gather-q8');
-    const xLastNormQ8 = headQuantized ? ctx.storage('act.x-last-norm.q8', limits.maxRowsPerStep * q8RowVec4s(D) * 16) : undefined;
+    const quantized = (ms: WeightMatrix[], norm: GPUBuffer, y: GPUBuffer, yStride: number): NormedProducts | undefined => {
+      const mode = modeOf(ms);
+      if (!mode || !xNormQ8) return undefined;
+      const kernel = normFor('q8', mode);
+      return { kernel, norm: kernel.bind(ws.x, norm, xNormQ8), products: side(ms, xNormQ8, y, q8RowVec4s(D), yStride, undefined, true) };
+    };
+    const downMode = (w: LayerWeights) => {
+      const mode = matrices.quantizedX(w.down);
+      return mode && F % xqGroup(mode) === 0 ? mode : undefined;
+    };
+    const actQ8 = weights.layers.some(downMode) ? ctx.storage('act.act.q8', limits.maxTokensPerStep * q8RowVec4s(F) * 16) : undefined;
+    const quantizedDown = (w: LayerWeights) => {
+      const mode = downMode(w);
+      if (!mode || !actQ8) return undefined;
+      const kernel = activationFor(mode);
+      return { kernel, swiglu: kernel.bind(ws.gateUp, ws.gateUp, actQ8), down: matrices.product(w.down, actQ8, ws.x, { ...io(q8RowVec4s(F), 0, D, true), xq8: true }) };
+    };
+    const headMode = modeOf([weights.output]);
+    const xLastNormQ8 = headMode ? ctx.storage('act.x-last-norm.q8', limits.maxRowsPerStep * q8RowVec4s(D) * 16) : undefined;
     this.embed = matrices.embedding(weights.embedding, ws.tokens, ws.x, cfg.embedScale);
     this.layers = weights.layers.map((w, l): LayerPlan => {
       const qDown = quantizedDown(w);
@@ -231,10 +248,10 @@ export class Transformer implements StepRunner {
       };
     });
     this.head = {
-      ...(xLastNormQ8
+      ...(headMode && xLastNormQ8
         ? {
-            normKernel: this.k.headNormQ8!,
-            norm: this.k.headNormQ8!.bind(ws.x, weights.outputNorm, xLastNormQ8, ws.lastIndex),
+            normKernel: normFor('gather-q8', headMode),
+            norm: normFor('gather-q8', headMode).bind(ws.x, weights.outputNorm, xLastNormQ8, ws.lastIndex),
             product: matrices.product(weights.output, xLastNormQ8, ws.logits, { ...io(q8RowVec4s(D), 0, cfg.vocabSize), xq8: true }),
           }
         : {
@@ -499,7 +516,7 @@ export class Transformer implements StepRunner {
       const glu = { tokens: T, n: cfg.ffnDim, gateOffset: 0, upOffset: cfg.ffnDim, inStride: 2 * cfg.ffnDim };
       const adaptedDown = lora?.adapts(l, 'down') ?? false;
       if (L.quantizedDown && !adaptedDown) {
-        k.swigluQ8!.encode(pass, a, L.quantizedDown.swiglu, glu);
+        L.quantizedDown.kernel.encode(pass, a, L.quantizedDown.swiglu, glu);
         L.quantizedDown.down.encode(pass, a, T);
       } else if (L.unfusedDown && (T > this.fuseGluUpTo || adaptedDown)) {
         k.swiglu.encode(pass, a, L.unfusedDown.swiglu, glu);
@@ -527,7 +544,7 @@ export class Transformer implements StepRunner {
     const norm = { rows: T, dim: this.cfg.dim, eps: this.cfg.rmsEps };
     const q = adapted ? undefined : L.quantized?.[group];
     if (q) {
-      this.k.rmsnormQ8!.encode(pass, a, q.norm, norm);
+      q.kernel.encode(pass, a, q.norm, norm);
       for (const p of q.products) p.encode(pass, a, T);
       return;
     }

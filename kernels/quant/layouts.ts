@@ -13,6 +13,7 @@
  *     follows unchanged (32, 16 or 208 bytes: whole vec4s). Quants are aligned with no padding per block.
  */
 import { GgmlType, typeName } from '../../ggml/types.ts';
+import type { XqMode } from '../quantize-x.ts';
 import common from './common.wgsl?raw';
 import bf16 from './bf16.wgsl?raw';
 import f16 from './f16.wgsl?raw';
@@ -130,7 +131,7 @@ const LAYOUTS: Partial<Record<GgmlType, GpuWeightLayout>> = {
   [GgmlType.F32]: padded(GgmlType.F32, 1, 4, f32),
   [GgmlType.F16]: padded(GgmlType.F16, 1, 2, f16),
   [GgmlType.BF16]: padded(GgmlType.BF16, 1, 2, bf16),
-  [GgmlType.Q4_K]: padded(GgmlType.Q4_K, 256, 144, q4_k),
+  [GgmlType.Q4_K]: padded(GgmlType.Q4_K, 256, 144, blockWalk + '\n' + q4_k),
   [GgmlType.Q8_0]: rowSplit(GgmlType.Q8_0, 32, 34, 0, blockWalk + '\n' + q8_0),
   [GgmlType.Q4_0]: rowSplit(GgmlType.Q4_0, 32, 18, 0, blockWalk + '\n' + q4_0),
   [GgmlType.Q6_K]: rowSplit(GgmlType.Q6_K, 256, 210, 208, q6_k),
@@ -138,9 +139,14 @@ const LAYOUTS: Partial<Record<GgmlType, GpuWeightLayout>> = {
 
 /**
  * Types whose decoder also provides a whole-block walk (WBlock, w_block, block_dot; quant/block-walk.wgsl)
- * for the CPU rasterisers' products, which then may read x quantized to int8 blocks.
+ * for the CPU rasterisers' products, which then read x quantized to int8 blocks, in the mode llama.cpp's
+ * CPU backend quantizes activations for that type.
  */
-export const BLOCK_WALK_TYPES: ReadonlySet<GgmlType> = new Set([GgmlType.Q8_0, GgmlType.Q4_0]);
+export const BLOCK_WALK_TYPES: ReadonlyMap<GgmlType, XqMode> = new Map([
+  [GgmlType.Q8_0, 'q8_0'],
+  [GgmlType.Q4_0, 'q8_0'],
+  [GgmlType.Q4_K, 'q8_K'],
+]);
 
 /** Weight types the GPU kernels can read. */
 export const GPU_WEIGHT_TYPES: readonly GgmlType[] = Object.keys(LAYOUTS).map(Number) as GgmlType[];

@@ -39,12 +39,15 @@ fn w_elem(r: vec2u, i: u32) -> f32 {
 // For kernels that walk whole blocks (quant/block-walk.wgsl) -------------------------------------------
 
 // Block b of row r: its scale and its 16 bytes of nibbles; `h` as in q8_0.wgsl.
+// What a walk keeps between a row's blocks: its scale header vec4.
+alias WState = vec4u;
+
 struct WBlock {
   d: f32,
   q: vec4u,
 }
 
-fn w_block(r: vec2u, b: u32, h: ptr<function, vec4u>) -> WBlock {
+fn w_block(r: vec2u, b: u32, h: ptr<function, WState>) -> WBlock {
   // The same branch in every lane: b is uniform.
   if ((b & 7u) == 0u) {
     *h = w[r.x + (b >> 3u)];

@@ -54,3 +54,46 @@ fn w_span(r: vec2u, s: u32) -> mat4x4f {
 fn w_elem(r: vec2u, i: u32) -> f32 {
   return w_span(r, i / 16u)[(i / 4u) % 4u][i % 4u];
 }
+
+// For kernels that walk whole blocks (quant/block-walk.wgsl): a walk's "block" is a 32-element sub-block.
+
+// What a walk keeps between a row's sub-blocks: the block's header vec4 and, per pair of sub-blocks,
+// their two quant vec4s (low nibbles: the even sub-block, high: the odd) and (d * scale, dmin * min) of
+// both, so each is loaded and unpacked once.
+struct WState {
+  h: vec4u,
+  q0: vec4u,
+  q1: vec4u,
+  sm: vec4f,
+}
+
+struct WBlock {
+  d: f32,
+  m: f32,
+  q0: vec4u,
+  q1: vec4u,
+  shift: u32,
+}
+
+fn w_block(r: vec2u, b: u32, s: ptr<function, WState>) -> WBlock {
+  // The same branches in every lane: b is uniform.
+  let j = b & 7u;
+  let base = r.y + (b >> 3u) * 9u;
+  if (j == 0u) {
+    (*s).h = w[base];
+  }
+  if ((j & 1u) == 0u) {
+    (*s).sm = q4k_scales((*s).h, j);
+    (*s).q0 = w[base + 1u + j];
+    (*s).q1 = w[base + 2u + j];
+  }
+  let odd = (j & 1u) == 1u;
+  return WBlock(select((*s).sm.x, (*s).sm.z, odd), select((*s).sm.y, (*s).sm.w, odd), (*s).q0, (*s).q1, select(0u, 4u, odd));
+}
+
+// sum((d q - m) x) = d sum(q x) - m sum(x), the min taken once per sub-block from x's sum.
+fn block_dot(k: WBlock, x: XBlock) -> f32 {
+  let a = dot(w_lo4(k.q0.x >> k.shift), x.lo[0]) + dot(w_lo4(k.q0.y >> k.shift), x.lo[1]) + dot(w_lo4(k.q0.z >> k.shift), x.lo[2]) + dot(w_lo4(k.q0.w >> k.shift), x.lo[3]);
+  let c = dot(w_lo4(k.q1.x >> k.shift), x.hi[0]) + dot(w_lo4(k.q1.y >> k.shift), x.hi[1]) + dot(w_lo4(k.q1.z >> k.shift), x.hi[2]) + dot(w_lo4(k.q1.w >> k.shift), x.hi[3]);
+  return x.d * (k.d * (a + c) - k.m * x.s);
+}

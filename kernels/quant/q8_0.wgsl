@@ -31,13 +31,16 @@ fn w_elem(r: vec2u, i: u32) -> f32 {
 
 // Block b of row r: its scale and its 32 quants (two vec4s of words). `h` holds the row's scale header
 // vec4, reloaded at every 8th block, so a walk over a row's blocks in order loads each header once.
+// What a walk keeps between a row's blocks: its scale header vec4.
+alias WState = vec4u;
+
 struct WBlock {
   d: f32,
   q0: vec4u,
   q1: vec4u,
 }
 
-fn w_block(r: vec2u, b: u32, h: ptr<function, vec4u>) -> WBlock {
+fn w_block(r: vec2u, b: u32, h: ptr<function, WState>) -> WBlock {
   // The same branch in every lane: b is uniform.
   if ((b & 7u) == 0u) {
     *h = w[r.x + (b >> 3u)];

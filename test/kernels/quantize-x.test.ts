@@ -1,6 +1,6 @@
 /**
- * x quantized to int8 blocks (quantize-x-q8.wgsl) and the CPU rasterisers' Q8_0 tiled product that
- * reads it (ProductOptions.xq8): the quantization is llama.cpp's for activations (d = max|x| / 127 kept
+ * x quantized to int8 blocks (quantize-x-q8.wgsl, and the passes that write it themselves) and the CPU
+ * rasterisers' block-walking products (Q8_0, Q4_0, Q4_K) that read it (ProductOptions.xq8): the quantization is llama.cpp's for activations (d = max|x| / 127 kept
  * as f16, every value within half a step), and the product equals the float64 product of the weights
  * with the quantized x the GPU wrote.
  */
@@ -11,7 +11,7 @@ import { MatVecKernel } from '../../kernels/matvec.ts';
 import { RmsNormKernel } from '../../kernels/rmsnorm.ts';
 import { SwiGluKernel } from '../../kernels/swiglu.ts';
 import { planRowShards } from '../../kernels/quant/index.ts';
-import { QuantizeXKernel, q8RowVec4s } from '../../kernels/quantize-x.ts';
+import { QuantizeXKernel, q8RowVec4s, xqGroup } from '../../kernels/quantize-x.ts';
 import { readBuffer, readF32, runPass, testContext } from '../helpers/gpu.ts';
 import { maxRelError, randomF32 } from '../helpers/random.ts';
 import { randomWeights, uploadRows } from '../quant/weights.ts';
@@ -48,7 +48,7 @@ function readQuantized(buf: ArrayBuffer, t: number, k: number): { q: Int8Array; 
   return { q, d };
 }
 
-describe('x quantized to int8 blocks for the Q8_0 tiled product', () => {
+describe('x quantized to int8 blocks for the block-walking products (Q8_0, Q4_0, Q4_K)', () => {
   it('every value lies within half a step of x, with d = max|x| / 127 rounded to f16; an all-zero block stays zero', async () => {
     const [t, k, xOffset, xStride] = [5, 96, 8, 104];
     const x = randomF32(xOffset + t * xStride, 31, 3);
@@ -74,14 +74,42 @@ describe('x quantized to int8 blocks for the Q8_0 tiled product', () => {
     }
   });
 
+  it('in q8_K mode (K-quant products) 256 values share d = 1 / (-127 / the value of largest magnitude), q = min(127, round(x / d))', async () => {
+    const [t, k] = [2, 512];
+    const x = randomF32(t * k, 35, 3);
+    x[7] = 9; // row 0, group 0: a positive extreme maps to -127 (and negative values up to +127)
+    x[k + 300] = -9; // row 1, group 1: a negative one to -127 as well
+    const quantize = new QuantizeXKernel(ctx, 'q8_K');
+    const xq = ctx.storage('xq', t * q8RowVec4s(k) * 16);
+    const group = quantize.bind(ctx.storage('x', x.byteLength, x), xq);
+    await runPass(ctx, (pass, arena) => quantize.encode(pass, arena, group, { tokens: t, k }));
+    const { q, d } = readQuantized(await readBuffer(ctx, xq), t, k);
+    for (let r = 0; r < t; r++) {
+      for (let g = 0; g < k / 256; g++) {
+        const xs = Array.from(x.subarray(r * k + g * 256, r * k + g * 256 + 256));
+        const extreme = xs.reduce((m, v) => (Math.abs(v) > Math.abs(m) ? v : m), 0);
+        const iscale = Math.fround(-127 / extreme);
+        for (let b = 0; b < 8; b++) expect(d[(r * k + g * 256) / 32 + b]).toBe(Math.fround(1 / iscale));
+        xs.forEach((v, i) => {
+          const want = Math.min(127, Math.round(Math.fround(v * iscale))) + 0; // + 0: no -0
+          // Round half to even differs from Math.round only on exact halves, which random values never hit.
+          expect(q[r * k + g * 256 + i]).toBe(want);
+        });
+      }
+    }
+    expect(q[7]).toBe(-127);
+    expect(q[k + 300]).toBe(-127);
+  });
+
   // The tiled kernel (prefill) and the matrix-vector kernel (decode), for each type walked by blocks.
-  const products = [GgmlType.Q8_0, GgmlType.Q4_0].flatMap((type) => [
+  const products = [GgmlType.Q8_0, GgmlType.Q4_0, GgmlType.Q4_K].flatMap((type) => [
     { name: `${typeName(type)} tiled, 19 rows of x`, type, t: 19, kernel: () => new MatMulKernel(ctx, type, 'regs', { xq8: true }) },
     { name: `${typeName(type)} tiled, 40 rows of x (the wide token block)`, type, t: 40, kernel: () => new MatMulKernel(ctx, type, 'regs', { xq8: true }) },
     ...[1, 3, 8].map((t) => ({ name: `${typeName(type)} matrix-vector, ${t} row${t > 1 ? 's' : ''} of x`, type, t, kernel: () => new MatVecKernel(ctx, type, t, 'rows', { xq8: true }) })),
   ]);
   it.each(products)('$name: the product over row shards, with x and y slices and accumulate, is W times the quantized x', async ({ type, t, kernel }) => {
-    const [n, k] = [90, 576];
+    // K-quant rows are whole 256-element blocks.
+    const [n, k] = [90, type === GgmlType.Q4_K ? 768 : 576];
     const w = randomWeights(type, n, k, 91);
     const shards = planRowShards(type, n, k, 40 * (w.raw.length / n) + 100);
     expect(shards.length).toBeGreaterThan(1);
@@ -132,16 +160,17 @@ describe('passes that write quantized x themselves', () => {
     await runPass(ctx, record);
     return new Uint32Array(await readBuffer(ctx, buf));
   }
-  const quantize = new QuantizeXKernel(ctx);
-
-  it.each(['q8', 'gather-q8'] as const)('the %s norm writes the bits of the f32 norm followed by the quantize pass', async (io) => {
-    const [rows, dim, xOffset, xStride] = [3, 96, 8, 100];
+  const cases = (['q8_0', 'q8_K'] as const).flatMap((mode) => [{ mode, io: 'q8' as const }, { mode, io: 'gather-q8' as const }]);
+  it.each(cases)('the $io norm in $mode mode writes the bits of the f32 norm followed by the quantize pass', async ({ io, mode }) => {
+    const quantize = new QuantizeXKernel(ctx, mode);
+    const dim = xqGroup(mode) * 3;
+    const [rows, xOffset, xStride] = [3, 8, dim + 4];
     const x = ctx.storage('x', (xOffset + 4 * xStride) * 4, randomF32(xOffset + 4 * xStride, 41, 2));
     const w = ctx.storage('w', dim * 4, randomF32(dim, 42));
     const idx = ctx.storage('idx', 16, new Uint32Array([3, 0, 2, 0]));
     const gather = io === 'gather-q8';
     const plain = new RmsNormKernel(ctx, 'serial', gather ? 'gather' : 'out');
-    const fused = new RmsNormKernel(ctx, 'serial', io);
+    const fused = new RmsNormKernel(ctx, 'serial', io, mode);
     const y = ctx.storage('y', rows * dim * 4);
     const viaPass = ctx.storage('xq.pass', rows * q8RowVec4s(dim) * 16);
     const direct = ctx.storage('xq.norm', rows * q8RowVec4s(dim) * 16);
@@ -155,12 +184,14 @@ describe('passes that write quantized x themselves', () => {
     expect(Array.from(got)).toEqual(Array.from(want));
   });
 
-  it.each(['silu', 'gelu'] as const)('the %s gated activation writes the bits of the f32 activation followed by the quantize pass', async (activation) => {
-    const [tokens, n] = [3, 64];
+  const activations = (['q8_0', 'q8_K'] as const).flatMap((mode) => [{ mode, activation: 'silu' as const }, { mode, activation: 'gelu' as const }]);
+  it.each(activations)('the $activation gated activation in $mode mode writes the bits of the f32 activation followed by the quantize pass', async ({ activation, mode }) => {
+    const quantize = new QuantizeXKernel(ctx, mode);
+    const [tokens, n] = [3, 2 * xqGroup(mode)];
     // Gate then up in each token's row of one fused buffer, as the gate|up product writes them.
     const gateUp = ctx.storage('gate-up', tokens * 2 * n * 4, randomF32(tokens * 2 * n, 43, 4));
     const plain = new SwiGluKernel(ctx, activation);
-    const fused = new SwiGluKernel(ctx, activation, 'q8');
+    const fused = new SwiGluKernel(ctx, activation, 'q8', mode);
     const act = ctx.storage('act', tokens * n * 4);
     const viaPass = ctx.storage('xq.pass', tokens * q8RowVec4s(n) * 16);
     const direct = ctx.storage('xq.act', tokens * q8RowVec4s(n) * 16);
