@@ -1,10 +1,10 @@
 // Tiled matrix product for many rows of x (prefill) on CPU rasterisers, for weight types walked block by
-// block (Q8_0, Q4_0: quant/block-walk.wgsl): matmul-regs.wgsl walking whole blocks. Each invocation
-// computes $ROWS weight rows x $TOKENS tokens of y. A CPU rasteriser runs every storage load as a loop
-// over its SIMD lanes (Mesa's llvmpipe), so loads, not multiply-adds, bound the speed: per 32-weight
-// block a row costs two quant loads for Q8_0, one for Q4_0 (and its scale header vec4, 8 blocks'
-// scales, once per 8 blocks), and a token eight x loads (three when x is quantized), shared by all the
-// invocation's rows and tokens.
+// block (Q8_0, Q4_0, Q4_K, Q6_K: quant/block-walk.wgsl): matmul-regs.wgsl walking whole blocks. Each
+// invocation computes $ROWS weight rows x $TOKENS tokens of y. A CPU rasteriser runs every storage load
+// as a loop over its SIMD lanes (Mesa's llvmpipe), so loads, not multiply-adds, bound the speed: per
+// 32-weight block a row costs two quant loads for Q8_0, one for Q4_0 (and its scale header once per 8
+// blocks), and a token eight x loads (three when x is quantized), shared by all the invocation's rows
+// and tokens.
 //
 // Template: a line containing `$r` is written once per weight row (0 .. R-1), one containing `$t` once
 // per token (0 .. T-1), one containing both once per pair (kernels/unroll.ts).

@@ -63,7 +63,7 @@ export class MatMulKernel {
     const label = `matmul-${variant}-${typeName(type)}${store.suffix}`;
     if (opts.norm) throw new Error(`${label}: norm-fused products are matrix-vector only (decode-sized batches)`);
     const blocks = BLOCK_WALK_TYPES.has(type) && variant === 'regs';
-    if (opts.xq8 && (!blocks || opts.glu)) throw new Error(`${label}: quantized x is read by the block-walking regs kernel only (Q8_0, Q4_0), without a gated input`);
+    if (opts.xq8 && (!blocks || opts.glu)) throw new Error(`${label}: quantized x is read by the block-walking regs kernel only (Q8_0, Q4_0, Q4_K, Q6_K), without a gated input`);
     this.xq8 = opts.xq8 ?? false;
     const bindings = store.bindings;
     if (variant === 'tiles') {

@@ -1,5 +1,5 @@
 // Matrix-vector product for few rows of x (decode) on CPU rasterisers, for weight types walked block by
-// block (Q8_0, Q4_0: quant/block-walk.wgsl): matvec-rows.wgsl specialised to whole blocks. A CPU
+// block (Q8_0, Q4_0, Q4_K, Q6_K: quant/block-walk.wgsl): matvec-rows.wgsl specialised to whole blocks. A CPU
 // rasteriser runs every storage load as a loop over its SIMD lanes with a bounds check per component
 // (Mesa's llvmpipe), so the count of loads, not of bytes or of multiply-adds, sets the speed. Here each
 // of an invocation's $ROWS weight rows costs two quant loads per 32-weight block for Q8_0 (one for

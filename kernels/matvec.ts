@@ -36,7 +36,7 @@ const LANES = 16;
 // The rows variant: invocations per workgroup, each computing 4 weight rows. Small workgroups give a
 // CPU rasteriser enough of them to spread over its threads.
 const ROWS_WG = 32;
-// Weight rows per invocation of the block-walking kernel (Q8_0, Q4_0): 8 and 16 measured no faster on llvmpipe (decode streams W;
+// Weight rows per invocation of the block-walking kernel: 8 and 16 measured no faster on llvmpipe (decode streams W;
 // x loads, shared by the rows, are not what limits it).
 const BLOCK_ROWS = 4;
 
@@ -65,7 +65,7 @@ export class MatVecKernel {
     const decode = wgsl(gpuLayout(type).wgsl, store.code);
     const label = `matvec-${variant}-${typeName(type)}-t${t}${store.suffix}`;
     this.xq8 = opts.xq8 ?? false;
-    if (this.xq8 && (variant !== 'rows' || !BLOCK_WALK_TYPES.has(type) || opts.glu)) throw new Error(`${label}: quantized x is read by the block-walking rows kernel only (Q8_0, Q4_0), without a gated input`);
+    if (this.xq8 && (variant !== 'rows' || !BLOCK_WALK_TYPES.has(type) || opts.glu)) throw new Error(`${label}: quantized x is read by the block-walking rows kernel only (Q8_0, Q4_0, Q4_K, Q6_K), without a gated input`);
     if (opts.norm && (variant === 'rows' || opts.glu)) throw new Error(`${label}: a norm-fused product needs a GPU variant (coop, subgroup) and no GLU`);
     // How the GPU variants read x: plainly, or as RMSNorm(x) with the norm weight in the last binding.
     const xRead = opts.norm ? xNorm.replaceAll('NORM_BINDING', String(BINDINGS.length - 1)) : xPlain;

@@ -1,6 +1,6 @@
 /**
  * Rows of x quantized to int8 blocks of 32 with a scale each (quantize-x-q8.wgsl), read by the CPU
- * rasterisers' block-walking products (Q8_0, Q4_0, Q4_K) in place of f32 x.
+ * rasterisers' block-walking products (Q8_0, Q4_0, Q4_K, Q6_K) in place of f32 x.
  */
 import block from './quantize-x-block.wgsl?raw';
 import source from './quantize-x-q8.wgsl?raw';

@@ -1,11 +1,11 @@
 /**
- * Q8_0 and Q4_0 products on CPU rasterisers whose x no earlier pass wrote quantized (the O product's
- * input, attention's output; and the plain products of layers an adapter adapts): a quantize pass to
- * int8 blocks, then the product over them. Every storage load there is a loop over the SIMD lanes, and
- * quantized x is three loads per token and block instead of eight (64-token prefill products of
- * SmolLM2-135M on llvmpipe 500 -> 375 ms). The arithmetic is llama.cpp's CPU backend's for these
- * weights: x in blocks of 32 with an f16 scale, exact integer sums per block; so every product of such
- * a model reads x the way llama.cpp's do, in decode as in prefill (test/engine/architectures.test.ts).
+ * Q8_0, Q4_0, Q4_K and Q6_K products on CPU rasterisers whose x no earlier pass wrote quantized (the O
+ * product's input, attention's output; and the plain products of layers an adapter adapts): a quantize
+ * pass to int8 blocks, then the product over them. Every storage load there is a loop over the SIMD
+ * lanes, and quantized x is three loads per token and block instead of eight (64-token prefill products
+ * of SmolLM2-135M on llvmpipe 500 -> 375 ms). The arithmetic is llama.cpp's CPU backend's for these
+ * weights (quantize-x.ts's modes), exact integer sums per block; so every product of such a model reads
+ * x the way llama.cpp's do, in decode as in prefill (test/engine/architectures.test.ts).
  */
 import { GgmlType } from '../../ggml/types.ts';
 import type { WeightMatmul } from '../../kernels/matmul-select.ts';

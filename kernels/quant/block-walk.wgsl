@@ -1,7 +1,6 @@
-// Part of the Q8_0 and Q4_0 decoders (quant/layouts.ts BLOCK_WALK_TYPES), for the kernels that walk a
-// weight row block by block (matvec-rows-blocks.wgsl, matmul-regs-blocks.wgsl) with the WBlock,
-// w_block(r, b, &h) and block_dot(k, x) each of those decoders provides. Their rows are row-split: a
-// header of f16 scales, eight blocks' to a vec4, then the blocks' quants.
+// Part of the Q8_0, Q4_0, Q4_K and Q6_K decoders (quant/layouts.ts BLOCK_WALK_TYPES), for the kernels
+// that walk a weight row 32 elements at a time (matvec-rows-blocks.wgsl, matmul-regs-blocks.wgsl) with
+// the WState, WBlock, w_block(r, b, &state) and block_dot(k, x) each of those decoders provides.
 
 // Scale of block b from a header vec4 holding the scales of blocks b & ~7 .. (b & ~7) + 7.
 fn header_scale(h: vec4u, b: u32) -> f32 {

@@ -134,7 +134,7 @@ const LAYOUTS: Partial<Record<GgmlType, GpuWeightLayout>> = {
   [GgmlType.Q4_K]: padded(GgmlType.Q4_K, 256, 144, blockWalk + '\n' + q4_k),
   [GgmlType.Q8_0]: rowSplit(GgmlType.Q8_0, 32, 34, 0, blockWalk + '\n' + q8_0),
   [GgmlType.Q4_0]: rowSplit(GgmlType.Q4_0, 32, 18, 0, blockWalk + '\n' + q4_0),
-  [GgmlType.Q6_K]: rowSplit(GgmlType.Q6_K, 256, 210, 208, q6_k),
+  [GgmlType.Q6_K]: rowSplit(GgmlType.Q6_K, 256, 210, 208, blockWalk + '\n' + q6_k),
 };
 
 /**
@@ -146,6 +146,7 @@ export const BLOCK_WALK_TYPES: ReadonlyMap<GgmlType, XqMode> = new Map([
   [GgmlType.Q8_0, 'q8_0'],
   [GgmlType.Q4_0, 'q8_0'],
   [GgmlType.Q4_K, 'q8_K'],
+  [GgmlType.Q6_K, 'q8_K'],
 ]);
 
 /** Weight types the GPU kernels can read. */

@@ -70,3 +70,65 @@ fn w_span(r: vec2u, s: u32) -> mat4x4f {
 fn w_elem(r: vec2u, i: u32) -> f32 {
   return w_span(r, i / 16u)[(i / 4u) % 4u][i % 4u];
 }
+
+// For kernels that walk whole blocks (quant/block-walk.wgsl): a walk's "block" is 32 elements, column g
+// of half h of a 256-element block (two 16-element sub-blocks, each with its own scale).
+
+// What a walk keeps between a row's 32-element blocks: the row's header vec4 of d's, the block's d and
+// scale vec4, and the current half's ql (four vec4s) and qh (two), each loaded once.
+struct WState {
+  h: vec4u,
+  d: f32,
+  sc: vec4u,
+  l0: vec4u,
+  l1: vec4u,
+  l2: vec4u,
+  l3: vec4u,
+  q0: vec4u,
+  q1: vec4u,
+}
+
+struct WBlock {
+  dlo: f32,
+  dhi: f32,
+  l0: vec4u,
+  l1: vec4u,
+  h0: vec4u,
+  h1: vec4u,
+  lsh: u32,
+  hsh: u32,
+}
+
+fn w_block(r: vec2u, b: u32, s: ptr<function, WState>) -> WBlock {
+  // The same branches in every lane: b is uniform.
+  let nb = b >> 3u;
+  let u = b & 7u;
+  let h = u >> 2u;
+  let g = u & 3u;
+  let base = r.y + nb * 13u;
+  if ((b & 63u) == 0u) {
+    (*s).h = w[r.x + (nb >> 3u)];
+  }
+  if (u == 0u) {
+    (*s).d = header_scale((*s).h, nb);
+    (*s).sc = w[base + 12u];
+  }
+  if (g == 0u) {
+    (*s).l0 = w[base + h * 4u];
+    (*s).l1 = w[base + h * 4u + 1u];
+    (*s).l2 = w[base + h * 4u + 2u];
+    (*s).l3 = w[base + h * 4u + 3u];
+    (*s).q0 = w[base + 8u + h * 2u];
+    (*s).q1 = w[base + 9u + h * 2u];
+  }
+  let second = (g & 1u) == 1u;
+  // Sub-blocks 8h + 2g and 8h + 2g + 1: bytes 2g % 4 and (2g + 1) % 4 of scale word 2h + g / 2.
+  let word = (*s).sc[h * 2u + g / 2u];
+  return WBlock(q6k_scale(word, 2u * g, (*s).d), q6k_scale(word, 2u * g + 1u, (*s).d), select((*s).l0, (*s).l2, second), select((*s).l1, (*s).l3, second), (*s).q0, (*s).q1, (g >> 1u) * 4u, g * 2u);
+}
+
+fn block_dot(k: WBlock, x: XBlock) -> f32 {
+  let a = dot(q6k_col(k.l0.x >> k.lsh, k.h0.x >> k.hsh), x.lo[0]) + dot(q6k_col(k.l0.y >> k.lsh, k.h0.y >> k.hsh), x.lo[1]) + dot(q6k_col(k.l0.z >> k.lsh, k.h0.z >> k.hsh), x.lo[2]) + dot(q6k_col(k.l0.w >> k.lsh, k.h0.w >> k.hsh), x.lo[3]);
+  let c = dot(q6k_col(k.l1.x >> k.lsh, k.h1.x >> k.hsh), x.hi[0]) + dot(q6k_col(k.l1.y >> k.lsh, k.h1.y >> k.hsh), x.hi[1]) + dot(q6k_col(k.l1.z >> k.lsh, k.h1.z >> k.hsh), x.hi[2]) + dot(q6k_col(k.l1.w >> k.lsh, k.h1.w >> k.hsh), x.hi[3]);
+  return x.d * (k.dlo * a + k.dhi * c);
+}

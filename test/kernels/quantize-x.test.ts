@@ -102,14 +102,14 @@ describe('x quantized to int8 blocks for the block-walking products (Q8_0, Q4_0,
   });
 
   // The tiled kernel (prefill) and the matrix-vector kernel (decode), for each type walked by blocks.
-  const products = [GgmlType.Q8_0, GgmlType.Q4_0, GgmlType.Q4_K].flatMap((type) => [
+  const products = [GgmlType.Q8_0, GgmlType.Q4_0, GgmlType.Q4_K, GgmlType.Q6_K].flatMap((type) => [
     { name: `${typeName(type)} tiled, 19 rows of x`, type, t: 19, kernel: () => new MatMulKernel(ctx, type, 'regs', { xq8: true }) },
     { name: `${typeName(type)} tiled, 40 rows of x (the wide token block)`, type, t: 40, kernel: () => new MatMulKernel(ctx, type, 'regs', { xq8: true }) },
     ...[1, 3, 8].map((t) => ({ name: `${typeName(type)} matrix-vector, ${t} row${t > 1 ? 's' : ''} of x`, type, t, kernel: () => new MatVecKernel(ctx, type, t, 'rows', { xq8: true }) })),
   ]);
   it.each(products)('$name: the product over row shards, with x and y slices and accumulate, is W times the quantized x', async ({ type, t, kernel }) => {
     // K-quant rows are whole 256-element blocks.
-    const [n, k] = [90, type === GgmlType.Q4_K ? 768 : 576];
+    const [n, k] = [90, type === GgmlType.Q4_K || type === GgmlType.Q6_K ? 768 : 576];
     const w = randomWeights(type, n, k, 91);
     const shards = planRowShards(type, n, k, 40 * (w.raw.length / n) + 100);
     expect(shards.length).toBeGreaterThan(1);
