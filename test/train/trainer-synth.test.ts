@@ -86,7 +86,10 @@ describe('LoRA trainer on synthesized llama-family models', () => {
       try {
         const base = await trainer.evaluate([ex]);
         const want = await engineLoss(engine, ex);
-        expect(Math.abs(base.loss - want)).toBeLessThan(2e-4 * Math.max(1, want));
+        // On CPU adapters the engine's Q8_0/Q4_0 products read x quantized to int8 as llama.cpp's do
+        // (kernels/README.md); the trainer computes in f32. That moved this loss by 6e-4 of itself.
+        const int8X = (c.type === 'q4_0' || c.type === 'q8_0') && ['llvmpipe', 'swiftshader'].includes(engine.stats().adapter);
+        expect(Math.abs(base.loss - want)).toBeLessThan((int8X ? 2e-3 : 2e-4) * Math.max(1, want));
         await trainer.step([ex], 2e-2);
         const state = await trainer.saveState();
         await trainer.step([ex], 0);
