@@ -1,24 +1,16 @@
 // The gated activation written as int8 blocks of 32 (put_xq_group, quantize-x-block.wgsl): the input of
-// a Q8_0 down product that reads quantized x on a CPU rasteriser, with no quantize pass of its own. Each
-// value is act(gate) * up as swiglu.wgsl computes it, so the bits equal swiglu.wgsl's output quantized
-// by quantize-x-q8.wgsl. One invocation per (token, group); n % XQ_GROUP == 0, offsets and in_stride % 4 == 0.
+// a down product that reads quantized x on a CPU rasteriser, with no quantize pass of its own. Each value
+// is act(gate) * up as swiglu.wgsl computes it, so the bits equal swiglu.wgsl's output quantized by
+// quantize-x-q8.wgsl. One invocation per (token, group of XQ_GROUP); n % XQ_GROUP == 0, offsets and
+// in_stride % 4 == 0.
 
-struct Params {
-  tokens: u32,
-  n: u32,
-  gate_offset: u32,
-  up_offset: u32,
-  in_stride: u32,
-  // vec4s between rows of xq (3 per block).
-  out_stride: u32,
-}
+// Params and params: swiglu-params.wgsl.
 
 override WG: u32 = 64u;
 
 @group(0) @binding(0) var<storage, read> gate: array<vec4f>;
 @group(0) @binding(1) var<storage, read> up: array<vec4f>;
 @group(0) @binding(2) var<storage, read_write> xq: array<vec4u>;
-@group(1) @binding(0) var<uniform> params: Params;
 
 var<private> gate_row: u32;
 var<private> up_row: u32;

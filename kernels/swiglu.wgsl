@@ -2,21 +2,13 @@
 // llama) or the tanh approximation of GELU (GeGLU, gemma).
 // Gate and up may be two buffers or two halves of one fused buffer (bind it twice; both are read-only).
 
-struct Params {
-  tokens: u32,
-  n: u32,
-  gate_offset: u32,
-  up_offset: u32,
-  in_stride: u32,
-  out_stride: u32,
-}
+// Params and params: swiglu-params.wgsl.
 
 override WG: u32 = 64u;
 
 @group(0) @binding(0) var<storage, read> gate: array<f32>;
 @group(0) @binding(1) var<storage, read> up: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
-@group(1) @binding(0) var<uniform> params: Params;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {

@@ -234,6 +234,27 @@ describe('qwen2 with Q/K/V of different types (attn_v in F16, as Q4_K_M files ke
   });
 });
 
+/**
+ * A model file whose block matrices read quantized x on CPU adapters against llama.cpp: a decode step's
+ * dispatches there, then greedy tokens and next-token probabilities along each prompt's path.
+ */
+async function expectQuantizedParity(path: string, prompts: number[][], vocab: number, cpuDispatches: number): Promise<void> {
+  const refs = await llamaCppReference(llama, path, prompts, vocab, STEPS);
+  const engine = await loadEngine({ model: path, contextLength: 256, maxSequences: 2 });
+  try {
+    await engine.generate({ tokens: prompts[0], maxTokens: 2, temperature: 0, stopAtEndOfGeneration: false }).result;
+    if (['llvmpipe', 'swiftshader'].includes(engine.stats().adapter)) expect(engine.stats().lastStepDispatches).toBe(cpuDispatches);
+    for (const ref of refs) {
+      expect(smallestGap(ref), `prompt ${JSON.stringify(ref.prompt)} has a near-tie in llama.cpp; choose another`).toBeGreaterThan(MIN_GAP);
+      const ours = await engine.generate({ tokens: ref.prompt, maxTokens: STEPS, temperature: 0, stopAtEndOfGeneration: false }).result;
+      expect(ours.tokens, `prompt ${JSON.stringify(ref.prompt)}`).toEqual(ref.greedy);
+      expect(await largestProbDifference(engine, ref)).toBeLessThan(quantizedTolerance(engine));
+    }
+  } finally {
+    await engine.dispose();
+  }
+}
+
 describe.each(['q8_0', 'q4_0'] as const)('llama with %s block matrices agrees with llama.cpp', (type) => {
   // On CPU adapters these products read x quantized to int8 blocks, as llama.cpp's CPU backend does for
   // these types: the norms and the activation write it, a quantize pass does for the O product (two more
@@ -250,21 +271,7 @@ describe.each(['q8_0', 'q4_0'] as const)('llama with %s block matrices agrees wi
       q8_0: [[311, 408, 5, 102], [457, 54, 151, 248, 345, 442], [177, 274, 371, 468, 65, 162]],
       q4_0: [[396, 493, 90, 187, 284], [6, 103, 200], [384, 481, 78, 175, 272]],
     }[type];
-    const refs = await llamaCppReference(llama, path, prompts, preset.vocab, STEPS);
-    const engine = await loadEngine({ model: path, contextLength: 256, maxSequences: 2 });
-    try {
-      await engine.generate({ tokens: prompts[0], maxTokens: 2, temperature: 0, stopAtEndOfGeneration: false }).result;
-      const software = ['llvmpipe', 'swiftshader'].includes(engine.stats().adapter);
-      if (software) expect(engine.stats().lastStepDispatches).toBe(1 + 2 * (LAYER + 2) + HEAD);
-      for (const ref of refs) {
-        expect(smallestGap(ref), `prompt ${JSON.stringify(ref.prompt)} has a near-tie in llama.cpp; choose another`).toBeGreaterThan(MIN_GAP);
-        const ours = await engine.generate({ tokens: ref.prompt, maxTokens: STEPS, temperature: 0, stopAtEndOfGeneration: false }).result;
-        expect(ours.tokens, `prompt ${JSON.stringify(ref.prompt)}`).toEqual(ref.greedy);
-        expect(await largestProbDifference(engine, ref)).toBeLessThan(quantizedTolerance(engine));
-      }
-    } finally {
-      await engine.dispose();
-    }
+    await expectQuantizedParity(path, prompts, preset.vocab, 1 + 2 * (LAYER + 2) + HEAD);
   });
 });
 
@@ -281,21 +288,8 @@ describe('llama with K-quant block matrices (Q4_K, and Q6_K for attn_v and ffn_d
     await writeFileAtomically(path, (sink) => writeGguf(sink, model.spec, model.data));
     // Chosen for large gaps (0.31+) on llama.cpp's path, as for the types above.
     const prompts = [[164, 261, 358, 455, 52], [250, 347, 444], [116, 213, 310, 407, 504]];
-    const refs = await llamaCppReference(llama, path, prompts, preset.vocab, STEPS);
-    const engine = await loadEngine({ model: path, contextLength: 256, maxSequences: 2 });
-    try {
-      await engine.generate({ tokens: prompts[0], maxTokens: 2, temperature: 0, stopAtEndOfGeneration: false }).result;
-      // Q, K and V of two types are three products (2 more a layer), plus the activation and O's quantize pass.
-      if (['llvmpipe', 'swiftshader'].includes(engine.stats().adapter)) expect(engine.stats().lastStepDispatches).toBe(1 + 2 * (LAYER + 4) + HEAD);
-      for (const ref of refs) {
-        expect(smallestGap(ref), `prompt ${JSON.stringify(ref.prompt)} has a near-tie in llama.cpp; choose another`).toBeGreaterThan(MIN_GAP);
-        const ours = await engine.generate({ tokens: ref.prompt, maxTokens: STEPS, temperature: 0, stopAtEndOfGeneration: false }).result;
-        expect(ours.tokens, `prompt ${JSON.stringify(ref.prompt)}`).toEqual(ref.greedy);
-        expect(await largestProbDifference(engine, ref)).toBeLessThan(quantizedTolerance(engine));
-      }
-    } finally {
-      await engine.dispose();
-    }
+    // Q, K and V of two types are three products (2 more a layer), plus the activation and O's quantize pass.
+    await expectQuantizedParity(path, prompts, preset.vocab, 1 + 2 * (LAYER + 4) + HEAD);
   });
 });
 

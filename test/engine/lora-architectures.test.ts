@@ -18,6 +18,7 @@ import { encodeLoraAdapter } from '../../engine/lora/adapter-file.ts';
 import { loadEngine } from '../../engine/node.ts';
 import { EngineInputError } from '../../engine/types.ts';
 import { randomLoraSpec } from '../../scripts/fixtures/random-lora.ts';
+import { softmax } from '../helpers/llama-cpp-reference.ts';
 
 /** As architectures.test.ts: the largest next-token probability difference from llama.cpp. */
 const PROB_TOLERANCE = 5e-3;
@@ -54,14 +55,6 @@ async function llamaCppProbs(model: string, lora: string, vocab: number): Promis
   } finally {
     await m.dispose();
   }
-}
-
-function softmax(logits: Float32Array): Float64Array {
-  let max = -Infinity;
-  for (const v of logits) max = Math.max(max, v);
-  const p = Float64Array.from(logits, (v) => Math.exp(v - max));
-  const sum = p.reduce((a, b) => a + b, 0);
-  return p.map((v) => v / sum);
 }
 
 function largestDifference(a: Float64Array[], b: Float64Array[]): number {

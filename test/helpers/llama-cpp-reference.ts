@@ -44,7 +44,7 @@ export async function llamaCppReference(llama: Llama, path: string, prompts: num
   }
 }
 
-function softmax(logits: Float32Array): Float64Array {
+export function softmax(logits: Float32Array): Float64Array {
   let max = -Infinity;
   for (const v of logits) max = Math.max(max, v);
   const p = Float64Array.from(logits, (v) => Math.exp(v - max));
