@@ -17,22 +17,32 @@ fn pack_bytes(v: vec4f) -> u32 {
   return b.x | (b.y << 8u) | (b.z << 16u) | (b.w << 24u);
 }
 
-fn put_q8_quants(o: u32, id: f32, v0: u32, d: f32) {
-  xq[o] = vec4u(pack_bytes(min(round(x_value(v0) * id), vec4f(127.0))), pack_bytes(min(round(x_value(v0 + 1u) * id), vec4f(127.0))), pack_bytes(min(round(x_value(v0 + 2u) * id), vec4f(127.0))), pack_bytes(min(round(x_value(v0 + 3u) * id), vec4f(127.0))));
-  xq[o + 1u] = vec4u(pack_bytes(min(round(x_value(v0 + 4u) * id), vec4f(127.0))), pack_bytes(min(round(x_value(v0 + 5u) * id), vec4f(127.0))), pack_bytes(min(round(x_value(v0 + 6u) * id), vec4f(127.0))), pack_bytes(min(round(x_value(v0 + 7u) * id), vec4f(127.0))));
+fn put_q8_quants(o: u32, id: f32, v: array<vec4f, 8>, d: f32) {
+  xq[o] = vec4u(pack_bytes(min(round(v[0] * id), vec4f(127.0))), pack_bytes(min(round(v[1] * id), vec4f(127.0))), pack_bytes(min(round(v[2] * id), vec4f(127.0))), pack_bytes(min(round(v[3] * id), vec4f(127.0))));
+  xq[o + 1u] = vec4u(pack_bytes(min(round(v[4] * id), vec4f(127.0))), pack_bytes(min(round(v[5] * id), vec4f(127.0))), pack_bytes(min(round(v[6] * id), vec4f(127.0))), pack_bytes(min(round(v[7] * id), vec4f(127.0))));
   xq[o + 2u] = vec4u(bitcast<u32>(d), 0u, 0u, 0u);
 }
 
+// The 8 vec4s of one block, x_value(v0) .. x_value(v0 + 7).
+fn q8_values(v0: u32) -> array<vec4f, 8> {
+  var v: array<vec4f, 8>;
+  for (var i = 0u; i < 8u; i++) { v[i] = x_value(v0 + i); }
+  return v;
+}
+
 // Quantizes XQ_GROUP values, x_value(v0) .. x_value(v0 + XQ_GROUP / 4 - 1), into the blocks from vec4 o.
+// A block's values are computed once; a 256-value group's twice (its maximum first: 64 vec4s would not
+// stay in registers).
 fn put_xq_group(o: u32, v0: u32) {
   if (XQ_GROUP == 32u) {
+    let v = q8_values(v0);
     var m = vec4f();
-    for (var i = 0u; i < 8u; i++) { m = max(m, abs(x_value(v0 + i))); }
+    for (var i = 0u; i < 8u; i++) { m = max(m, abs(v[i])); }
     let amax = max(max(m.x, m.y), max(m.z, m.w));
     // The inverse of the f32 step, not 127 / max, so values on a rounding boundary go llama.cpp's way.
     let step = amax / 127.0;
     let id = select(0.0, 1.0 / step, step != 0.0);
-    put_q8_quants(o, id, v0, unpack2x16float(pack2x16float(vec2f(step, 0.0))).x);
+    put_q8_quants(o, id, v, unpack2x16float(pack2x16float(vec2f(step, 0.0))).x);
     return;
   }
   var amax = 0.0;
@@ -48,5 +58,5 @@ fn put_xq_group(o: u32, v0: u32) {
   }
   let iscale = select(0.0, -127.0 / signed, amax != 0.0);
   let d = select(0.0, 1.0 / iscale, amax != 0.0);
-  for (var b = 0u; b < XQ_GROUP / 32u; b++) { put_q8_quants(o + 3u * b, iscale, v0 + 8u * b, d); }
+  for (var b = 0u; b < XQ_GROUP / 32u; b++) { put_q8_quants(o + 3u * b, iscale, q8_values(v0 + 8u * b), d); }
 }

@@ -50,8 +50,8 @@ export class RmsNormKernel {
   /**
    * `io`: 'out' reads x and writes y; 'in-place' normalizes x where it lies; 'gather' writes y[r] =
    * norm(x[idx[r]]) (a fourth binding, idx), picking rows and norming them in one pass; 'q8' and
-   * 'gather-q8' (CPU adapters) write y quantized to int8 blocks of 32 (quantize-x.ts's layout) for the
-   * Q8_0 products that read quantized x, and need dim % 32 == 0.
+   * 'gather-q8' (CPU adapters) write y quantized to int8 blocks of 32 (quantize-x.ts's layout, in mode
+   * `xq`) for the products that read quantized x, and need dim to be whole groups of that mode.
    */
   constructor(
     ctx: KernelContext,

@@ -25,8 +25,8 @@ export interface SwiGluParams {
 /**
  * act(gate) * up with act = silu (SwiGLU) or the tanh approximation of GELU (GeGLU).
  * Bindings: gate, up (read; may be the same fused buffer), out (write). With `output` 'q8', out holds
- * the rows quantized to int8 blocks of 32 (quantize-x.ts's layout) for Q8_0 products that read
- * quantized x; n must be a multiple of 32 and the offsets and strides of 4.
+ * the rows quantized to int8 blocks of 32 (quantize-x.ts's layout, in mode `xq`) for the products that
+ * read quantized x; n must be whole groups of that mode and the offsets and strides multiples of 4.
  */
 export class SwiGluKernel {
   readonly kernel: CompiledKernel;

@@ -48,7 +48,6 @@ export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
   const quantizedX = createQuantizedXProducts(ctx, quantizedXMode, (type, bias) => productFor(type, bias, undefined, false, true));
   const maxBinding = Math.min(ctx.caps.maxStorageBinding, ctx.caps.maxBufferSize);
 
-
   return {
     quantizedX: quantizedXMode,
     fuseNormUpTo,

@@ -41,7 +41,7 @@ export interface MatrixIo {
   norm?: { weight: GPUBuffer; eps: number };
   /**
    * x is rows quantized to int8 blocks of 32 (RmsNormKernel's 'q8' output or QuantizeXKernel's): x offset
-   * and stride count vec4s (q8RowVec4s(cols) a row). Only where `readsQuantizedX(w)`.
+   * and stride count vec4s (q8RowVec4s(cols) a row). Only where `quantizedX(w)` gives a mode.
    */
   xq8?: boolean;
 }
@@ -60,7 +60,8 @@ export interface MatrixKernels {
   product(w: WeightMatrix, x: GPUBuffer, y: GPUBuffer, io: MatrixIo): BoundProduct;
   /**
    * How products of `w` read quantized x (`io.xq8`) here, or undefined where they read f32 x: on CPU
-   * rasterisers, Q8_0 and Q4_0 in 'q8_0' mode, Q4_K in 'q8_K' (quantize-x.ts), when rows are whole groups.
+   * rasterisers, Q8_0 and Q4_0 in 'q8_0' mode, Q4_K and Q6_K in 'q8_K' (quantize-x.ts), when rows are
+   * whole groups of that mode.
    */
   quantizedX(w: WeightMatrix): XqMode | undefined;
   /** Whether products may take `io.norm` here, and for at most how many rows of x. */

@@ -23,7 +23,7 @@ import type { PagedKvCache } from '../kv/paged-cache.ts';
 import type { BoundProduct, MatrixKernels, WeightMatrix } from './matrix.ts';
 import type { LayerWeights, ModelWeights } from './weights.ts';
 import { MAX_PENALTY_ENTRIES, Workspace } from './workspace.ts';
-import { q8RowVec4s, xqGroup, type XqMode } from '../../kernels/quantize-x.ts';
+import { q8RowVec4s, type XqMode } from '../../kernels/quantize-x.ts';
 
 interface LayerPlan {
   attnNorm: GPUBindGroup;
@@ -43,9 +43,9 @@ interface LayerPlan {
    */
   normed?: { qkv: BoundProduct[]; gateUp: BoundProduct[] };
   /**
-   * Where the products read quantized x (MatrixKernels.readsQuantizedX: Q8_0 on CPU rasterisers): the
-   * norm pass writes its rows as int8 blocks (RmsNormKernel 'q8') and the products read those, a third
-   * of the loads of f32 x, with no quantize pass of their own.
+   * Where the products read quantized x (MatrixKernels.quantizedX: Q8_0, Q4_0, Q4_K, Q6_K on CPU
+   * rasterisers, all in one mode): the norm pass writes its rows as int8 blocks (RmsNormKernel 'q8') and
+   * the products read those, a third of the loads of f32 x, with no quantize pass of their own.
    */
   quantized?: { qkv?: NormedProducts; gateUp?: NormedProducts };
   /** The gated activation as its own pass; absent where the down product applies it as it reads x. */
@@ -184,10 +184,10 @@ export class Transformer implements StepRunner {
     };
     // The norm writes quantized rows for products that all read quantized x in one mode (see
     // LayerPlan.quantized); likewise the activation pass for the down product and the output head's norm.
+    // (MatrixKernels.quantizedX checks that each matrix's rows are whole groups of its mode.)
     const modeOf = (ms: WeightMatrix[]): XqMode | undefined => {
       const modes = new Set(ms.map((m) => matrices.quantizedX(m)));
-      const [mode] = modes;
-      return modes.size === 1 && mode && D % xqGroup(mode) === 0 ? mode : undefined;
+      return modes.size === 1 ? [...modes][0] : undefined;
     };
     const norms = new Map<string, RmsNormKernel>();
     const normFor = (io: 'q8' | 'gather-q8', mode: XqMode) => {
@@ -209,10 +209,7 @@ export class Transformer implements StepRunner {
       const kernel = normFor('q8', mode);
       return { kernel, norm: kernel.bind(ws.x, norm, xNormQ8), products: side(ms, xNormQ8, y, q8RowVec4s(D), yStride, undefined, true) };
     };
-    const downMode = (w: LayerWeights) => {
-      const mode = matrices.quantizedX(w.down);
-      return mode && F % xqGroup(mode) === 0 ? mode : undefined;
-    };
+    const downMode = (w: LayerWeights) => modeOf([w.down]);
     const actQ8 = weights.layers.some(downMode) ? ctx.storage('act.act.q8', limits.maxTokensPerStep * q8RowVec4s(F) * 16) : undefined;
     const quantizedDown = (w: LayerWeights) => {
       const mode = downMode(w);
