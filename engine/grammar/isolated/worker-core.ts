@@ -6,13 +6,14 @@
  * A wasm trap or abort leaves the instance suspect (its stack and heap may be corrupt), so from then on
  * every answer carries the Tainted flag and the host sends this worker no new work.
  */
-import { compileGrammar, paramOf, type CompiledGrammar } from '../compile.ts';
+import { compileGrammar, paramOf } from '../compile.ts';
 import type { GrammarConstraint } from '../constraint.ts';
 import { GrammarInputError } from '../errors.ts';
 import { TokenTable } from '../token-table.ts';
 import { grammarVocabulary } from '../vocabulary.ts';
 import { xgrammarRuntime } from '../xgrammar.ts';
-import { StateFlag, SyncOp, type Job, type MatchProbe, type JobReply, type SerializedError, type WorkerInit, type WorkerMessage } from './messages.ts';
+import { StateFlag, SyncOp, type Job, type JobReply, type SerializedError, type WorkerInit, type WorkerMessage } from './messages.ts';
+import { probeMatching } from './match-probe.ts';
 import { ChannelAnswerer, STATUS_ERROR, STATUS_OK } from './sync-channel.ts';
 
 export interface WorkerPort {
@@ -134,41 +135,4 @@ function isTrap(e: unknown): boolean {
   if (e instanceof WebAssembly.RuntimeError) return true;
   const text = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
   return /Aborted\(|RuntimeError|memory access out of bounds|unreachable|index out of bounds|budget .* exhausted/i.test(text);
-}
-
-/**
- * Follow the grammar for `probe.tokens` random allowed tokens, twice: without a budget (xgrammar's
- * matching) and with one that ends there (our search for a way to close the output near max_tokens, whose
- * cost also depends on the grammar); refuse it if any step, or starting, takes longer than the limit.
- */
-async function probeMatching(grammar: CompiledGrammar, probe: MatchProbe, param: string): Promise<void> {
-  const tooSlow = (ms: number) =>
-    new GrammarInputError(
-      `${param}: following it is too slow: one token took ${Math.round(ms)} ms to check (at most ${probe.stepMs} ms); simplify it (nested repetition in a pattern, such as (a*)*, is the usual cause)`,
-      param,
-    );
-  let state = probe.seed >>> 0 || 1;
-  for (const maxTokens of [undefined, probe.tokens]) {
-    const started = performance.now();
-    const c = await grammar.createConstraint({ maxTokens });
-    try {
-      if (performance.now() - started > probe.stepMs) throw tooSlow(performance.now() - started);
-      for (let n = 0; n < probe.tokens && !c.isDone(); n++) {
-        const t0 = performance.now();
-        const mask = c.mask();
-        const allowed: number[] = [];
-        for (let w = 0; w < mask.length; w++) {
-          for (let bits = mask[w]; bits !== 0; bits &= bits - 1) allowed.push(w * 32 + (31 - Math.clz32(bits & -bits)));
-        }
-        if (allowed.length === 0) break;
-        state = (Math.imul(state, 1103515245) + 12345) >>> 0;
-        c.accept(allowed[state % allowed.length]);
-        if (!c.isDone()) c.forcedTokens(8);
-        const ms = performance.now() - t0;
-        if (ms > probe.stepMs) throw tooSlow(ms);
-      }
-    } finally {
-      c.dispose();
-    }
-  }
 }
