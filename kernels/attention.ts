@@ -3,13 +3,29 @@ import io from './attention-io.wgsl?raw';
 import ioF32 from './attention-io-f32.wgsl?raw';
 import ioVec4 from './attention-io-vec4.wgsl?raw';
 import serial from './attention-serial.wgsl?raw';
+import serialGrouped from './attention-serial-grouped.wgsl?raw';
 import serialVec4 from './attention-serial-vec4.wgsl?raw';
 import type { ParamArena } from './runtime/arena.ts';
 import { type CompiledKernel, type KernelContext, wgsl } from './runtime/context.ts';
 import { grid2d } from './runtime/grid.ts';
+import { unrollRowsTokens } from './unroll.ts';
 
 export const ATTENTION_MAX_HEAD_DIM = 256;
 const SERIAL_WG = 8;
+/**
+ * Most vec4s of one head's query and accumulator (head_dim / 4 each) an invocation of the grouped kernel
+ * keeps for all its heads together: llvmpipe compiled 3 heads of dimension 64 (48) in under a second, 4
+ * (64) in 5 s and 3 of dimension 128 (96) in 9 s, its register allocator fighting the spills.
+ */
+const GROUPED_MAX_VECS = 48;
+
+/** Query heads an invocation of the grouped kernel computes: the largest divisor of the group that fits. */
+export function groupedHeads(heads: number, kvHeads: number, headDim: number): number {
+  const group = heads / kvHeads;
+  let best = 1;
+  for (let g = 1; g <= group; g++) if (group % g === 0 && (g * headDim) / 4 <= GROUPED_MAX_VECS) best = g;
+  return best;
+}
 const BINDINGS = ['read', 'read', 'read', 'read', 'read', 'read', 'write'] as const;
 
 export interface AttentionParams {
@@ -40,10 +56,22 @@ export class AttentionKernel {
   readonly serial: boolean;
   /** The serial kernel reading vec4s, for head dimensions, offsets and strides that are multiples of 4: one pipeline per head dimension. */
   private readonly serialVec4 = new Map<number, CompiledKernel>();
+  /** The vec4 kernel computing query heads that share a KV head together, per head dimension and heads together. */
+  private readonly serialGrouped = new Map<string, CompiledKernel>();
   private readonly ctx: KernelContext;
   private readonly posChunk: number;
-  /** `posChunk` (serial only): positions per inner loop, below llvmpipe's 65535-iteration loop cap; tests make it tiny. */
-  constructor(ctx: KernelContext, variant: 'serial' | 'workgroup' = ctx.caps.software ? 'serial' : 'workgroup', posChunk = 32768) {
+  /**
+   * `posChunk` (serial only): positions per inner loop, below llvmpipe's 65535-iteration loop cap; tests make
+   * it tiny. `minGroupedItems` (serial only): the fewest invocations for which query heads sharing a KV head
+   * are computed together (below it, one invocation per query head keeps both of a small CPU's threads
+   * busy in single-sequence decode); tests set it to force either kernel.
+   */
+  constructor(
+    ctx: KernelContext,
+    variant: 'serial' | 'workgroup' = ctx.caps.software ? 'serial' : 'workgroup',
+    posChunk = 32768,
+    private readonly minGroupedItems = SERIAL_WG,
+  ) {
     this.serial = variant === 'serial';
     this.kernel = this.serial
       ? ctx.kernel({ label: 'attention-serial', code: wgsl(io, ioF32, serial), bindings: BINDINGS, constants: { WG: SERIAL_WG, POS_CHUNK: posChunk } })
@@ -57,6 +85,17 @@ export class AttentionKernel {
     if (!k) {
       const constants = { WG: SERIAL_WG, POS_CHUNK: this.posChunk, HV: headDim / 4 };
       this.serialVec4.set(headDim, (k = this.ctx.kernel({ label: `attention-serial-vec4-d${headDim}`, code: wgsl(io, ioVec4, serialVec4), bindings: BINDINGS, constants })));
+    }
+    return k;
+  }
+
+  private groupedKernel(headDim: number, group: number): CompiledKernel {
+    const key = `${headDim}/${group}`;
+    let k = this.serialGrouped.get(key);
+    if (!k) {
+      const constants = { WG: SERIAL_WG, POS_CHUNK: this.posChunk, HV: headDim / 4 };
+      const code = wgsl(io, ioVec4, unrollRowsTokens(serialGrouped, group, 1));
+      this.serialGrouped.set(key, (k = this.ctx.kernel({ label: `attention-serial-grouped-d${headDim}-g${group}`, code, bindings: BINDINGS, constants })));
     }
     return k;
   }
@@ -83,8 +122,16 @@ export class AttentionKernel {
     u[s + 10] = p.outOffset ?? 0;
     u[s + 11] = p.outStride ?? p.heads * p.headDim;
     arena.f32[s + 12] = p.softcap ?? 0;
-    const [gx, gy] = grid2d(this.serial ? Math.ceil((p.tokens * p.heads) / SERIAL_WG) : p.tokens * p.heads);
     const by4 = [p.headDim, u[s + 8], u[s + 9], u[s + 10], u[s + 11]].every((v) => v % 4 === 0);
-    arena.dispatch(pass, this.serial && by4 ? this.vec4Kernel(p.headDim) : this.kernel, group, s, gx, gy);
+    if (!this.serial) {
+      const [gx, gy] = grid2d(p.tokens * p.heads);
+      arena.dispatch(pass, this.kernel, group, s, gx, gy);
+      return;
+    }
+    const together = by4 ? groupedHeads(p.heads, p.kvHeads, p.headDim) : 1;
+    const grouped = together > 1 && (p.tokens * p.heads) / together >= this.minGroupedItems;
+    const [gx, gy] = grid2d(Math.ceil((p.tokens * p.heads) / (grouped ? together : 1) / SERIAL_WG));
+    const kernel = grouped ? this.groupedKernel(p.headDim, together) : by4 ? this.vec4Kernel(p.headDim) : this.kernel;
+    arena.dispatch(pass, kernel, group, s, gx, gy);
   }
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AttentionKernel } from '../../kernels/attention.ts';
+import { AttentionKernel, groupedHeads } from '../../kernels/attention.ts';
 import { KvStoreKernel } from '../../kernels/kv-store.ts';
 import { readF32, runPass, testContext } from '../helpers/gpu.ts';
 import { maxRelError, randomF32 } from '../helpers/random.ts';
@@ -34,12 +34,14 @@ function attentionRef(q: Float32Array, keys: Float32Array[], values: Float32Arra
 }
 
 // The serial kernel walks positions in chunks under llvmpipe's loop cap; 7-position chunks check the seams.
-// Head dimensions that are multiples of 4 run its vec4 kernel, dim 6 the scalar one.
+// Head dimensions that are multiples of 4 run its vec4 kernels, dim 6 the scalar one; with more (token, KV
+// head) pairs than `minGrouped`, query heads sharing a KV head run together (0: always, Infinity: never).
 describe.each([
-  ['workgroup', undefined],
-  ['serial', undefined],
-  ['serial', 7],
-] as const)('paged KV store + attention kernels (%s, position chunk %s)', (variant, posChunk) => {
+  ['workgroup', undefined, undefined],
+  ['serial', undefined, undefined],
+  ['serial', 7, 0],
+  ['serial', 7, Infinity],
+] as const)('paged KV store + attention kernels (%s, position chunk %s, grouped from %s pairs)', (variant, posChunk, minGrouped) => {
   for (const { heads, kvHeads, hd, pageSize, past0, new0, new1, window } of [
     { heads: 8, kvHeads: 4, hd: 8, pageSize: 16, past0: 5, new0: 1, new1: 3, window: 0 },
     { heads: 4, kvHeads: 1, hd: 64, pageSize: 4, past0: 150, new0: 2, new1: 70, window: 0 },
@@ -47,6 +49,8 @@ describe.each([
     { heads: 4, kvHeads: 2, hd: 16, pageSize: 8, past0: 60, new0: 2, new1: 30, window: 16 },
     // Not a multiple of 4: the serial variant falls back from its vec4 kernel to the scalar one.
     { heads: 4, kvHeads: 2, hd: 6, pageSize: 8, past0: 20, new0: 2, new1: 5, window: 0 },
+    // Decode of one token per sequence: too few (token, KV head) pairs to group by default.
+    { heads: 9, kvHeads: 3, hd: 64, pageSize: 16, past0: 37, new0: 1, new1: 1, window: 0 },
   ]) {
     it(`matches the reference: ${heads}/${kvHeads} heads, dim ${hd}, pages of ${pageSize}${window ? `, window ${window}` : ''}`, async () => {
       const ctx = await testContext();
@@ -70,7 +74,7 @@ describe.each([
       const past = Array.from({ length: past0 }, (_, p) => ({ seq: 0, pos: p }));
 
       const kv = new KvStoreKernel(ctx);
-      const att = new AttentionKernel(ctx, variant, posChunk);
+      const att = new AttentionKernel(ctx, variant, posChunk, minGrouped);
       const kCache = ctx.storage('k', numPages * pageSize * kvDim * 4);
       const vCache = ctx.storage('v', numPages * pageSize * kvDim * 4);
       const bPages = ctx.storage('pages', pageTable.byteLength, pageTable);
@@ -108,4 +112,38 @@ describe.each([
       });
     });
   }
+});
+
+describe('grouped-query attention on the serial kernels', () => {
+  it('keeps as many query heads together as fit (an equal part of the group), none past head dimension 64 x 3', () => {
+    expect(groupedHeads(9, 3, 64)).toBe(3); // SmolLM2-135M
+    expect(groupedHeads(32, 8, 64)).toBe(2); // Llama 3.2 1B: 4 per KV head, 2 and 2
+    expect(groupedHeads(14, 2, 64)).toBe(1); // Qwen2.5 0.5B: 7 per KV head, a prime
+    expect(groupedHeads(6, 2, 128)).toBe(1);
+    expect(groupedHeads(8, 8, 64)).toBe(1);
+  });
+
+  it('computes each query head exactly as the per-head kernel does, softcap and window included', async () => {
+    const ctx = await testContext();
+    const [heads, kvHeads, hd, pageSize, maxPages, tokens] = [9, 3, 64, 16, 8, 40];
+    const kvDim = kvHeads * hd;
+    const cache = (seed: number) => randomF32(maxPages * pageSize * kvDim, seed);
+    const kCache = ctx.storage('k', maxPages * pageSize * kvDim * 4, cache(3));
+    const vCache = ctx.storage('v', maxPages * pageSize * kvDim * 4, cache(4));
+    const pages = ctx.storage('pages', maxPages * 4, Uint32Array.from({ length: maxPages }, (_, i) => maxPages - 1 - i));
+    // One sequence's chunk of prefill at positions 60..99.
+    const pos = ctx.storage('pos', tokens * 4, Uint32Array.from({ length: tokens }, (_, t) => 60 + t));
+    const seq = ctx.storage('seq', tokens * 4, new Uint32Array(tokens));
+    const q = ctx.storage('q', tokens * heads * hd * 4, randomF32(tokens * heads * hd, 5, 1));
+    for (const extra of [{}, { softcap: 0.5 }, { window: 24 }]) {
+      const outs: Float32Array[] = [];
+      for (const minGrouped of [0, Infinity]) {
+        const att = new AttentionKernel(ctx, 'serial', 32768, minGrouped);
+        const out = ctx.storage('out', tokens * heads * hd * 4);
+        await runPass(ctx, (pass, arena) => att.encode(pass, arena, att.bind(q, kCache, vCache, pages, pos, seq, out), { tokens, heads, kvHeads, headDim: hd, pageSize, maxPages, scale: 0.125, ...extra }));
+        outs.push(await readF32(ctx, out, tokens * heads * hd));
+      }
+      expect(outs[0], JSON.stringify(extra)).toEqual(outs[1]);
+    }
+  });
 });

@@ -1,0 +1,75 @@
+// attention-serial-vec4.wgsl for grouped-query attention: one invocation computes $ROWS query heads that
+// share a KV head (all of them, or an equal part where keeping them all would take too many registers),
+// so each key and value vec4 is loaded once for those heads instead of once per query head. On a CPU rasteriser every storage load inside a loop is a loop
+// over the SIMD lanes with a branch per lane (Mesa llvmpipe), and loads are most of this kernel's time;
+// the query heads' own math is unchanged, so each head's result is bit-identical to the per-head kernel.
+// AttentionKernel picks it where there are enough (token, KV head) items to keep every thread busy.
+//
+// Template: a line containing `$r` is written once per query head of the group (kernels/unroll.ts).
+
+override WG: u32 = 8u;
+// llvmpipe ends any single shader loop after 65535 iterations without an error (kernels/probes/
+// loop-cap.ts), so positions are walked in chunks of at most this many: nested loops each stay under it.
+override POS_CHUNK: u32 = 32768u;
+
+const MAX_HEAD_VEC: u32 = MAX_HEAD_DIM / 4u;
+// head_dim / 4, fixed per pipeline so loops over a head unroll and their arrays stay in registers.
+override HV: u32 = 16u;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let item = gid.x + gid.y * nwg.x * WG;
+  let per_token = params.heads / $ROWSu;
+  if (item >= params.tokens * per_token) { return; }
+  let t = item / per_token;
+  // The invocation's first query head, and the KV head it shares with the rest of its group.
+  let h0 = (item % per_token) * $ROWSu;
+  let kh = h0 / (params.heads / params.kv_heads);
+  let hv = params.head_dim / 4u;
+  let kv_vec = params.kv_heads * hv;
+  let seq = token_seq[t];
+  let last = positions[t];
+  var first = 0u;
+  if (params.window > 0u && last + 1u > params.window) { first = last + 1u - params.window; }
+  // Query head h0 + r reads and writes its own slice.
+  let qb = (params.q_offset + t * params.q_stride) / 4u + h0 * hv;
+
+  var qv$r: array<vec4f, MAX_HEAD_VEC>;
+  var acc$r: array<vec4f, MAX_HEAD_VEC>;
+  for (var d = 0u; d < HV; d++) {
+    qv$r[d] = q[qb + $ru * hv + d];
+    acc$r[d] = vec4f();
+  }
+  var m$r = -3.4e38;
+  var l$r = 0.0;
+  for (var c = first; c <= last; c += POS_CHUNK) {
+  let chunk_end = min(last, c + (POS_CHUNK - 1u));
+  for (var p = c; p <= chunk_end; p++) {
+    let page = page_table[seq * params.max_pages + p / params.page_size];
+    let base = (page * params.page_size + p % params.page_size) * kv_vec + kh * hv;
+    var s4$r = vec4f();
+    for (var d = 0u; d < HV; d++) {
+      let k = k_cache[base + d];
+      s4$r += qv$r[d] * k;
+    }
+    var s$r = (s4$r.x + s4$r.y + s4$r.z + s4$r.w) * params.scale;
+    if (params.softcap > 0.0) {
+      s$r = params.softcap * tanh(s$r / params.softcap);
+    }
+    let m_new$r = max(m$r, s$r);
+    let rescale$r = exp(m$r - m_new$r);
+    let w$r = exp(s$r - m_new$r);
+    l$r = l$r * rescale$r + w$r;
+    for (var d = 0u; d < HV; d++) {
+      let v = v_cache[base + d];
+      acc$r[d] = acc$r[d] * rescale$r + w$r * v;
+    }
+    m$r = m_new$r;
+  }
+  if (chunk_end == last) { break; }
+  }
+  let ob = (params.out_offset + t * params.out_stride) / 4u + h0 * hv;
+  for (var d = 0u; d < HV; d++) {
+    out[ob + $ru * hv + d] = acc$r[d] / l$r;
+  }
+}
