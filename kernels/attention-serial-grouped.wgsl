@@ -68,8 +68,5 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   }
   if (chunk_end == last) { break; }
   }
-  let ob = (params.out_offset + t * params.out_stride) / 4u + h0 * hv;
-  for (var d = 0u; d < HV; d++) {
-    out[ob + $ru * hv + d] = acc$r[d] / l$r;
-  }
+  store_head(t, h0 + $ru, &acc$r, l$r);
 }

@@ -55,6 +55,5 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   }
   if (chunk_end == last) { break; }
   }
-  let ob = (params.out_offset + t * params.out_stride) / 4u + h * hv;
-  for (var d = 0u; d < HV; d++) { out[ob + d] = acc[d] / l; }
+  store_head(t, h, &acc, l);
 }

@@ -2,12 +2,16 @@ import source from './attention.wgsl?raw';
 import io from './attention-io.wgsl?raw';
 import ioF32 from './attention-io-f32.wgsl?raw';
 import ioVec4 from './attention-io-vec4.wgsl?raw';
+import outF32 from './attention-out-f32.wgsl?raw';
+import outQ8 from './attention-out-q8.wgsl?raw';
 import serial from './attention-serial.wgsl?raw';
 import serialGrouped from './attention-serial-grouped.wgsl?raw';
 import serialVec4 from './attention-serial-vec4.wgsl?raw';
 import type { ParamArena } from './runtime/arena.ts';
 import { type CompiledKernel, type KernelContext, wgsl } from './runtime/context.ts';
 import { grid2d } from './runtime/grid.ts';
+import xqBlock from './quantize-x-block.wgsl?raw';
+import { q8RowVec4s } from './quantize-x.ts';
 import { unrollRowsTokens } from './unroll.ts';
 
 export const ATTENTION_MAX_HEAD_DIM = 256;
@@ -44,6 +48,12 @@ export interface AttentionParams {
   outOffset?: number;
   outStride?: number;
   softcap?: number;
+  /**
+   * 'q8_0': the output as the O product's quantized x (quantize-x.ts, 32-value blocks; outOffset and
+   * outStride then count vec4s, outStride defaulting to a row of heads * headDim values); serial vec4
+   * kernels only, head dimensions that are multiples of 32.
+   */
+  output?: 'f32' | 'q8_0';
 }
 
 /**
@@ -54,10 +64,11 @@ export class AttentionKernel {
   readonly kernel: CompiledKernel;
   /** One invocation per (token, head) without barriers, for CPU adapters; else a workgroup per pair. */
   readonly serial: boolean;
-  /** The serial kernel reading vec4s, for head dimensions, offsets and strides that are multiples of 4: one pipeline per head dimension. */
-  private readonly serialVec4 = new Map<number, CompiledKernel>();
-  /** The vec4 kernel computing query heads that share a KV head together, per head dimension and heads together. */
-  private readonly serialGrouped = new Map<string, CompiledKernel>();
+  /**
+   * The serial kernels reading vec4s, for head dimensions, offsets and strides that are multiples of 4: one
+   * pipeline per head dimension, query heads computed together (attention-serial-grouped.wgsl) and output.
+   */
+  private readonly serialVec4 = new Map<string, CompiledKernel>();
   private readonly ctx: KernelContext;
   private readonly posChunk: number;
   /**
@@ -80,22 +91,16 @@ export class AttentionKernel {
     this.posChunk = posChunk;
   }
 
-  private vec4Kernel(headDim: number): CompiledKernel {
-    let k = this.serialVec4.get(headDim);
+  /** A vec4 kernel (`template`, with query heads `group` to an invocation where grouped) writing `output`. */
+  private vec4Kernel(headDim: number, output: 'f32' | 'q8_0', group = 1): CompiledKernel {
+    const key = `${headDim}/${group}/${output}`;
+    let k = this.serialVec4.get(key);
     if (!k) {
-      const constants = { WG: SERIAL_WG, POS_CHUNK: this.posChunk, HV: headDim / 4 };
-      this.serialVec4.set(headDim, (k = this.ctx.kernel({ label: `attention-serial-vec4-d${headDim}`, code: wgsl(io, ioVec4, serialVec4), bindings: BINDINGS, constants })));
-    }
-    return k;
-  }
-
-  private groupedKernel(headDim: number, group: number): CompiledKernel {
-    const key = `${headDim}/${group}`;
-    let k = this.serialGrouped.get(key);
-    if (!k) {
-      const constants = { WG: SERIAL_WG, POS_CHUNK: this.posChunk, HV: headDim / 4 };
-      const code = wgsl(io, ioVec4, unrollRowsTokens(serialGrouped, group, 1));
-      this.serialGrouped.set(key, (k = this.ctx.kernel({ label: `attention-serial-grouped-d${headDim}-g${group}`, code, bindings: BINDINGS, constants })));
+      const constants = { WG: SERIAL_WG, POS_CHUNK: this.posChunk, HV: headDim / 4, ...(output === 'q8_0' ? { XQ_GROUP: 32 } : {}) };
+      const body = group > 1 ? unrollRowsTokens(serialGrouped, group, 1) : serialVec4;
+      const label = `attention-serial-${group > 1 ? `grouped-d${headDim}-g${group}` : `vec4-d${headDim}`}${output === 'q8_0' ? '-q8' : ''}`;
+      const out = output === 'q8_0' ? wgsl(outQ8, xqBlock) : outF32;
+      this.serialVec4.set(key, (k = this.ctx.kernel({ label, code: wgsl(io, ioVec4, out, body), bindings: BINDINGS, constants })));
     }
     return k;
   }
@@ -119,10 +124,15 @@ export class AttentionKernel {
     u[s + 7] = p.window ?? 0;
     u[s + 8] = p.qOffset ?? 0;
     u[s + 9] = p.qStride ?? p.heads * p.headDim;
+    const q8 = p.output === 'q8_0';
     u[s + 10] = p.outOffset ?? 0;
-    u[s + 11] = p.outStride ?? p.heads * p.headDim;
+    u[s + 11] = p.outStride ?? (q8 ? q8RowVec4s(p.heads * p.headDim) : p.heads * p.headDim);
     arena.f32[s + 12] = p.softcap ?? 0;
-    const by4 = [p.headDim, u[s + 8], u[s + 9], u[s + 10], u[s + 11]].every((v) => v % 4 === 0);
+    // Output offsets and strides in vec4s (q8) need no check: only q's and f32 output's must be whole vec4s.
+    const by4 = [p.headDim, u[s + 8], u[s + 9], ...(q8 ? [] : [u[s + 10], u[s + 11]])].every((v) => v % 4 === 0);
+    if (q8 && (!this.serial || !by4 || p.headDim % 32 !== 0)) {
+      throw new Error(`attention: quantized output needs the serial vec4 kernels, a head dimension that is a multiple of 32 (got ${p.headDim}) and q offsets and strides that are multiples of 4`);
+    }
     if (!this.serial) {
       const [gx, gy] = grid2d(p.tokens * p.heads);
       arena.dispatch(pass, this.kernel, group, s, gx, gy);
@@ -131,7 +141,7 @@ export class AttentionKernel {
     const together = by4 ? groupedHeads(p.heads, p.kvHeads, p.headDim) : 1;
     const grouped = together > 1 && (p.tokens * p.heads) / together >= this.minGroupedItems;
     const [gx, gy] = grid2d(Math.ceil((p.tokens * p.heads) / (grouped ? together : 1) / SERIAL_WG));
-    const kernel = grouped ? this.groupedKernel(p.headDim, together) : by4 ? this.vec4Kernel(p.headDim) : this.kernel;
+    const kernel = by4 ? this.vec4Kernel(p.headDim, q8 ? 'q8_0' : 'f32', grouped ? together : 1) : this.kernel;
     arena.dispatch(pass, kernel, group, s, gx, gy);
   }
 }

@@ -34,6 +34,12 @@ interface LayerPlan {
   ropeStore: GPUBindGroup;
   attention: GPUBindGroup;
   o: BoundProduct;
+  /**
+   * Where the O product reads quantized x in 32-value blocks and heads are whole blocks: attention writes
+   * its output quantized (AttentionKernel 'q8_0') into the buffer this product reads, with no quantize
+   * pass between them. `attention` and `o` above serve steps whose adapters adapt O (LoRA's A reads f32).
+   */
+  quantizedO?: { attention: GPUBindGroup; o: BoundProduct };
   ffnNorm: GPUBindGroup;
   gateUp: BoundProduct[];
   /**
@@ -217,6 +223,8 @@ export class Transformer implements StepRunner {
       const kernel = activationFor(mode);
       return { kernel, swiglu: kernel.bind(ws.gateUp, ws.gateUp, actQ8), down: matrices.product(w.down, actQ8, ws.x, { ...io(q8RowVec4s(F), 0, D, true), xq8: true }) };
     };
+    const oQuantized = (w: LayerWeights) => modeOf([w.o]) === 'q8_0' && cfg.headDim % 32 === 0 && this.k.attention.serial;
+    const attnQ8 = weights.layers.some(oQuantized) ? ctx.storage('act.attn.q8', limits.maxTokensPerStep * q8RowVec4s(qDim) * 16) : undefined;
     const headMode = modeOf([weights.output]);
     const xLastNormQ8 = headMode ? ctx.storage('act.x-last-norm.q8', limits.maxRowsPerStep * q8RowVec4s(D) * 16) : undefined;
     this.embed = matrices.embedding(weights.embedding, ws.tokens, ws.x, cfg.embedScale);
@@ -229,6 +237,13 @@ export class Transformer implements StepRunner {
         ropeStore: this.k.ropeStore.bind(ws.qkv, ws.positions, ws.slots, cache.pageTable, ropeFactors, cache.k[l], cache.v[l]),
         attention: this.k.attention.bind(ws.qkv, cache.k[l], cache.v[l], cache.pageTable, ws.positions, ws.slots, ws.attn),
         o: matrices.product(w.o, ws.attn, ws.x, io(qDim, 0, D, true)),
+        quantizedO:
+          attnQ8 && oQuantized(w)
+            ? {
+                attention: this.k.attention.bind(ws.qkv, cache.k[l], cache.v[l], cache.pageTable, ws.positions, ws.slots, attnQ8),
+                o: matrices.product(w.o, attnQ8, ws.x, { ...io(q8RowVec4s(qDim), 0, D, true), xq8: true }),
+              }
+            : undefined,
         ffnNorm: this.k.rmsnorm.bind(ws.x, w.ffnNorm, ws.xNorm),
         gateUp: side(w.gateUp, ws.xNorm, ws.gateUp, D, 2 * F),
         normed: this.fuseNormUpTo > 0 ? { qkv: side(w.qkv, ws.x, ws.qkv, D, S, w.attnNorm), gateUp: side(w.gateUp, ws.x, ws.gateUp, D, 2 * F, w.ffnNorm) } : undefined,
@@ -496,7 +511,8 @@ export class Transformer implements StepRunner {
         pageSize: cache.pageSize,
         maxPages: cache.maxPagesPerSeq,
       });
-      k.attention.encode(pass, a, L.attention, {
+      const quantizedO = !(lora?.adapts(l, 'o') ?? false) ? L.quantizedO : undefined;
+      k.attention.encode(pass, a, quantizedO?.attention ?? L.attention, {
         tokens: T,
         heads: cfg.nHeads,
         kvHeads: cfg.nKvHeads,
@@ -505,8 +521,9 @@ export class Transformer implements StepRunner {
         maxPages: cache.maxPagesPerSeq,
         scale: 1 / Math.sqrt(hd),
         qStride: S,
+        output: quantizedO ? 'q8_0' : 'f32',
       });
-      L.o.encode(pass, a, T);
+      (quantizedO?.o ?? L.o).encode(pass, a, T);
       lora?.encode(pass, a, l, 'o', T);
       this.encodeNormed(pass, T, L, 'gateUp', fusable, lora?.adapts(l, 'gateUp') ?? false);
       lora?.encode(pass, a, l, 'gateUp', T);

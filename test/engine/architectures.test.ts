@@ -255,23 +255,31 @@ async function expectQuantizedParity(path: string, prompts: number[][], vocab: n
   }
 }
 
-describe.each(['q8_0', 'q4_0'] as const)('llama with %s block matrices agrees with llama.cpp', (type) => {
+describe.each([
+  ['q8_0', 16],
+  ['q4_0', 16],
+  ['q8_0', 32],
+] as const)('llama with %s block matrices (heads of %i) agrees with llama.cpp', (type, headDim) => {
   // On CPU adapters these products read x quantized to int8 blocks, as llama.cpp's CPU backend does for
-  // these types: the norms and the activation write it, a quantize pass does for the O product (two more
-  // passes a layer than LAYER: the activation's own and that one).
+  // these types: the norms and the activation write it (one more pass a layer than LAYER: the
+  // activation's own); so does attention where heads are whole 32-value blocks, else a quantize pass
+  // before the O product (one more).
   it('greedy tokens are llama.cpp\'s, next-token probabilities close, through the quantized-x kernels', async () => {
-    const preset: ModelPreset = { ...PRESETS.tiny, init: INIT };
-    const synth = synthModel(preset, type, 1, `tiny-${type}`);
-    const path = join(dir, `tiny-${type}.gguf`);
+    const preset: ModelPreset = { ...PRESETS.tiny, headDim, init: INIT };
+    const name = `tiny-${type}-hd${headDim}`;
+    const synth = synthModel(preset, type, 1, name);
+    const path = join(dir, `${name}.gguf`);
     await writeFileAtomically(path, (sink) => writeGguf(sink, synth.spec, synth.tensorData));
-    // Chosen for large gaps on llama.cpp's path (0.27+ for Q8_0, 0.12+ for Q4_0): activation rounding
+    // Chosen for large gaps on llama.cpp's path (0.27+ for Q8_0, 0.12+ for Q4_0, 0.11+ for Q8_0 with heads of
+    // 32, the largest of 24 random prompts): activation rounding
     // moves logits more than f32 arithmetic does, and SwiftShader's more than llvmpipe's (a Q4_0 prompt
     // with a 0.14 gap left llama.cpp's tokens after several steps there, not on llvmpipe).
     const prompts = {
-      q8_0: [[311, 408, 5, 102], [457, 54, 151, 248, 345, 442], [177, 274, 371, 468, 65, 162]],
-      q4_0: [[396, 493, 90, 187, 284], [6, 103, 200], [384, 481, 78, 175, 272]],
-    }[type];
-    await expectQuantizedParity(path, prompts, preset.vocab, 1 + 2 * (LAYER + 2) + HEAD);
+      'q8_0/16': [[311, 408, 5, 102], [457, 54, 151, 248, 345, 442], [177, 274, 371, 468, 65, 162]],
+      'q4_0/16': [[396, 493, 90, 187, 284], [6, 103, 200], [384, 481, 78, 175, 272]],
+      'q8_0/32': [[271, 381, 422, 472, 90], [431, 102, 292, 258], [96, 45, 232]],
+    }[`${type}/${headDim}`]!;
+    await expectQuantizedParity(path, prompts, preset.vocab, 1 + 2 * (LAYER + (headDim % 32 === 0 ? 1 : 2)) + HEAD);
   });
 });
 

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { AttentionKernel, groupedHeads } from '../../kernels/attention.ts';
 import { KvStoreKernel } from '../../kernels/kv-store.ts';
-import { readF32, runPass, testContext } from '../helpers/gpu.ts';
+import { QuantizeXKernel, q8RowVec4s } from '../../kernels/quantize-x.ts';
+import { readF32, readU32, runPass, testContext } from '../helpers/gpu.ts';
 import { maxRelError, randomF32 } from '../helpers/random.ts';
 
 /**
@@ -145,5 +146,43 @@ describe('grouped-query attention on the serial kernels', () => {
       }
       expect(outs[0], JSON.stringify(extra)).toEqual(outs[1]);
     }
+  });
+
+  it('writes the O product its quantized x: the same bits as the f32 output then the quantize pass, grouped or not', async () => {
+    const ctx = await testContext();
+    const [heads, kvHeads, hd, pageSize, maxPages] = [9, 3, 64, 16, 8];
+    const kvDim = kvHeads * hd;
+    const qDim = heads * hd;
+    const kCache = ctx.storage('k', maxPages * pageSize * kvDim * 4, randomF32(maxPages * pageSize * kvDim, 13));
+    const vCache = ctx.storage('v', maxPages * pageSize * kvDim * 4, randomF32(maxPages * pageSize * kvDim, 14));
+    const pages = ctx.storage('pages', maxPages * 4, Uint32Array.from({ length: maxPages }, (_, i) => i));
+    const quantize = new QuantizeXKernel(ctx, 'q8_0');
+    // A decode token (per-head kernel) and a prefill chunk (grouped kernel).
+    for (const tokens of [1, 24]) {
+      const pos = ctx.storage('pos', tokens * 4, Uint32Array.from({ length: tokens }, (_, t) => 70 + t));
+      const seq = ctx.storage('seq', tokens * 4, new Uint32Array(tokens));
+      const q = ctx.storage('q', tokens * qDim * 4, randomF32(tokens * qDim, 15 + tokens, 1));
+      const att = new AttentionKernel(ctx, 'serial');
+      const out = ctx.storage('out', tokens * qDim * 4);
+      const viaPass = ctx.storage('xq', tokens * q8RowVec4s(qDim) * 16);
+      const direct = ctx.storage('xq-direct', tokens * q8RowVec4s(qDim) * 16);
+      const p = { tokens, heads, kvHeads, headDim: hd, pageSize, maxPages, scale: 0.125 };
+      await runPass(ctx, (pass, arena) => {
+        att.encode(pass, arena, att.bind(q, kCache, vCache, pages, pos, seq, out), p);
+        quantize.encode(pass, arena, quantize.bind(out, viaPass), { tokens, k: qDim });
+        att.encode(pass, arena, att.bind(q, kCache, vCache, pages, pos, seq, direct), { ...p, output: 'q8_0' });
+      });
+      const words = (tokens * q8RowVec4s(qDim) * 16) / 4;
+      expect(await readU32(ctx, direct, words), `${tokens} tokens`).toEqual(await readU32(ctx, viaPass, words));
+    }
+  });
+
+  it('refuses quantized output where heads are not whole 32-value blocks', async () => {
+    const ctx = await testContext();
+    const att = new AttentionKernel(ctx, 'serial');
+    const b = ctx.storage('b', 4096);
+    await expect(
+      runPass(ctx, (pass, arena) => att.encode(pass, arena, att.bind(b, b, b, b, b, b, ctx.storage('o', 4096)), { tokens: 1, heads: 2, kvHeads: 1, headDim: 16, pageSize: 16, maxPages: 1, scale: 0.25, output: 'q8_0' })),
+    ).rejects.toThrow(/quantized output needs .* multiple of 32 \(got 16\)/);
   });
 });
