@@ -270,15 +270,16 @@ describe.each([
     const synth = synthModel(preset, type, 1, name);
     const path = join(dir, `${name}.gguf`);
     await writeFileAtomically(path, (sink) => writeGguf(sink, synth.spec, synth.tensorData));
-    // Chosen for large gaps on llama.cpp's path (0.27+ for Q8_0, 0.12+ for Q4_0, 0.11+ for Q8_0 with heads of
-    // 32, the largest of 24 random prompts): activation rounding
-    // moves logits more than f32 arithmetic does, and SwiftShader's more than llvmpipe's (a Q4_0 prompt
-    // with a 0.14 gap left llama.cpp's tokens after several steps there, not on llvmpipe).
-    const prompts = {
+    // Chosen for large gaps on llama.cpp's path (0.27+ for Q8_0, 0.12+ for Q4_0, 0.11+ for Q8_0 with heads
+    // of 32, the best of 24 random prompts): activation rounding moves logits more than f32 arithmetic
+    // does, and SwiftShader's more than llvmpipe's (a Q4_0 prompt with a 0.14 gap left llama.cpp's tokens
+    // after several steps there, not on llvmpipe).
+    const chosen: Record<string, number[][]> = {
       'q8_0/16': [[311, 408, 5, 102], [457, 54, 151, 248, 345, 442], [177, 274, 371, 468, 65, 162]],
       'q4_0/16': [[396, 493, 90, 187, 284], [6, 103, 200], [384, 481, 78, 175, 272]],
       'q8_0/32': [[271, 381, 422, 472, 90], [431, 102, 292, 258], [96, 45, 232]],
-    }[`${type}/${headDim}`]!;
+    };
+    const prompts = chosen[`${type}/${headDim}`];
     await expectQuantizedParity(path, prompts, preset.vocab, 1 + 2 * (LAYER + (headDim % 32 === 0 ? 1 : 2)) + HEAD);
   });
 });
