@@ -39,6 +39,7 @@ export async function measureOurs(spec: BenchSpec, adapter: string | undefined):
   const after = engine.stats().steps;
   const steps = Math.max(1, after.count - before.count);
   const idle = { msPerStep: (after.ms - before.ms) / steps, deviceIdleMsPerStep: (after.deviceIdleMs - before.deviceIdleMs) / steps };
+  const pipelining = await measurePipelining(engine, () => run(spec.genTokens));
   const constrained = await measureConstrained(engine, prompt, spec.genTokens);
   const batched = spec.concurrency > 1 ? await measureConcurrent(engine, prompt, spec.genTokens, spec.concurrency) : {};
   const st = engine.stats();
@@ -54,8 +55,33 @@ export async function measureOurs(spec: BenchSpec, adapter: string | undefined):
     timeToFirstTokenMs: median(ttft),
     gpuMemoryBytes: st.weightsBytes + st.kvCacheBytes + st.workspaceBytes,
     dispatchesPerToken: dispatches,
-    extra: { ...idle, ...constrained, ...batched },
+    extra: { ...idle, ...pipelining, ...constrained, ...batched },
   };
+}
+
+/**
+ * Decode with pipelined decode off and on (EngineOptions.pipelinedDecode), whatever the engine's default
+ * here: wall time and device idle time per step (the gap between steps the pipeline is for: encoding,
+ * readback and scheduling), and decode speed, two runs each.
+ */
+async function measurePipelining(engine: WebGpuEngine, run: () => Promise<{ timings: { decodeTokensPerSecond: number } }>): Promise<Record<string, number>> {
+  const byDefault = engine.pipelinedDecode;
+  const out: Record<string, number> = { pipelinedByDefault: byDefault ? 1 : 0 };
+  try {
+    for (const [name, on] of [['unpipelined', false], ['pipelined', true]] as const) {
+      engine.setPipelinedDecode(on);
+      const before = engine.stats().steps;
+      const speeds = [(await run()).timings.decodeTokensPerSecond, (await run()).timings.decodeTokensPerSecond];
+      const after = engine.stats().steps;
+      const steps = Math.max(1, after.count - before.count);
+      out[`${name}MsPerStep`] = round((after.ms - before.ms) / steps);
+      out[`${name}IdleMsPerStep`] = round((after.deviceIdleMs - before.deviceIdleMs) / steps);
+      out[`${name}DecodeTokensPerSecond`] = round(median(speeds));
+    }
+  } finally {
+    engine.setPipelinedDecode(byDefault);
+  }
+  return out;
 }
 
 /** Aggregate decode throughput of `n` sequences generating at once (continuous batching). */

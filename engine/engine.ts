@@ -50,6 +50,13 @@ export interface EngineOptions {
    * the step yields to other work (default 16 ms; 0 yields after every layer). See SegmentPlanner.
    */
   yieldEveryMs?: number;
+  /**
+   * Pipelined decode: while every running sequence only decodes (no grammar, penalties or CPU-side
+   * top-k/top-p), the next step is submitted, fed the sampled ids on the GPU, before this one is read.
+   * Default: on, except where submit runs the work on the calling thread (llvmpipe), where the next
+   * step would run before this step's tokens reach the caller and there is nothing to overlap.
+   */
+  pipelinedDecode?: boolean;
   /** LoRA adapters loaded at once (default 16). */
   maxAdapters?: number;
   /** Most bytes of one LoRA adapter's weights as F32 (default 1 GiB). */
@@ -70,8 +77,11 @@ export interface EngineStats {
   waitingSequences: number;
   /** KV cache pages: all of them, and those no sequence and no prefix-cache entry holds. */
   kvPages: { total: number; free: number };
-  /** Steps run so far, their total wall time, and the part of it in which the device had no work. */
-  steps: { count: number; ms: number; deviceIdleMs: number };
+  /**
+   * Steps run so far, their total wall time, the part of it in which the device had no work, and how many
+   * were submitted before the step they follow was read (pipelined decode).
+   */
+  steps: { count: number; ms: number; deviceIdleMs: number; pipelined: number };
   /** The prefix cache's counters, or null when it is off. */
   prefixCache: PrefixCacheStats | null;
   /** LoRA adapters loaded now. */
@@ -138,7 +148,7 @@ export class WebGpuEngine implements TextEngine {
       budgetBytes: Math.max(opts.kvCacheBytes ?? 512 * 2 ** 20, fullContextBytes + 2 * cfg.nLayers * pageSize * kvDim * 4),
     });
     const transformer = new Transformer(ctx, cfg, weights, cache, matrices, { maxTokensPerStep, maxRowsPerStep: maxSequences, yieldEveryMs: opts.yieldEveryMs }, selected.blockingSubmit ? yieldToHost : undefined);
-    const scheduler = new Scheduler(transformer, cache.allocator, () => cache.syncPageTable());
+    const scheduler = new Scheduler(transformer, cache.allocator, () => cache.syncPageTable(), undefined, opts.pipelinedDecode ?? !selected.blockingSubmit);
     let parameterCount = 0;
     for (const t of gguf.tensors) parameterCount += t.elements;
     const info: ModelInfo = {
@@ -173,6 +183,15 @@ export class WebGpuEngine implements TextEngine {
       pages.reclaimer = undefined;
       this.scheduler.prefixCache = undefined;
     }
+  }
+
+  /** Turn pipelined decode on or off (EngineOptions.pipelinedDecode); takes effect from the next step. */
+  setPipelinedDecode(enabled: boolean): void {
+    this.scheduler.pipeline = enabled;
+  }
+
+  get pipelinedDecode(): boolean {
+    return this.scheduler.pipeline;
   }
 
   /** Starts a generation. Invalid options throw EngineInputError at once (naming the option). */
@@ -327,7 +346,7 @@ export class WebGpuEngine implements TextEngine {
       waitingSequences: this.scheduler.waitingCount,
       prefixCache: this.scheduler.prefixCache?.stats() ?? null,
       kvPages: { total: this.cache.allocator.numPages, free: this.cache.allocator.freePages },
-      steps: { count: this.scheduler.stepTiming.steps, ms: this.scheduler.stepTiming.ms, deviceIdleMs: this.scheduler.stepTiming.deviceIdleMs },
+      steps: (({ steps, ms, deviceIdleMs, pipelined }) => ({ count: steps, ms, deviceIdleMs, pipelined }))(this.scheduler.stepTiming),
       adapters: this.loras.count,
     };
   }

@@ -8,7 +8,7 @@ import type { PrefixCache } from '../kv/prefix-cache.ts';
 import { sampleCandidates } from './candidate-sampler.ts';
 import { needsCandidates } from './options.ts';
 import { Sequence, type StopReason } from './sequence.ts';
-import type { StepRunner } from './step.ts';
+import type { StepRunner, SubmittedStep } from './step.ts';
 import { AsyncLock } from './lock.ts';
 import { NO_TOKEN } from '../../kernels/sampling/sample.ts';
 import type { TokenConstraint } from '../types.ts';
@@ -24,9 +24,10 @@ export class Scheduler {
   private readonly notReady: Sequence[] = [];
   /**
    * Steps run, their wall time from one step's end to the next one's (or from its start after a pause),
-   * and how much of that the device had no work: scheduling, encoding and readback between steps.
+   * and how much of that the device had no work: scheduling, encoding and readback between steps; and
+   * how many steps were submitted ahead of the step they follow (pipelined decode).
    */
-  readonly stepTiming = { steps: 0, ms: 0, deviceIdleMs: 0 };
+  readonly stepTiming = { steps: 0, ms: 0, deviceIdleMs: 0, pipelined: 0 };
   /** Held for each step; diagnostics (logits) take it to use the runner between steps. */
   readonly lock = new AsyncLock();
 
@@ -37,6 +38,12 @@ export class Scheduler {
     private readonly syncPages: () => void,
     /** Shares full KV pages between sequences by token prefix; undefined turns sharing off. */
     public prefixCache?: PrefixCache,
+    /**
+     * Pipelined decode (where the runner can submit without reading): while every running sequence
+     * only decodes, step N+1 is submitted, its tokens copied from step N's samples on the GPU, before
+     * step N is read back, so the device never waits for the host between steps.
+     */
+    public pipeline = false,
   ) {}
 
   get activeCount(): number {
@@ -125,10 +132,15 @@ export class Scheduler {
             if (!this.buildStep()) return false;
             this.syncPages();
             const runStart = performance.now();
+            const submit = this.runner.submit?.bind(this.runner);
+            if (this.pipeline && submit && this.canFollow(this.rowSeq)) {
+              lastEnd = await this.runPipelined(submit, lastEnd ?? begun);
+              return true;
+            }
             await this.runner.run();
             const runEnd = performance.now();
             // Read the results before releasing the runner to anyone else.
-            this.collect();
+            this.collect(this.rowSeq);
             const end = performance.now();
             const t = this.stepTiming;
             t.steps++;
@@ -259,13 +271,81 @@ export class Scheduler {
     this.rowSeq.push(seq);
   }
 
-  private collect(): void {
+  /**
+   * Whether the step with `rows` can be followed by one fed from its samples on the GPU: every running
+   * sequence decodes one token in it (no prompt left, no forced tokens) and nothing it needs comes from
+   * the host (a constraint's mask, penalties from its history, top-k/top-p on the CPU), nothing waits to
+   * be admitted, and each can take two more tokens (else the next step would surely be thrown away).
+   */
+  private canFollow(rows: readonly Sequence[]): boolean {
+    if (this.waiting.length > 0 || rows.length === 0 || rows.length !== this.running.length) return false;
+    return rows.every(
+      (seq) =>
+        !seq.finished &&
+        !seq.aborted &&
+        seq.pendingWrite === 1 &&
+        !seq.constraint &&
+        !needsCandidates(seq.options) &&
+        !seq.usesPenalties() &&
+        seq.generated.length + 2 <= seq.options.maxTokens &&
+        seq.prompt.length + seq.generated.length + 2 <= seq.maxLength,
+    );
+  }
+
+  /**
+   * Steps submitted ahead of their readback while canFollow holds: submit step N (built), then N+1 from
+   * N's samples, read N, and so on; the last one submitted is read before returning. A sequence that
+   * ends at step N had a row in N+1 too: that row is dropped (its KV write lies in its own reserved pages,
+   * past its end, and queue order puts it before any later owner's). Returns when the last step ended.
+   */
+  private async runPipelined(submit: () => Promise<SubmittedStep>, since: number): Promise<number> {
+    const r = this.runner;
+    const t = this.stepTiming;
+    let rows = [...this.rowSeq];
+    const inFlight: SubmittedStep[] = [await submit()];
+    // Idle until the first step was submitted; after it, each step is queued before the one ahead of it
+    // is read, so the device has work throughout.
+    t.deviceIdleMs += performance.now() - since;
+    let lastEnd = since;
+    try {
+      for (;;) {
+        let nextRows: Sequence[] | undefined;
+        if (this.canFollow(rows)) {
+          r.begin();
+          for (const [row, seq] of rows.entries()) {
+            const token = r.addSampledToken!(row, seq.cached + seq.pendingWrite, seq.slot, seq.adapter?.slot ?? -1);
+            const o = seq.options;
+            r.addRow(token, { temperature: o.temperature, seed: seq.seed, counter: seq.generated.length + 1, mask: null, penalties: null, candidates: false });
+          }
+          inFlight.push(await submit());
+          t.pipelined++;
+          nextRows = rows;
+        }
+        await inFlight.shift()!.read();
+        this.collect(rows);
+        const end = performance.now();
+        t.steps++;
+        t.ms += end - lastEnd;
+        lastEnd = end;
+        if (!nextRows) return end;
+        for (const seq of nextRows) if (!seq.finished) seq.pendingWrite = 1;
+        rows = nextRows;
+      }
+    } finally {
+      // A step still in flight after a failure is read (and dropped), so the runner has none unread.
+      for (const step of inFlight) await step.read().catch(() => undefined);
+    }
+  }
+
+  /** Take a read step's samples; `rows` are its rows' sequences (one that has ended since is skipped). */
+  private collect(rows: readonly Sequence[]): void {
     for (const seq of this.running) {
       seq.cached += seq.pendingWrite;
       seq.pendingWrite = 0;
       this.listPages(seq);
     }
-    this.rowSeq.forEach((seq, row) => {
+    rows.forEach((seq, row) => {
+      if (seq.finished) return;
       let { token, logprob } = this.runner.sampled(row);
       if (needsCandidates(seq.options)) {
         ({ token, logprob } = sampleCandidatesFor(this.runner, row, seq));

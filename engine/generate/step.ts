@@ -20,6 +20,10 @@ export interface SampleRowSpec {
   candidates: boolean;
 }
 
+export interface SubmittedStep {
+  read(): Promise<void>;
+}
+
 export interface StepRunner {
   readonly maxTokensPerStep: number;
   readonly maxRowsPerStep: number;
@@ -30,12 +34,24 @@ export interface StepRunner {
    * pool slot `adapter` (absent or -1: none); returns its index in the step.
    */
   addToken(token: number, position: number, slot: number, adapter?: number): number;
+  /**
+   * Pipelined decode: add the token row `row` of the step submitted last samples, read on the GPU (a copy
+   * into this step's inputs) before that step is read back. Only for runners with `submit`.
+   */
+  addSampledToken?(row: number, position: number, slot: number, adapter?: number): number;
   /** Ask for the logits after token `tokenIndex` to be sampled; returns the row index. */
   addRow(tokenIndex: number, spec: SampleRowSpec): number;
   /** Of the last run(), the milliseconds before its first submit (uploads, encoding): the device had no work. */
   readonly lastHostMs?: number;
   /** Run the step on the GPU: one command buffer, one readback of the sampled rows. */
   run(): Promise<void>;
+  /**
+   * Pipelined decode: submit the step, resolving once it is all submitted (the next step's inputs then
+   * queue after it); `read` of the returned step waits for its sampled rows (then `sampled` and
+   * `candidates` answer for it). At most two steps are in flight, each read in the order submitted.
+   * Absent where the runner cannot.
+   */
+  submit?(): Promise<SubmittedStep>;
   sampled(row: number): { token: number; logprob: number };
   candidates(row: number): TopKRow;
 }

@@ -18,7 +18,7 @@ import type { LoraPool } from '../lora/pool.ts';
 import { LoraLayers } from './lora-layers.ts';
 import { SegmentPlanner } from './segment-planner.ts';
 import type { ModelConfig } from '../arch/types.ts';
-import type { SampleRowSpec, StepRunner } from '../generate/step.ts';
+import type { SampleRowSpec, StepRunner, SubmittedStep } from '../generate/step.ts';
 import type { PagedKvCache } from '../kv/paged-cache.ts';
 import type { BoundProduct, MatrixKernels, WeightMatrix } from './matrix.ts';
 import type { LayerWeights, ModelWeights } from './weights.ts';
@@ -126,6 +126,14 @@ export class Transformer implements StepRunner {
   private readonly fuseGluUpTo: number;
   /** See StepRunner.lastHostMs. */
   lastHostMs = 0;
+  /** Tokens of this step that the previous step samples (addSampledToken): its row, this step's token index. */
+  private readonly feeds: { row: number; token: number }[] = [];
+  /** The staging buffer (Workspace.sampleReads) the next submitted step copies its samples to. */
+  private nextStaging = 0;
+  /** Steps submitted and not yet read. */
+  private unread = 0;
+  /** Rows the last submitted step samples: those a following step may take tokens from. */
+  private lastSubmittedRows = 0;
   /** When set, the next run() also reads back the sampled rows' full logits (diagnostics only). */
   captureLogits = false;
   private logitsRead: GPUBuffer | undefined;
@@ -305,6 +313,7 @@ export class Transformer implements StepRunner {
   }
 
   begin(): void {
+    this.feeds.length = 0;
     this.nTokens = 0;
     this.nRows = 0;
     this.nEntries = 0;
@@ -404,18 +413,33 @@ export class Transformer implements StepRunner {
   }
 
   async run(): Promise<void> {
+    await (await this.submit()).read();
+  }
+
+  /**
+   * Encode and submit the step (one command buffer, or one per segment of layers where submit blocks);
+   * resolves once all of it is submitted, so the next step's uploads queue after it, and the returned
+   * step's read() waits for its sampled rows. Tokens added with addSampledToken are copied on the GPU
+   * from the previous step's samples before this step's first pass.
+   */
+  async submit(): Promise<SubmittedStep> {
     const T = this.nTokens;
     const R = this.nRows;
-    if (T === 0) return;
+    if (T === 0) return { read: async () => undefined };
+    for (const f of this.feeds) {
+      if (f.row >= this.lastSubmittedRows) throw new Error(`sampled token of row ${f.row}: the step submitted before this one sampled ${this.lastSubmittedRows} rows`);
+    }
+    if (this.unread >= 2) throw new Error('two steps are already waiting to be read');
     const started = performance.now();
     this.upload();
     const device = this.ctx.device;
     const arena = this.arena;
     arena.reset();
-    // One command buffer per step, or per segment of layers where submit blocks (see yieldBetweenLayers).
     const segments: GPUCommandBuffer[] = [];
     const split = this.yieldBetweenLayers !== undefined;
     let enc = device.createCommandEncoder({ label: 'step' });
+    const ws = this.ws;
+    for (const f of this.feeds) enc.copyBufferToBuffer(ws.sampleOut, f.row * SAMPLE_OUT_WORDS * 4, ws.tokens, f.token * 4, 4);
     let pass = enc.beginComputePass({ label: 'step' });
     const perSegment = this.segments.layersPerSegment(T);
     this.encodeForward(pass, T, perSegment, split ? () => {
@@ -428,11 +452,14 @@ export class Transformer implements StepRunner {
     if (R > 0) this.encodeHead(pass, R);
     pass.end();
     this.lastDispatches = arena.slotsUsed;
-    const ws = this.ws;
+    const staging = ws.sampleReads[this.nextStaging];
+    this.nextStaging ^= 1;
+    const candidates = this.anyCandidates;
+    const logits = this.captureLogits;
     if (R > 0) {
-      enc.copyBufferToBuffer(ws.sampleOut, 0, ws.sampleRead, 0, R * SAMPLE_OUT_WORDS * 4);
-      if (this.anyCandidates) enc.copyBufferToBuffer(ws.topkOut, 0, ws.topkRead, 0, R * TOPK_ROW_WORDS * 4);
-      if (this.captureLogits) {
+      enc.copyBufferToBuffer(ws.sampleOut, 0, staging, 0, R * SAMPLE_OUT_WORDS * 4);
+      if (candidates) enc.copyBufferToBuffer(ws.topkOut, 0, ws.topkRead, 0, R * TOPK_ROW_WORDS * 4);
+      if (logits) {
         this.logitsRead ??= device.createBuffer({ label: 'read.logits', size: ws.logits.size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
         enc.copyBufferToBuffer(ws.logits, 0, this.logitsRead, 0, R * this.cfg.vocabSize * 4);
       }
@@ -446,28 +473,42 @@ export class Transformer implements StepRunner {
       await this.yieldBetweenLayers!();
     }
     device.queue.submit([enc.finish()]);
-    if (R === 0) {
-      await device.queue.onSubmittedWorkDone();
-      this.lastHostMs = hostMs;
-      if (split) this.segments.observe(T, performance.now() - started - hostMs);
-      return;
-    }
-    await ws.sampleRead.mapAsync(GPUMapMode.READ, 0, R * SAMPLE_OUT_WORDS * 4);
-    this.sampledU32.set(new Uint32Array(ws.sampleRead.getMappedRange(0, R * SAMPLE_OUT_WORDS * 4)));
-    ws.sampleRead.unmap();
-    if (this.anyCandidates) {
-      await ws.topkRead.mapAsync(GPUMapMode.READ, 0, R * TOPK_ROW_WORDS * 4);
-      this.topkU32.set(new Uint32Array(ws.topkRead.getMappedRange(0, R * TOPK_ROW_WORDS * 4)));
-      ws.topkRead.unmap();
-    }
-    if (this.captureLogits && this.logitsRead) {
-      const bytes = R * this.cfg.vocabSize * 4;
-      await this.logitsRead.mapAsync(GPUMapMode.READ, 0, bytes);
-      this.capturedLogits = new Float32Array(this.logitsRead.getMappedRange(0, bytes).slice(0));
-      this.logitsRead.unmap();
-    }
-    this.lastHostMs = hostMs;
-    if (split) this.segments.observe(T, performance.now() - started - hostMs);
+    this.unread++;
+    this.lastSubmittedRows = R;
+    const read = async () => {
+      try {
+        if (R === 0) {
+          await device.queue.onSubmittedWorkDone();
+        } else {
+          await staging.mapAsync(GPUMapMode.READ, 0, R * SAMPLE_OUT_WORDS * 4);
+          this.sampledU32.set(new Uint32Array(staging.getMappedRange(0, R * SAMPLE_OUT_WORDS * 4)));
+          staging.unmap();
+          if (candidates) {
+            await ws.topkRead.mapAsync(GPUMapMode.READ, 0, R * TOPK_ROW_WORDS * 4);
+            this.topkU32.set(new Uint32Array(ws.topkRead.getMappedRange(0, R * TOPK_ROW_WORDS * 4)));
+            ws.topkRead.unmap();
+          }
+          if (logits && this.logitsRead) {
+            const bytes = R * this.cfg.vocabSize * 4;
+            await this.logitsRead.mapAsync(GPUMapMode.READ, 0, bytes);
+            this.capturedLogits = new Float32Array(this.logitsRead.getMappedRange(0, bytes).slice(0));
+            this.logitsRead.unmap();
+          }
+        }
+        this.lastHostMs = hostMs;
+        if (split) this.segments.observe(T, performance.now() - started - hostMs);
+      } finally {
+        this.unread--;
+      }
+    };
+    return { read };
+  }
+
+  addSampledToken(row: number, position: number, slot: number, adapter = -1): number {
+    // A placeholder id the GPU copy replaces before the step's first pass.
+    const i = this.addToken(0, position, slot, adapter);
+    this.feeds.push({ row, token: i });
+    return i;
   }
 
   /** Logits of row `row` from the last run with captureLogits set. */

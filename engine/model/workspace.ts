@@ -35,7 +35,11 @@ export class Workspace {
   readonly samplePartials: GPUBuffer;
   readonly sampleOut: GPUBuffer;
   readonly topkOut: GPUBuffer;
-  readonly sampleRead: GPUBuffer;
+  /**
+   * Two staging buffers for the sampled rows, used in turn, so a step can be submitted while the one
+   * before it still waits to be read (pipelined decode).
+   */
+  readonly sampleReads: readonly [GPUBuffer, GPUBuffer];
   readonly topkRead: GPUBuffer;
   readonly qkvStride: number;
   readonly maskWords: number;
@@ -71,7 +75,7 @@ export class Workspace {
     this.topkOut = f('out.topk', maxRows * TOPK_ROW_WORDS);
     const read = (name: string, bytes: number) =>
       this.track(ctx.device.createBuffer({ label: name, size: bytes, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST }));
-    this.sampleRead = read('read.sample', this.sampleOut.size);
+    this.sampleReads = [read('read.sample.0', this.sampleOut.size), read('read.sample.1', this.sampleOut.size)];
     this.topkRead = read('read.topk', this.topkOut.size);
     this.bytes = this.all.reduce((n, b) => n + b.size, 0);
   }

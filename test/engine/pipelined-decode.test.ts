@@ -1,0 +1,62 @@
+/**
+ * Pipelined decode: step N+1 submitted before step N is read, its tokens copied from step N's samples on
+ * the GPU. Forced on here (the default adapter here, llvmpipe, runs submit on the calling thread, so the
+ * engine leaves it off by default there): the same tokens as without it, for greedy and seeded sampling,
+ * sequences of different lengths ending mid-run (their speculative row dropped), stop strings, and
+ * sequences it must not pipeline (a grammar, penalties, top-k) alongside.
+ */
+import { describe, expect, it } from 'vitest';
+import { compileGrammar } from '../../engine/grammar/index.ts';
+import type { GenerateOptions } from '../../engine/types.ts';
+import { testEngine } from '../helpers/engine.ts';
+
+const ON = { pipelinedDecode: true, maxSequences: 4 };
+const OFF = { pipelinedDecode: false, maxSequences: 4 };
+
+async function batch(opts: { pipelinedDecode: boolean; maxSequences: number }, requests: GenerateOptions[]) {
+  const engine = await testEngine('stories260K.gguf', opts);
+  const before = engine.stats().steps.pipelined;
+  const results = await Promise.all(requests.map((r) => engine.generate(r).result));
+  return { results, pipelined: engine.stats().steps.pipelined - before };
+}
+
+describe('pipelined decode', () => {
+  it('gives the same tokens as reading every step first: greedy and seeded, lengths ending mid-run, a stop string', async () => {
+    const requests: GenerateOptions[] = [
+      { prompt: 'Once upon a time', maxTokens: 40, temperature: 0 },
+      { prompt: 'The little dog', maxTokens: 9, temperature: 0.9, seed: 11 },
+      { prompt: 'Lily wanted to', maxTokens: 23, temperature: 1.2, seed: 5 },
+      { prompt: 'Once upon a time', maxTokens: 40, temperature: 0, stop: ['park'] },
+    ];
+    const on = await batch(ON, requests);
+    const off = await batch(OFF, requests);
+    expect(off.pipelined).toBe(0);
+    expect(on.pipelined).toBeGreaterThan(20);
+    on.results.forEach((r, i) => {
+      expect(r.tokens, `request ${i}`).toEqual(off.results[i].tokens);
+      expect(r.text).toBe(off.results[i].text);
+      expect(r.stoppedBy).toBe(off.results[i].stoppedBy);
+    });
+    expect(on.results.map((r) => r.completionTokens)).toEqual([40, 9, 23, on.results[3].completionTokens]);
+  });
+
+  it('does not pipeline while a sequence needs the host between steps (a grammar, penalties, top-k), with the same tokens', async () => {
+    const engine = await testEngine('stories260K.gguf', ON);
+    const grammar = await compileGrammar(engine.tokenizer, { type: 'json_object' });
+    const requests = async (): Promise<GenerateOptions[]> => [
+      { prompt: 'Once upon a time', maxTokens: 30, temperature: 0 },
+      { prompt: 'A cat', maxTokens: 12, temperature: 0, constraint: await grammar.createConstraint({ maxTokens: 12 }) },
+    ];
+    const on = await batch(ON, await requests());
+    const off = await batch(OFF, await requests());
+    on.results.forEach((r, i) => expect(r.tokens, `request ${i}`).toEqual(off.results[i].tokens));
+    // Steps follow one another only after the constrained sequence ended.
+    expect(on.pipelined).toBeLessThanOrEqual(30 - 12);
+    for (const alone of [{ repetitionPenalty: 1.3 }, { topK: 5, seed: 3, temperature: 1 }]) {
+      const r = await batch(ON, [{ prompt: 'Once upon a time', maxTokens: 12, temperature: 0, ...alone }]);
+      const o = await batch(OFF, [{ prompt: 'Once upon a time', maxTokens: 12, temperature: 0, ...alone }]);
+      expect(r.pipelined, JSON.stringify(alone)).toBe(0);
+      expect(r.results[0].tokens).toEqual(o.results[0].tokens);
+    }
+  });
+});
