@@ -194,6 +194,11 @@ export class WebGpuEngine implements TextEngine {
     return this.scheduler.pipeline;
   }
 
+  /** Resolves once the engine has no step running or due (all generations settled). */
+  whenIdle(): Promise<void> {
+    return this.scheduler.whenIdle();
+  }
+
   /** Starts a generation. Invalid options throw EngineInputError at once (naming the option). */
   generate(options: GenerateOptions): Generation {
     return this.start(options, false);

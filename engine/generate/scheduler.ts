@@ -17,6 +17,7 @@ export class Scheduler {
   private readonly waiting: Sequence[] = [];
   private readonly running: Sequence[] = [];
   private looping = false;
+  private looped: Promise<void> = Promise.resolve();
   private readonly rowSeq: Sequence[] = [];
   /** Constraints pinned for the step being built and run (see TokenConstraint.hold). */
   private readonly held: TokenConstraint[] = [];
@@ -77,10 +78,18 @@ export class Scheduler {
   private kick(): void {
     if (this.looping) return;
     this.looping = true;
-    void this.loop().finally(() => {
+    this.looped = this.loop().finally(() => {
       this.looping = false;
       if (this.waiting.length > 0 || this.running.length > 0) this.kick();
     });
+  }
+
+  /**
+   * Resolves once no step runs and none is due: every result is settled, and a step submitted ahead
+   * (pipelined decode) has been read. Batches started after it begin from the same state.
+   */
+  async whenIdle(): Promise<void> {
+    while (this.looping) await this.looped;
   }
 
   private admit(): void {
