@@ -1,5 +1,6 @@
 import angle from './rope-angle.wgsl?raw';
 import source from './rope-kv-store.wgsl?raw';
+import sourceVec4 from './rope-kv-store-vec4.wgsl?raw';
 import type { ParamArena } from './runtime/arena.ts';
 import { writeRopeSettings, type RopeSettings } from './rope.ts';
 import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
@@ -26,9 +27,16 @@ export interface RopeKvStoreParams extends RopeSettings {
  */
 export class RopeKvStoreKernel {
   readonly kernel: CompiledKernel;
+  /** The vec4 kernel, where chosen (CPU rasterisers: see rope-kv-store-vec4.wgsl). */
+  private readonly vec4: CompiledKernel | undefined;
 
-  constructor(ctx: KernelContext) {
-    this.kernel = ctx.kernel({ label: 'rope-kv-store', code: wgsl(source, angle), bindings: ['write', 'read', 'read', 'read', 'read', 'write', 'write'], constants: { WG } });
+  /** `variant`: 'auto' takes the vec4 kernel on CPU adapters where the shapes allow; tests force either. */
+  constructor(ctx: KernelContext, variant: 'auto' | 'scalar' | 'vec4' = 'auto') {
+    const bindings = ['write', 'read', 'read', 'read', 'read', 'write', 'write'] as const;
+    this.kernel = ctx.kernel({ label: 'rope-kv-store', code: wgsl(source, angle), bindings, constants: { WG } });
+    if (variant === 'vec4' || (variant === 'auto' && ctx.caps.software)) {
+      this.vec4 = ctx.kernel({ label: 'rope-kv-store-vec4', code: wgsl(sourceVec4, angle), bindings, constants: { WG } });
+    }
   }
 
   bind(qkv: GPUBuffer, positions: GPUBuffer, tokenSeq: GPUBuffer, pageTable: GPUBuffer, factors: GPUBuffer, kCache: GPUBuffer, vCache: GPUBuffer): GPUBindGroup {
@@ -46,8 +54,11 @@ export class RopeKvStoreKernel {
     arena.u32[s + 9] = p.tokenStride;
     arena.u32[s + 10] = p.pageSize;
     arena.u32[s + 11] = p.maxPages;
-    const perToken = (p.heads + p.kvHeads) * (p.headDim / 2) + (p.kvHeads * p.headDim) / 2;
+    const byVec4 = this.vec4 && p.headDim % 4 === 0 && p.tokenStride % 4 === 0 && p.nRot % (p.neox ? 8 : 4) === 0;
+    // Items per token: elements of every head and of V, two (scalar) or four (vec4) to an item.
+    const perItem = byVec4 ? 4 : 2;
+    const perToken = ((p.heads + 2 * p.kvHeads) * p.headDim) / perItem;
     const [gx, gy] = grid2d(Math.ceil((p.tokens * perToken) / WG));
-    arena.dispatch(pass, this.kernel, group, s, gx, gy);
+    arena.dispatch(pass, byVec4 ? this.vec4! : this.kernel, group, s, gx, gy);
   }
 }

@@ -1,6 +1,7 @@
 /**
  * The fused RoPE + KV-store epilogue does exactly what RopeKernel then KvStoreKernel do: the same Q in
- * place and the same K and V rows in the cache, bit for bit, on scattered pages of two sequences.
+ * place and the same K and V rows in the cache, bit for bit, on scattered pages of two sequences; both
+ * its scalar kernel and the vec4 one CPU adapters take.
  */
 import { describe, expect, it } from 'vitest';
 import { KvStoreKernel } from '../../kernels/kv-store.ts';
@@ -17,8 +18,8 @@ describe('rope + kv-store epilogue', () => {
     { name: 'partial rotary (normal)', heads: 2, kvHeads: 1, hd: 32, nRot: 8, neox: false, factors: false },
     { name: 'frequency factors', heads: 2, kvHeads: 2, hd: 16, nRot: 16, neox: false, factors: true },
   ];
-  for (const c of cases) {
-    it(`equals rope then kv-store (${c.name})`, async () => {
+  for (const c of cases.flatMap((c) => (['scalar', 'vec4'] as const).map((variant) => ({ ...c, variant })))) {
+    it(`equals rope then kv-store (${c.name}, ${c.variant} kernel)`, async () => {
       const ctx = await testContext();
       const qDim = c.heads * c.hd;
       const kvDim = c.kvHeads * c.hd;
@@ -44,7 +45,7 @@ describe('rope + kv-store epilogue', () => {
       const positions = Uint32Array.from(batch.map((b) => b.pos));
       const seqs = Uint32Array.from(batch.map((b) => b.seq));
       const cacheBytes = numPages * pageSize * kvDim * 4;
-      const run = async (fused: boolean) => {
+      const run = async (fused: 'scalar' | 'vec4' | false) => {
         const bqkv = ctx.storage('qkv', qkv.byteLength, qkv);
         const bpos = ctx.storage('pos', positions.byteLength, positions);
         const bseq = ctx.storage('seq', seqs.byteLength, seqs);
@@ -55,7 +56,7 @@ describe('rope + kv-store epilogue', () => {
         const rope = { tokens: batch.length, headDim: c.hd, nRot: c.nRot, neox: c.neox, freqBase: 10000, freqScale: 0.5, useFactors: c.factors };
         await runPass(ctx, (pass, arena) => {
           if (fused) {
-            const k = new RopeKvStoreKernel(ctx);
+            const k = new RopeKvStoreKernel(ctx, fused);
             k.encode(pass, arena, k.bind(bqkv, bpos, bseq, bpages, bfac, kc, vc), { ...rope, heads: c.heads, kvHeads: c.kvHeads, tokenStride: stride, pageSize, maxPages });
           } else {
             const r = new RopeKernel(ctx);
@@ -72,7 +73,7 @@ describe('rope + kv-store epilogue', () => {
         };
       };
       const want = await run(false);
-      const got = await run(true);
+      const got = await run(c.variant);
       expect(got.q).toEqual(want.q);
       expect(got.k).toEqual(want.k);
       expect(got.v).toEqual(want.v);

@@ -1,0 +1,102 @@
+// rope-kv-store.wgsl reading and writing vec4s, for CPU rasterisers, where every storage load and store
+// in a branch is a loop over the SIMD lanes: a vec4 of a head costs about what one f32 does, so each
+// invocation takes four elements (two pairs in normal order; in NeoX order four pairs, from a vec4 of
+// each half) instead of two. Each pair's angle and arithmetic are the scalar kernel's, so both give the
+// same bits (test/kernels/rope-kv-store.test.ts). Needs head_dim and token_stride multiples of 4 and
+// n_rot a multiple of 4 (normal order) or 8 (NeoX) (RopeKvStoreKernel checks).
+//
+// Work items per token: (heads + kv_heads) × head_dim/4 vec4s, then kv_dim/4 vec4s of V.
+
+struct Params {
+  tokens: u32,
+  heads: u32,
+  kv_heads: u32,
+  head_dim: u32,
+  n_rot: u32,
+  neox: u32,
+  freq_base: f32,
+  freq_scale: f32,
+  use_factors: u32,
+  token_stride: u32,
+  page_size: u32,
+  max_pages: u32,
+}
+
+override WG: u32 = 64u;
+
+@group(0) @binding(0) var<storage, read_write> qkv: array<vec4f>;
+@group(0) @binding(1) var<storage, read> positions: array<u32>;
+@group(0) @binding(2) var<storage, read> token_seq: array<u32>;
+@group(0) @binding(3) var<storage, read> page_table: array<u32>;
+@group(0) @binding(4) var<storage, read> factors: array<f32>;
+@group(0) @binding(5) var<storage, read_write> k_cache: array<vec4f>;
+@group(0) @binding(6) var<storage, read_write> v_cache: array<vec4f>;
+@group(1) @binding(0) var<uniform> params: Params;
+
+// The rotation of pair indices `i` at `pos`: (cos, sin) of each, component by component.
+fn angles(pos: u32, i: vec4u) -> mat2x4f {
+  var th: vec4f;
+  for (var c = 0u; c < 4u; c++) {
+    th[c] = rope_theta(pos, i[c], params.n_rot, params.freq_base, params.freq_scale, params.use_factors);
+  }
+  return mat2x4f(cos(th), sin(th));
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let hv = params.head_dim / 4u;
+  let kv_vec = params.kv_heads * hv;
+  let head_items = (params.heads + params.kv_heads) * hv;
+  let per_token = head_items + kv_vec;
+  let idx = gid.x + gid.y * nwg.x * WG;
+  if (idx >= params.tokens * per_token) { return; }
+  let t = idx / per_token;
+  let item = idx % per_token;
+  let row = t * params.token_stride / 4u;
+  let pos = positions[t];
+  let page = page_table[token_seq[t] * params.max_pages + pos / params.page_size];
+  let cache_row = (page * params.page_size + pos % params.page_size) * kv_vec;
+  let q_vec = params.heads * hv;
+
+  if (item >= head_items) {
+    let d = item - head_items;
+    v_cache[cache_row + d] = qkv[row + q_vec + kv_vec + d];
+    return;
+  }
+  let h = item / hv;
+  let j = item % hv;
+  let base = row + h * hv;
+  let rot_vec = params.n_rot / 4u;
+  // Up to two vec4s out: `a` at vec4 j, and in NeoX order `b`, the upper halves of a's pairs.
+  var a: vec4f;
+  var b = vec4f();
+  var jb = 0u;
+  if (j >= rot_vec) {
+    a = qkv[base + j];
+  } else if (params.neox == 0u) {
+    let y = qkv[base + j];
+    let cs = angles(pos, vec4u(2u * j, 2u * j, 2u * j + 1u, 2u * j + 1u));
+    let c = cs[0];
+    let s = cs[1];
+    a = vec4f(y.x * c.x - y.y * s.x, y.x * s.x + y.y * c.x, y.z * c.z - y.w * s.z, y.z * s.z + y.w * c.z);
+  } else {
+    let half_vec = params.n_rot / 8u;
+    // The upper half's vec4s are written with their lower partners.
+    if (j >= half_vec) { return; }
+    jb = j + half_vec;
+    let y0 = qkv[base + j];
+    let y1 = qkv[base + jb];
+    let cs = angles(pos, 4u * j + vec4u(0u, 1u, 2u, 3u));
+    a = y0 * cs[0] - y1 * cs[1];
+    b = y0 * cs[1] + y1 * cs[0];
+  }
+  let two = params.neox != 0u && j < rot_vec;
+  if (h < params.heads) {
+    qkv[base + j] = a;
+    if (two) { qkv[base + jb] = b; }
+  } else {
+    let kb = cache_row + (h - params.heads) * hv;
+    k_cache[kb + j] = a;
+    if (two) { k_cache[kb + jb] = b; }
+  }
+}
