@@ -7,14 +7,7 @@
 //
 // Template: a line containing `$r` is written once per query head of the group (kernels/unroll.ts).
 
-override WG: u32 = 8u;
-// llvmpipe ends any single shader loop after 65535 iterations without an error (kernels/probes/
-// loop-cap.ts), so positions are walked in chunks of at most this many: nested loops each stay under it.
-override POS_CHUNK: u32 = 32768u;
-
-const MAX_HEAD_VEC: u32 = MAX_HEAD_DIM / 4u;
-// head_dim / 4, fixed per pipeline so loops over a head unroll and their arrays stay in registers.
-override HV: u32 = 16u;
+// WG, POS_CHUNK, HV and MAX_HEAD_VEC come with attention-io-vec4.wgsl.
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {

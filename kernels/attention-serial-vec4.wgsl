@@ -4,15 +4,7 @@
 // Here q is loaded once into the invocation's own array and each position costs hd/4 loads of k and of
 // v. One invocation per (token, query head), no workgroup memory, no barriers.
 
-override WG: u32 = 16u;
-// llvmpipe ends any single shader loop after 65535 iterations without an error (kernels/probes/
-// loop-cap.ts), so positions are walked in chunks of at most this many: nested loops each stay under it.
-override POS_CHUNK: u32 = 32768u;
-
-const MAX_HEAD_VEC: u32 = MAX_HEAD_DIM / 4u;
-// head_dim / 4, fixed per pipeline: loops over a head with a constant trip count are unrolled by the
-// shader compiler and their arrays kept in registers (28% less time at 400 positions on llvmpipe).
-override HV: u32 = 16u;
+// WG, POS_CHUNK, HV and MAX_HEAD_VEC come with attention-io-vec4.wgsl.
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {

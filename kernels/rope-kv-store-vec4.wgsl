@@ -7,31 +7,10 @@
 //
 // Work items per token: (heads + kv_heads) × head_dim/4 vec4s, then kv_dim/4 vec4s of V.
 
-struct Params {
-  tokens: u32,
-  heads: u32,
-  kv_heads: u32,
-  head_dim: u32,
-  n_rot: u32,
-  neox: u32,
-  freq_base: f32,
-  freq_scale: f32,
-  use_factors: u32,
-  token_stride: u32,
-  page_size: u32,
-  max_pages: u32,
-}
-
-override WG: u32 = 64u;
-
+// Params, WG and the other bindings: rope-kv-store-io.wgsl.
 @group(0) @binding(0) var<storage, read_write> qkv: array<vec4f>;
-@group(0) @binding(1) var<storage, read> positions: array<u32>;
-@group(0) @binding(2) var<storage, read> token_seq: array<u32>;
-@group(0) @binding(3) var<storage, read> page_table: array<u32>;
-@group(0) @binding(4) var<storage, read> factors: array<f32>;
 @group(0) @binding(5) var<storage, read_write> k_cache: array<vec4f>;
 @group(0) @binding(6) var<storage, read_write> v_cache: array<vec4f>;
-@group(1) @binding(0) var<uniform> params: Params;
 
 // The rotation of pair indices `i` at `pos`: (cos, sin) of each, component by component.
 fn angles(pos: u32, i: vec4u) -> mat2x4f {

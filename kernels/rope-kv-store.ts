@@ -1,6 +1,7 @@
 import angle from './rope-angle.wgsl?raw';
 import source from './rope-kv-store.wgsl?raw';
 import sourceVec4 from './rope-kv-store-vec4.wgsl?raw';
+import io from './rope-kv-store-io.wgsl?raw';
 import type { ParamArena } from './runtime/arena.ts';
 import { writeRopeSettings, type RopeSettings } from './rope.ts';
 import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
@@ -33,9 +34,9 @@ export class RopeKvStoreKernel {
   /** `variant`: 'auto' takes the vec4 kernel on CPU adapters where the shapes allow; tests force either. */
   constructor(ctx: KernelContext, variant: 'auto' | 'scalar' | 'vec4' = 'auto') {
     const bindings = ['write', 'read', 'read', 'read', 'read', 'write', 'write'] as const;
-    this.kernel = ctx.kernel({ label: 'rope-kv-store', code: wgsl(source, angle), bindings, constants: { WG } });
+    this.kernel = ctx.kernel({ label: 'rope-kv-store', code: wgsl(io, source, angle), bindings, constants: { WG } });
     if (variant === 'vec4' || (variant === 'auto' && ctx.caps.software)) {
-      this.vec4 = ctx.kernel({ label: 'rope-kv-store-vec4', code: wgsl(sourceVec4, angle), bindings, constants: { WG } });
+      this.vec4 = ctx.kernel({ label: 'rope-kv-store-vec4', code: wgsl(io, sourceVec4, angle), bindings, constants: { WG } });
     }
   }
 

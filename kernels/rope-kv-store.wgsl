@@ -7,32 +7,10 @@
 // Pair i of a head with i < n_rot/2 rotates (2i, 2i+1) (normal order) or (i, i + n_rot/2) (NeoX); the
 // pairs past n_rot/2 are the unrotated dims (2i, 2i+1) of partial rotary, passed through.
 
-struct Params {
-  tokens: u32,
-  heads: u32,
-  kv_heads: u32,
-  head_dim: u32,
-  n_rot: u32,
-  neox: u32,
-  freq_base: f32,
-  freq_scale: f32,
-  use_factors: u32,
-  // Token t's row starts at t * token_stride; Q at +0, K at +heads*head_dim, V at + that + kv_dim.
-  token_stride: u32,
-  page_size: u32,
-  max_pages: u32,
-}
-
-override WG: u32 = 64u;
-
+// Params, WG and the other bindings: rope-kv-store-io.wgsl.
 @group(0) @binding(0) var<storage, read_write> qkv: array<f32>;
-@group(0) @binding(1) var<storage, read> positions: array<u32>;
-@group(0) @binding(2) var<storage, read> token_seq: array<u32>;
-@group(0) @binding(3) var<storage, read> page_table: array<u32>;
-@group(0) @binding(4) var<storage, read> factors: array<f32>;
 @group(0) @binding(5) var<storage, read_write> k_cache: array<f32>;
 @group(0) @binding(6) var<storage, read_write> v_cache: array<f32>;
-@group(1) @binding(0) var<uniform> params: Params;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
