@@ -148,7 +148,7 @@ export class WebGpuEngine implements TextEngine {
       budgetBytes: Math.max(opts.kvCacheBytes ?? 512 * 2 ** 20, fullContextBytes + 2 * cfg.nLayers * pageSize * kvDim * 4),
     });
     const transformer = new Transformer(ctx, cfg, weights, cache, matrices, { maxTokensPerStep, maxRowsPerStep: maxSequences, yieldEveryMs: opts.yieldEveryMs }, selected.blockingSubmit ? yieldToHost : undefined);
-    const scheduler = new Scheduler(transformer, cache.allocator, () => cache.syncPageTable(), undefined, opts.pipelinedDecode ?? !selected.blockingSubmit);
+    const scheduler = new Scheduler(transformer, cache.allocator, () => cache.syncPageTable(), undefined, opts.pipelinedDecode ?? !selected.blockingSubmit, selected.blockingSubmit);
     let parameterCount = 0;
     for (const t of gguf.tensors) parameterCount += t.elements;
     const info: ModelInfo = {

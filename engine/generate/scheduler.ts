@@ -45,6 +45,8 @@ export class Scheduler {
      * step N is read back, so the device never waits for the host between steps.
      */
     public pipeline = false,
+    /** queue.submit runs the work on the calling thread (llvmpipe): host time between steps is idle time. */
+    private readonly submitBlocks = false,
   ) {}
 
   get activeCount(): number {
@@ -311,10 +313,13 @@ export class Scheduler {
     const r = this.runner;
     const t = this.stepTiming;
     let rows = [...this.rowSeq];
+    // Idle until the first step's work was handed over (scheduling, then its encoding: lastHostMs once it
+    // is read). After it each step is queued before the one ahead of it is read, so a device that runs
+    // work apart from the host is never without; where submit runs the work itself (llvmpipe), the
+    // device is idle while the host encodes each step, so that still counts.
+    const firstIdle = performance.now() - since;
     const inFlight: SubmittedStep[] = [await submit()];
-    // Idle until the first step was submitted; after it, each step is queued before the one ahead of it
-    // is read, so the device has work throughout.
-    t.deviceIdleMs += performance.now() - since;
+    let first = true;
     let lastEnd = since;
     try {
       for (;;) {
@@ -331,6 +336,8 @@ export class Scheduler {
           nextRows = rows;
         }
         await inFlight.shift()!.read();
+        if (first || this.submitBlocks) t.deviceIdleMs += (first ? firstIdle : 0) + (r.lastHostMs ?? 0);
+        first = false;
         this.collect(rows);
         const end = performance.now();
         t.steps++;
