@@ -8,6 +8,7 @@ import { MAX_MATVEC_T, matvecVariant } from '../../kernels/matvec.ts';
 import { BLOCK_WALK_TYPES, gpuLayout } from '../../kernels/quant/layouts.ts';
 import { planRowShards } from '../../kernels/quant/shards.ts';
 import type { KernelContext } from '../../kernels/runtime/context.ts';
+import { memoize } from '../../kernels/runtime/memo.ts';
 import { GgmlType, typeName } from '../../ggml/types.ts';
 import type { Activation } from '../../kernels/activation.ts';
 import type { BoundProduct, MatrixKernels, WeightMatrix } from './matrix.ts';
@@ -16,7 +17,6 @@ import { xqGroup, type XqMode } from '../../kernels/quantize-x.ts';
 
 export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
   const products = new Map<string, WeightMatmul>();
-  const lookups = new Map<GgmlType, EmbeddingKernel>();
   const productFor = (t: GgmlType, bias: boolean, glu: Activation | undefined, norm: boolean, xq8 = false) => {
     const key = `${t}${bias ? '+bias' : ''}${glu ? `+${glu}` : ''}${norm ? '+norm' : ''}${xq8 ? '+xq8' : ''}`;
     let p = products.get(key);
@@ -36,11 +36,7 @@ export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
   // size; fused and unfused decode (one row) measured alike, so decode keeps the dispatch fewer. Beyond
   // the rows where Q8_0 products turn tiled, the activation runs as its own pass.
   const fuseGluUpTo = ctx.caps.software ? CPU_Q8_MATVEC_UP_TO : Infinity;
-  const lookupFor = (t: GgmlType) => {
-    let k = lookups.get(t);
-    if (!k) lookups.set(t, (k = new EmbeddingKernel(ctx, t)));
-    return k;
-  };
+  const lookupFor = memoize((t: GgmlType) => new EmbeddingKernel(ctx, t));
   const quantizedXMode = (w: WeightMatrix): XqMode | undefined => {
     const mode = ctx.caps.software ? BLOCK_WALK_TYPES.get(w.type) : undefined;
     return mode && w.cols % xqGroup(mode) === 0 ? mode : undefined;

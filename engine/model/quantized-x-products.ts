@@ -12,6 +12,7 @@ import type { WeightMatmul } from '../../kernels/matmul-select.ts';
 import { QuantizeXKernel, q8RowVec4s, type XqMode } from '../../kernels/quantize-x.ts';
 import type { ParamArena } from '../../kernels/runtime/arena.ts';
 import type { KernelContext } from '../../kernels/runtime/context.ts';
+import { memoize } from '../../kernels/runtime/memo.ts';
 import type { MatrixIo, WeightMatrix } from './matrix.ts';
 
 export interface QuantizedXProducts {
@@ -24,21 +25,11 @@ export interface QuantizedXProducts {
 /** `productFor(type, bias)`: the products of that type reading quantized x, each kernel picked by the step's rows. */
 export function createQuantizedXProducts(ctx: KernelContext, modeOf: (w: WeightMatrix) => XqMode | undefined, productFor: (type: GgmlType, bias: boolean) => WeightMatmul): QuantizedXProducts | undefined {
   if (!ctx.caps.software) return undefined;
-  const quantizers = new Map<XqMode, QuantizeXKernel>();
-  const quantizer = (mode: XqMode) => {
-    let q = quantizers.get(mode);
-    if (!q) quantizers.set(mode, (q = new QuantizeXKernel(ctx, mode)));
-    return q;
-  };
+  const quantizer = memoize((mode: XqMode) => new QuantizeXKernel(ctx, mode));
   // One quantized copy per x buffer: products reading the same x in a step share its buffer, and each
   // quantizes it again just before it reads it (the step's passes run in order).
-  const copies = new Map<GPUBuffer, GPUBuffer>();
-  const copyOf = (x: GPUBuffer) => {
-    let q = copies.get(x);
-    // 32 f32 (128 bytes) become three vec4s (48 bytes); rows are whole blocks, at most as many as fit in x.
-    if (!q) copies.set(x, (q = ctx.storage(`${x.label}.q8`, Math.ceil((x.size * 48) / 128 / 16) * 16 + 48)));
-    return q;
-  };
+  // 32 f32 (128 bytes) become three vec4s (48 bytes); rows are whole blocks, at most as many as fit in x.
+  const copyOf = memoize((x: GPUBuffer) => ctx.storage(`${x.label}.q8`, Math.ceil((x.size * 48) / 128 / 16) * 16 + 48));
   return {
     applies: (w, io) => modeOf(w) !== undefined && !io.glu && !io.norm && io.xOffset % 4 === 0 && io.xStride % 4 === 0,
     bind(w, x, y, io) {

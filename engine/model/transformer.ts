@@ -24,6 +24,7 @@ import type { BoundProduct, MatrixKernels, WeightMatrix } from './matrix.ts';
 import type { LayerWeights, ModelWeights } from './weights.ts';
 import { MAX_PENALTY_ENTRIES, Workspace } from './workspace.ts';
 import { q8RowVec4s, type XqMode } from '../../kernels/quantize-x.ts';
+import { memoize } from '../../kernels/runtime/memo.ts';
 
 interface LayerPlan {
   attnNorm: GPUBindGroup;
@@ -203,24 +204,14 @@ export class Transformer implements StepRunner {
       const modes = new Set(ms.map((m) => matrices.quantizedX(m)));
       return modes.size === 1 ? [...modes][0] : undefined;
     };
-    const norms = new Map<string, RmsNormKernel>();
-    const normFor = (io: 'q8' | 'gather-q8', mode: XqMode) => {
-      let k = norms.get(`${io}/${mode}`);
-      if (!k) norms.set(`${io}/${mode}`, (k = new RmsNormKernel(ctx, 'serial', io, mode)));
-      return k;
-    };
-    const activations = new Map<XqMode, SwiGluKernel>();
-    const activationFor = (mode: XqMode) => {
-      let k = activations.get(mode);
-      if (!k) activations.set(mode, (k = new SwiGluKernel(ctx, cfg.block.activation, 'q8', mode)));
-      return k;
-    };
+    const normFor = memoize((mode: XqMode) => new RmsNormKernel(ctx, 'serial', 'q8', mode));
+    const activationFor = memoize((mode: XqMode) => new SwiGluKernel(ctx, cfg.block.activation, 'q8', mode));
     const anyQuantized = weights.layers.some((w) => modeOf(w.qkv) || modeOf(w.gateUp));
     const xNormQ8 = anyQuantized ? ctx.storage('act.x-norm.q8', limits.maxTokensPerStep * q8RowVec4s(D) * 16) : undefined;
     const quantized = (ms: WeightMatrix[], norm: GPUBuffer, y: GPUBuffer, yStride: number): NormedProducts | undefined => {
       const mode = modeOf(ms);
       if (!mode || !xNormQ8) return undefined;
-      const kernel = normFor('q8', mode);
+      const kernel = normFor(mode);
       return { kernel, norm: kernel.bind(ws.x, norm, xNormQ8), products: side(ms, xNormQ8, y, q8RowVec4s(D), yStride, undefined, true) };
     };
     const downMode = (w: LayerWeights) => modeOf([w.down]);
@@ -267,11 +258,12 @@ export class Transformer implements StepRunner {
           : { swiglu: this.k.swiglu.bind(ws.gateUp, ws.gateUp, ws.act), down: matrices.product(w.down, ws.act, ws.x, io(F, 0, D, true)) }),
       };
     });
+    const headNormQ8 = headMode && new RmsNormKernel(ctx, 'serial', 'gather-q8', headMode);
     this.head = {
-      ...(headMode && xLastNormQ8
+      ...(headNormQ8 && xLastNormQ8
         ? {
-            normKernel: normFor('gather-q8', headMode),
-            norm: normFor('gather-q8', headMode).bind(ws.x, weights.outputNorm, xLastNormQ8, ws.lastIndex),
+            normKernel: headNormQ8,
+            norm: headNormQ8.bind(ws.x, weights.outputNorm, xLastNormQ8, ws.lastIndex),
             product: matrices.product(weights.output, xLastNormQ8, ws.logits, { ...io(q8RowVec4s(D), 0, cfg.vocabSize), xq8: true }),
           }
         : {

@@ -11,6 +11,7 @@ import type { ModelWeights } from '../../model/weights.ts';
 import type { LoraTarget } from '../../lora/adapter-file.ts';
 import { DequantizeKernel } from '../../../kernels/train/dequantize.ts';
 import { ParamArena } from '../../../kernels/runtime/arena.ts';
+import { memoize } from '../../../kernels/runtime/memo.ts';
 import type { KernelContext } from '../../../kernels/runtime/context.ts';
 import type { GgmlType } from '../../../ggml/types.ts';
 
@@ -58,7 +59,7 @@ export function targetShape(cfg: ModelConfig, target: LoraTarget): { inDim: numb
 
 export async function dequantizeBase(ctx: KernelContext, cfg: ModelConfig, w: ModelWeights): Promise<BaseWeights> {
   const owned: GPUBuffer[] = [];
-  const kernels = new Map<GgmlType, DequantizeKernel>();
+  const dequantizer = memoize((t: GgmlType) => new DequantizeKernel(ctx, t));
   const arena = new ParamArena(ctx, 4096);
   const encoder = ctx.device.createCommandEncoder({ label: 'train-dequantize' });
   const pass = encoder.beginComputePass();
@@ -77,8 +78,7 @@ export async function dequantizeBase(ctx: KernelContext, cfg: ModelConfig, w: Mo
         const from = Math.max(first, at + shard.rowStart);
         const to = Math.min(first + rows, at + shard.rowStart + shard.rows);
         if (from < to) {
-          let k = kernels.get(m.type);
-          if (!k) kernels.set(m.type, (k = new DequantizeKernel(ctx, m.type)));
+          const k = dequantizer(m.type);
           const group = k.kernel.bind([shard.buffer, out]);
           k.encode(pass, arena, group, { rows: to - from, cols, srcRow: from - at - shard.rowStart, dstRow: from - first });
         }
