@@ -148,7 +148,10 @@ export class WebGpuEngine implements TextEngine {
       budgetBytes: Math.max(opts.kvCacheBytes ?? 512 * 2 ** 20, fullContextBytes + 2 * cfg.nLayers * pageSize * kvDim * 4),
     });
     const transformer = new Transformer(ctx, cfg, weights, cache, matrices, { maxTokensPerStep, maxRowsPerStep: maxSequences, yieldEveryMs: opts.yieldEveryMs }, selected.blockingSubmit ? yieldToHost : undefined);
-    const scheduler = new Scheduler(transformer, cache.allocator, () => cache.syncPageTable(), undefined, opts.pipelinedDecode ?? !selected.blockingSubmit, selected.blockingSubmit);
+    const scheduler = new Scheduler(transformer, cache.allocator, () => cache.syncPageTable(), undefined, {
+      pipeline: opts.pipelinedDecode ?? !selected.blockingSubmit,
+      submitBlocks: selected.blockingSubmit,
+    });
     let parameterCount = 0;
     for (const t of gguf.tensors) parameterCount += t.elements;
     const info: ModelInfo = {
@@ -340,6 +343,7 @@ export class WebGpuEngine implements TextEngine {
   }
 
   stats(): EngineStats {
+    const t = this.scheduler.stepTiming;
     return {
       adapter: this.selected.choice,
       weightsBytes: this.weights.bytes,
@@ -351,7 +355,7 @@ export class WebGpuEngine implements TextEngine {
       waitingSequences: this.scheduler.waitingCount,
       prefixCache: this.scheduler.prefixCache?.stats() ?? null,
       kvPages: { total: this.cache.allocator.numPages, free: this.cache.allocator.freePages },
-      steps: (({ steps, ms, deviceIdleMs, pipelined }) => ({ count: steps, ms, deviceIdleMs, pipelined }))(this.scheduler.stepTiming),
+      steps: { count: t.steps, ms: t.ms, deviceIdleMs: t.deviceIdleMs, pipelined: t.pipelined },
       adapters: this.loras.count,
     };
   }

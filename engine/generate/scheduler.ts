@@ -31,6 +31,9 @@ export class Scheduler {
   readonly stepTiming = { steps: 0, ms: 0, deviceIdleMs: 0, pipelined: 0 };
   /** Held for each step; diagnostics (logits) take it to use the runner between steps. */
   readonly lock = new AsyncLock();
+  /** Pipelined decode on or off (the constructor's `opts.pipeline`; the engine switches it). */
+  pipeline: boolean;
+  private readonly submitBlocks: boolean;
 
   constructor(
     private readonly runner: StepRunner,
@@ -39,15 +42,20 @@ export class Scheduler {
     private readonly syncPages: () => void,
     /** Shares full KV pages between sequences by token prefix; undefined turns sharing off. */
     public prefixCache?: PrefixCache,
-    /**
-     * Pipelined decode (where the runner can submit without reading): while every running sequence
-     * only decodes, step N+1 is submitted, its tokens copied from step N's samples on the GPU, before
-     * step N is read back, so the device never waits for the host between steps.
-     */
-    public pipeline = false,
-    /** queue.submit runs the work on the calling thread (llvmpipe): host time between steps is idle time. */
-    private readonly submitBlocks = false,
-  ) {}
+    opts: {
+      /**
+       * Pipelined decode (where the runner can submit without reading): while every running sequence
+       * only decodes, step N+1 is submitted, its tokens copied from step N's samples on the GPU, before
+       * step N is read back, so the device never waits for the host between steps.
+       */
+      pipeline?: boolean;
+      /** queue.submit runs the work on the calling thread (llvmpipe): host time between steps is idle time. */
+      submitBlocks?: boolean;
+    } = {},
+  ) {
+    this.pipeline = opts.pipeline ?? false;
+    this.submitBlocks = opts.submitBlocks ?? false;
+  }
 
   get activeCount(): number {
     return this.running.length;
@@ -143,9 +151,8 @@ export class Scheduler {
             if (!this.buildStep()) return false;
             this.syncPages();
             const runStart = performance.now();
-            const submit = this.runner.submit?.bind(this.runner);
-            if (this.pipeline && submit && this.canFollow(this.rowSeq)) {
-              lastEnd = await this.runPipelined(submit, lastEnd ?? begun);
+            if (this.pipeline && this.runner.submit && this.canFollow(this.rowSeq)) {
+              lastEnd = await this.runPipelined(lastEnd ?? begun);
               return true;
             }
             await this.runner.run();
@@ -309,8 +316,9 @@ export class Scheduler {
    * ends at step N had a row in N+1 too: that row is dropped (its KV write lies in its own reserved pages,
    * past its end, and queue order puts it before any later owner's). Returns when the last step ended.
    */
-  private async runPipelined(submit: () => Promise<SubmittedStep>, since: number): Promise<number> {
+  private async runPipelined(since: number): Promise<number> {
     const r = this.runner;
+    const submit = () => r.submit!();
     const t = this.stepTiming;
     let rows = [...this.rowSeq];
     // Idle until the first step's work was handed over (scheduling, then its encoding: lastHostMs once it

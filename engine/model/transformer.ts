@@ -418,9 +418,6 @@ export class Transformer implements StepRunner {
     const T = this.nTokens;
     const R = this.nRows;
     if (T === 0) return { read: async () => undefined };
-    for (const f of this.feeds) {
-      if (f.row >= this.lastSubmittedRows) throw new Error(`sampled token of row ${f.row}: the step submitted before this one sampled ${this.lastSubmittedRows} rows`);
-    }
     if (this.unread >= 2) throw new Error('two steps are already waiting to be read');
     const started = performance.now();
     this.upload();
@@ -497,6 +494,7 @@ export class Transformer implements StepRunner {
   }
 
   addSampledToken(row: number, position: number, slot: number, adapter = -1): number {
+    if (row >= this.lastSubmittedRows) throw new Error(`sampled token of row ${row}: the step submitted last sampled ${this.lastSubmittedRows} rows`);
     // A placeholder id the GPU copy replaces before the step's first pass.
     const i = this.addToken(0, position, slot, adapter);
     this.feeds.push({ row, token: i });
