@@ -28,3 +28,9 @@ const MAX_HEAD_DIM: u32 = 256u;
 @group(0) @binding(4) var<storage, read> positions: array<u32>;
 @group(0) @binding(5) var<storage, read> token_seq: array<u32>;
 @group(1) @binding(0) var<uniform> params: Params;
+
+// The first position a token at `last` attends to: 0, or the start of its sliding window.
+fn first_position(last: u32) -> u32 {
+  if (params.window > 0u && last + 1u > params.window) { return last + 1u - params.window; }
+  return 0u;
+}

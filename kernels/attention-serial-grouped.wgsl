@@ -22,8 +22,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   let kv_vec = params.kv_heads * hv;
   let seq = token_seq[t];
   let last = positions[t];
-  var first = 0u;
-  if (params.window > 0u && last + 1u > params.window) { first = last + 1u - params.window; }
+  let first = first_position(last);
   // Query head h0 + r reads and writes its own slice.
   let qb = (params.q_offset + t * params.q_stride) / 4u + h0 * hv;
 

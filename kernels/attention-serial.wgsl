@@ -19,8 +19,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   let kv_dim = params.kv_heads * hd;
   let seq = token_seq[t];
   let last = positions[t];
-  var first = 0u;
-  if (params.window > 0u && last + 1u > params.window) { first = last + 1u - params.window; }
+  let first = first_position(last);
   let qb = params.q_offset + t * params.q_stride + h * hd;
 
   var acc: array<f32, MAX_HEAD_DIM>;

@@ -28,8 +28,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
   let kv_dim = params.kv_heads * hd;
   let seq = token_seq[t];
   let last = positions[t];
-  var first = 0u;
-  if (params.window > 0u && last + 1u > params.window) { first = last + 1u - params.window; }
+  let first = first_position(last);
 
   let qb = params.q_offset + t * params.q_stride + h * hd;
   for (var d = lid; d < hd; d += WG) { q_shared[d] = q[qb + d]; }
