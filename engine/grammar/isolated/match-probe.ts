@@ -11,6 +11,12 @@ export type Walkable = Pick<CompiledGrammar, 'createConstraint'>;
 
 /** Walks of the probe a grammar gets: it is refused only when a step is over the limit in every one. */
 const PROBE_WALKS = 3;
+/**
+ * A step this many times over the limit refuses the grammar on the walk that met it. Each replay costs the
+ * shared sandbox the slow step again, so only steps a stall could explain (481 ms against 250 in CI) are
+ * replayed; a (a*)*b pattern's steps take a second or more.
+ */
+const STALL_FACTOR = 3;
 
 /**
  * Follow the grammar for `probe.tokens` random allowed tokens, twice: without a budget (xgrammar's
@@ -18,17 +24,18 @@ const PROBE_WALKS = 3;
  * cost also depends on the grammar); refuse it if any step, or starting, takes longer than the limit.
  *
  * Wall time is all a worker thread can measure, and a loaded machine can stall any thread for hundreds of
- * milliseconds (a CI run saw one 7 ms step take 481 ms), so one slow step does not refuse a grammar: the
- * same seeded walk is replayed, and the grammar is refused only when every walk meets a slow step. A
- * grammar that is slow to follow is slow on every walk; a stall is not.
+ * milliseconds (a CI run saw one 7 ms step take 481 ms), so a step up to STALL_FACTOR times over the limit
+ * does not refuse a grammar at once: the same seeded walk is replayed, and the grammar is refused only
+ * when every walk meets a slow step. A grammar that is slow to follow is slow on every walk; a stall is not.
  */
 export async function probeMatching(grammar: Walkable, probe: MatchProbe, param: string): Promise<void> {
   for (let walk = 1; ; walk++) {
     const slowMs = await firstSlowStep(grammar, probe);
     if (slowMs === undefined) return;
-    if (walk === PROBE_WALKS) {
+    if (walk === PROBE_WALKS || slowMs >= STALL_FACTOR * probe.stepMs) {
+      const tries = walk > 1 ? `, in each of ${walk} tries` : '';
       throw new GrammarInputError(
-        `${param}: following it is too slow: one token took ${Math.round(slowMs)} ms to check (at most ${probe.stepMs} ms, in each of ${PROBE_WALKS} tries); simplify it (nested repetition in a pattern, such as (a*)*, is the usual cause)`,
+        `${param}: following it is too slow: one token took ${Math.round(slowMs)} ms to check (at most ${probe.stepMs} ms${tries}); simplify it (nested repetition in a pattern, such as (a*)*, is the usual cause)`,
         param,
       );
     }
