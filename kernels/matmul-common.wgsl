@@ -20,6 +20,8 @@ struct Params {
   glu_up: u32,
   // Norm-fused products only (matvec-x-norm.wgsl): the RMSNorm epsilon.
   norm_eps: f32,
+  // Always 0: see keep_loads().
+  zero: u32,
 }
 
 @group(0) @binding(0) var<storage, read> w: array<vec4u>;
@@ -33,3 +35,9 @@ struct Params {
 // branch; or from matmul-x-glu.wgsl, where the product's input is act(gate) * up computed as it is read.
 
 // store(t, n, v) comes from matmul-store.wgsl or, for products with a bias, matmul-store-bias.wgsl.
+
+// v unchanged, with `bits` ORed in times params.zero (always 0): no compiler can prove that adds nothing,
+// so loads whose only use is `bits` (matvec-prefetch.wgsl's) are not dropped.
+fn keep_loads(v: f32, bits: u32) -> f32 {
+  return bitcast<f32>(bitcast<u32>(v) | (bits * params.zero));
+}

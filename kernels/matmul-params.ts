@@ -53,6 +53,7 @@ export function writeMatmulParams(arena: ParamArena, p: MatmulParams): number {
   arena.u32[s + 8] = (p.biasOffset ?? 0) + (p.rowOffset ?? 0);
   arena.u32[s + 9] = p.gluUp ?? 0;
   arena.f32[s + 10] = p.normEps ?? 0;
+  arena.u32[s + 11] = 0;
   return s;
 }
 
@@ -80,16 +81,39 @@ export interface ProductOptions {
    * CPU rasterisers' products only (the rows matrix-vector kernel and the tiled regs kernel).
    */
   xq8?: boolean;
+  /**
+   * CPU rasterisers' matrix-vector kernels (variant 'rows') read one word of each cache line of a further
+   * weight buffer, bound last, so the step's next product finds its weights in cache (matvec-prefetch.wgsl).
+   * The other kernels of the product take the binding and ignore it, so one bind group serves them all.
+   */
+  prefetch?: boolean;
 }
 
-/** The store() a product kernel is built with, and its bindings: W, x, y, then the bias if it has one. */
+/** The store() a product kernel is built with, and its bindings: W, x, y, then the bias, the norm weight and the next weights, each if it has one. */
 export function productStore(opts: ProductOptions): { code: string; bindings: readonly BindingKind[]; suffix: string } {
   const glu = opts.glu ? `-glu-${opts.glu}` : '';
-  const norm = `${opts.norm ? '-norm' : ''}${opts.xq8 ? '-xq8' : ''}`;
-  const extra: BindingKind[] = opts.norm ? ['read'] : [];
-  return opts.bias
-    ? { code: storeBias, bindings: ['read', 'read', 'write', 'read', ...extra], suffix: `-bias${glu}${norm}` }
-    : { code: store, bindings: ['read', 'read', 'write', ...extra], suffix: `${glu}${norm}` };
+  const tail = `${opts.norm ? '-norm' : ''}${opts.xq8 ? '-xq8' : ''}${opts.prefetch ? '-pf' : ''}`;
+  const bindings: BindingKind[] = ['read', 'read', 'write', ...(opts.bias ? (['read'] as const) : []), ...(opts.norm ? (['read'] as const) : []), ...(opts.prefetch ? (['read'] as const) : [])];
+  return { code: opts.bias ? storeBias : store, bindings, suffix: `${opts.bias ? '-bias' : ''}${glu}${tail}` };
+}
+
+type Buffer = GPUBuffer | GPUBufferBinding;
+
+/** A product's optional buffers, each required exactly where its ProductOptions flag is set. */
+export interface ProductExtras {
+  bias?: Buffer;
+  norm?: Buffer;
+  /** ProductOptions.prefetch: the weights to prefetch (a 16-byte buffer for none). */
+  next?: Buffer;
+}
+
+/** The buffers of a product's bind group in binding order, checked against how it was built. */
+export function productBuffers(label: string, opts: ProductOptions, w: Buffer, x: Buffer, y: Buffer, more: ProductExtras): Buffer[] {
+  for (const [name, flag] of [['bias', opts.bias], ['norm', opts.norm], ['next', opts.prefetch]] as const) {
+    const given = more[name] !== undefined;
+    if (given !== (flag ?? false)) throw new Error(`${label}: ${flag ? `needs a ${name} buffer` : `built without a ${name} buffer`}`);
+  }
+  return [w, x, y, ...[more.bias, more.norm, more.next].filter((b): b is Buffer => b !== undefined)];
 }
 
 /**

@@ -4,7 +4,7 @@
  */
 import { GgmlType } from '../ggml/types.ts';
 import { MatMulKernel } from './matmul.ts';
-import type { MatmulParams, ProductOptions } from './matmul-params.ts';
+import type { MatmulParams, ProductExtras, ProductOptions } from './matmul-params.ts';
 import { MAX_MATVEC_T, MatVecKernel } from './matvec.ts';
 import type { ParamArena } from './runtime/arena.ts';
 import type { KernelContext } from './runtime/context.ts';
@@ -50,13 +50,11 @@ export class WeightMatmul {
     return k;
   }
 
-  /** W, x, y, then the bias and the norm weight where the product was built with them. */
-  bind(w: GPUBuffer | GPUBufferBinding, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding, bias?: GPUBuffer | GPUBufferBinding, norm?: GPUBuffer | GPUBufferBinding): GPUBindGroup {
-    if ((bias !== undefined) !== (this.opts.bias ?? false)) throw new Error(`WeightMatmul: ${this.opts.bias ? 'a bias buffer is required' : 'built without a bias'}`);
-    if ((norm !== undefined) !== (this.opts.norm ?? false)) throw new Error(`WeightMatmul: ${this.opts.norm ? 'a norm weight is required' : 'built without a norm'}`);
+  /** W, x, y, and the bias, norm weight and next weights where the product was built with them. */
+  bind(w: GPUBuffer | GPUBufferBinding, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding, more: ProductExtras = {}): GPUBindGroup {
     const k = this.kernelFor(1);
     if (!(k instanceof MatVecKernel)) throw new Error('WeightMatmul: no matrix-vector kernel for one row');
-    return k.bind(w, x, y, bias, norm);
+    return k.bind(w, x, y, more);
   }
 
   encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: MatmulParams): void {

@@ -1,7 +1,7 @@
 import { GgmlType, typeName } from '../ggml/types.ts';
 import type { GpuCaps } from './runtime/caps.ts';
 import common from './matmul-common.wgsl?raw';
-import { productStore, writeMatmulParams, XAlignedPair, type MatmulParams, type ProductOptions } from './matmul-params.ts';
+import { productBuffers, productStore, writeMatmulParams, XAlignedPair, type MatmulParams, type ProductExtras, type ProductOptions } from './matmul-params.ts';
 import regs from './matmul-regs.wgsl?raw';
 import regsBlocks from './matmul-regs-blocks.wgsl?raw';
 import xBlockF32 from './matmul-x-block-f32.wgsl?raw';
@@ -56,7 +56,7 @@ export class MatMulKernel {
     ctx: KernelContext,
     readonly type: GgmlType,
     readonly variant: MatMulVariant = matmulVariant(ctx.caps),
-    opts: ProductOptions = {},
+    private readonly opts: ProductOptions = {},
   ) {
     const store = productStore(opts);
     const decode = wgsl(gpuLayout(type).wgsl, store.code);
@@ -90,8 +90,8 @@ export class MatMulKernel {
   }
 
   /** The bind group serves this kernel's every variant; x's binding size must be a multiple of 16 bytes (ctx.storage sizes are). */
-  bind(w: GPUBuffer | GPUBufferBinding, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding, bias?: GPUBuffer | GPUBufferBinding): GPUBindGroup {
-    return this.kernel.bind(bias ? [w, x, y, bias] : [w, x, y]);
+  bind(w: GPUBuffer | GPUBufferBinding, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding, more: ProductExtras = {}): GPUBindGroup {
+    return this.kernel.bind(productBuffers(this.kernel.label, this.opts, w, x, y, more));
   }
 
   encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: MatmulParams): void {

@@ -2,6 +2,9 @@
 // weight rows, with no workgroup memory and no barriers. Every weight unit is decoded once for all rows
 // of x, and every x load serves the four weight rows, so a batch of decode sequences streams W once.
 //
+// After its rows, each invocation prefetches its share of the next product's weights (prefetch_next(),
+// see matvec-prefetch.wgsl).
+//
 // Template: the wrapper (matvec.ts, through kernels/unroll.ts) writes each line containing `$t` once per
 // row of x, with $t = 0, 1, ... CPU rasterisers neither unroll loops nor keep dynamically indexed arrays
 // in registers, so the accumulators are separate variables rather than an array indexed by a loop over t.
@@ -50,5 +53,6 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
     let v = vec4f(w_elem(r0, e), w_elem(r1, e), w_elem(r2, e), w_elem(r3, e));
     acc$t += v * x1(xb$t + e);
   }
+  acc0.x = keep_loads(acc0.x, prefetch_next(n0 / 4u, (params.n + 3u) / 4u));
   store4($tu, n0, acc$t);
 }

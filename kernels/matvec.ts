@@ -1,7 +1,7 @@
 import { GgmlType, typeName } from '../ggml/types.ts';
 import type { GpuCaps } from './runtime/caps.ts';
 import common from './matmul-common.wgsl?raw';
-import { productStore, writeMatmulParams, XAlignedPair, type MatmulParams, type ProductOptions } from './matmul-params.ts';
+import { productBuffers, productStore, writeMatmulParams, XAlignedPair, type MatmulParams, type ProductExtras, type ProductOptions } from './matmul-params.ts';
 import coop from './matvec-coop.wgsl?raw';
 import rows from './matvec-rows.wgsl?raw';
 import rowsBlocks from './matvec-rows-blocks.wgsl?raw';
@@ -10,6 +10,8 @@ import xBlockQ8 from './matmul-x-block-q8.wgsl?raw';
 import subgroup from './matvec-subgroup.wgsl?raw';
 import xNorm from './matvec-x-norm.wgsl?raw';
 import xPlain from './matvec-x-plain.wgsl?raw';
+import prefetchNext from './matvec-prefetch.wgsl?raw';
+import prefetchNone from './matvec-prefetch-none.wgsl?raw';
 import { BLOCK_WALK_TYPES, gpuLayout } from './quant/layouts.ts';
 import type { ParamArena } from './runtime/arena.ts';
 import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
@@ -51,6 +53,7 @@ export class MatVecKernel {
   private readonly xq8: boolean;
   /** Weight rows per workgroup. */
   private readonly rowsPerGroup: number;
+  private readonly opts: ProductOptions;
 
   constructor(
     ctx: KernelContext,
@@ -65,6 +68,8 @@ export class MatVecKernel {
     const decode = wgsl(gpuLayout(type).wgsl, store.code);
     const label = `matvec-${variant}-${typeName(type)}-t${t}${store.suffix}`;
     this.xq8 = opts.xq8 ?? false;
+    this.opts = opts;
+    if (opts.prefetch && variant !== 'rows') throw new Error(`${label}: only the rows variant (CPU rasterisers) prefetches`);
     if (this.xq8 && (variant !== 'rows' || !BLOCK_WALK_TYPES.has(type) || opts.glu)) throw new Error(`${label}: quantized x is read by the block-walking rows kernel only (Q8_0, Q4_0, Q4_K, Q6_K), without a gated input`);
     if (opts.norm && (variant === 'rows' || opts.glu)) throw new Error(`${label}: a norm-fused product needs a GPU variant (coop, subgroup) and no GLU`);
     // How the GPU variants read x: plainly, or as RMSNorm(x) with the norm weight in the last binding.
@@ -82,7 +87,8 @@ export class MatVecKernel {
       const blocks = BLOCK_WALK_TYPES.has(type);
       this.rowsPerGroup = ROWS_WG * (blocks ? BLOCK_ROWS : 4);
       const code = blocks ? wgsl(unrollRowsTokens(rowsBlocks, BLOCK_ROWS, t), this.xq8 ? xBlockQ8 : xBlockF32) : unrollRowsTokens(rows, 1, t);
-      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(code, common, x4, decode), bindings: BINDINGS, constants: { WG: ROWS_WG } }), opts.glu);
+      const prefetch = opts.prefetch ? prefetchNext.replaceAll('PREFETCH_BINDING', String(BINDINGS.length - 1)) : prefetchNone;
+      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(code, common, x4, decode, prefetch), bindings: BINDINGS, constants: { WG: ROWS_WG } }), opts.glu);
     }
   }
 
@@ -91,8 +97,8 @@ export class MatVecKernel {
   }
 
   /** The bind group serves this kernel's every variant; x's binding size must be a multiple of 16 bytes (ctx.storage sizes are). */
-  bind(w: GPUBuffer | GPUBufferBinding, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding, bias?: GPUBuffer | GPUBufferBinding, norm?: GPUBuffer | GPUBufferBinding): GPUBindGroup {
-    return this.kernel.bind([w, x, y, ...(bias ? [bias] : []), ...(norm ? [norm] : [])]);
+  bind(w: GPUBuffer | GPUBufferBinding, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding, more: ProductExtras = {}): GPUBindGroup {
+    return this.kernel.bind(productBuffers(this.kernel.label, this.opts, w, x, y, more));
   }
 
   encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: MatmulParams): void {

@@ -11,17 +11,21 @@ import type { KernelContext } from '../../kernels/runtime/context.ts';
 import { memoize } from '../../kernels/runtime/memo.ts';
 import { GgmlType, typeName } from '../../ggml/types.ts';
 import type { Activation } from '../../kernels/activation.ts';
-import type { BoundProduct, MatrixKernels, WeightMatrix } from './matrix.ts';
+import type { BoundProduct, MatrixIo, MatrixKernels, WeightMatrix } from './matrix.ts';
 import { createQuantizedXProducts } from './quantized-x-products.ts';
 import { xqGroup, type XqMode } from '../../kernels/quantize-x.ts';
 
 export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
   const products = new Map<string, WeightMatmul>();
+  // CPU rasterisers' decode products prefetch the next product's weights (io.next); a 16-byte buffer
+  // stands in where nothing follows.
+  const prefetch = matvecVariant(ctx.caps) === 'rows';
+  const prefetchNone = prefetch ? ctx.storage('prefetch.none', 16) : undefined;
   const productFor = (t: GgmlType, bias: boolean, glu: Activation | undefined, norm: boolean, xq8 = false) => {
     const key = `${t}${bias ? '+bias' : ''}${glu ? `+${glu}` : ''}${norm ? '+norm' : ''}${xq8 ? '+xq8' : ''}`;
     let p = products.get(key);
     if (!p) {
-      products.set(key, (p = new WeightMatmul(ctx, t, { bias, glu, norm, xq8 })));
+      products.set(key, (p = new WeightMatmul(ctx, t, { bias, glu, norm, xq8, prefetch })));
       // Compile every variant (one matvec per row count, plus the tiled product) now, at load, so no
       // request pays for a pipeline the first time a batch of that size occurs.
       for (let rows = 1; rows <= (norm ? MAX_MATVEC_T : MAX_MATVEC_T + 1); rows++) p.kernelFor(rows);
@@ -41,7 +45,39 @@ export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
     const mode = ctx.caps.software ? BLOCK_WALK_TYPES.get(w.type) : undefined;
     return mode && w.cols % xqGroup(mode) === 0 ? mode : undefined;
   };
-  const quantizedX = createQuantizedXProducts(ctx, quantizedXMode, (type, bias) => productFor(type, bias, undefined, false, true));
+  const product = (w: WeightMatrix, x: GPUBuffer, y: GPUBuffer, io: MatrixIo): BoundProduct => {
+    if (io.norm && (fuseNormUpTo === 0 || w.cols % 4 !== 0)) throw new Error(`${w.name}: this device's products cannot fold in the norm`);
+    if (io.xq8 && (!quantizedXMode(w) || io.glu || io.norm)) throw new Error(`${w.name}: this device's ${typeName(w.type)} products cannot read quantized x`);
+    // f32 x that a quantize pass can turn into int8 blocks is read that way (quantized-x-products.ts).
+    if (!io.xq8 && quantizedX?.applies(w, io)) return quantizedX.bind(w, x, y, io);
+    const mm = productFor(w.type, w.bias !== undefined, io.glu?.activation, io.norm !== undefined, io.xq8);
+    // Each shard's dispatch prefetches the shard after it, the last one io.next's first.
+    const bound = w.shards.map((s, i) => ({
+      group: mm.bind(s.buffer, x, y, { bias: w.bias, norm: io.norm?.weight, next: prefetch ? ((w.shards[i + 1] ?? io.next?.shards[0])?.buffer ?? prefetchNone) : undefined }),
+      rowOffset: s.rowStart,
+      n: s.rows,
+    }));
+    return {
+      encode(pass, arena, tokens) {
+        for (const b of bound) {
+          mm.encode(pass, arena, b.group, {
+            t: tokens,
+            n: b.n,
+            k: w.cols,
+            xOffset: io.xOffset,
+            xStride: io.xStride,
+            yOffset: io.yOffset,
+            yStride: io.yStride,
+            rowOffset: b.rowOffset,
+            accumulate: io.accumulate,
+            gluUp: io.glu?.upOffset,
+            normEps: io.norm?.eps,
+          });
+        }
+      },
+    };
+  };
+  const quantizedX = createQuantizedXProducts(ctx, quantizedXMode, product);
   const maxBinding = Math.min(ctx.caps.maxStorageBinding, ctx.caps.maxBufferSize);
 
   return {
@@ -53,33 +89,7 @@ export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
       return { gpuRowBytes: gpuLayout(type).rowBytes(cols), shardRows: shards[0].rows };
     },
     repack: (type, raw, rows, cols) => gpuLayout(type).repack(raw, rows, cols),
-    product(w, x, y, io): BoundProduct {
-      if (io.norm && (fuseNormUpTo === 0 || w.cols % 4 !== 0)) throw new Error(`${w.name}: this device's products cannot fold in the norm`);
-      if (io.xq8 && (!quantizedXMode(w) || io.glu || io.norm)) throw new Error(`${w.name}: this device's ${typeName(w.type)} products cannot read quantized x`);
-      // f32 x that a quantize pass can turn into int8 blocks is read that way (quantized-x-products.ts).
-      if (!io.xq8 && quantizedX?.applies(w, io)) return quantizedX.bind(w, x, y, io);
-      const mm = productFor(w.type, w.bias !== undefined, io.glu?.activation, io.norm !== undefined, io.xq8);
-      const bound = w.shards.map((s) => ({ group: mm.bind(s.buffer, x, y, w.bias, io.norm?.weight), rowOffset: s.rowStart, n: s.rows }));
-      return {
-        encode(pass, arena, tokens) {
-          for (const b of bound) {
-            mm.encode(pass, arena, b.group, {
-              t: tokens,
-              n: b.n,
-              k: w.cols,
-              xOffset: io.xOffset,
-              xStride: io.xStride,
-              yOffset: io.yOffset,
-              yStride: io.yStride,
-              rowOffset: b.rowOffset,
-              accumulate: io.accumulate,
-              gluUp: io.glu?.upOffset,
-              normEps: io.norm?.eps,
-            });
-          }
-        },
-      };
-    },
+    product,
     embedding(w, ids, y, scale = 1): BoundProduct {
       const k = lookupFor(w.type);
       const bound = w.shards.map((s) => ({ group: k.bind(s.buffer, ids, y), rowBegin: s.rowStart, rows: s.rows }));

@@ -44,6 +44,12 @@ export interface MatrixIo {
    * and stride count vec4s (q8RowVec4s(cols) a row). Only where `quantizedX(w)` gives a mode.
    */
   xq8?: boolean;
+  /**
+   * The weights the step reads after this product's (the next product's). Where kernels prefetch (CPU
+   * rasterisers' decode products, kernels/matvec-prefetch.wgsl), each shard's dispatch brings the next
+   * shard into cache, and the last one these.
+   */
+  next?: WeightMatrix;
 }
 
 /** A product bound to its buffers once; `encode` records its dispatches for `tokens` rows of x. */

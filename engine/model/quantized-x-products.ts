@@ -7,23 +7,20 @@
  * weights (quantize-x.ts's modes), exact integer sums per block; so every product of such a model reads
  * x the way llama.cpp's do, in decode as in prefill (test/engine/architectures.test.ts).
  */
-import { GgmlType } from '../../ggml/types.ts';
-import type { WeightMatmul } from '../../kernels/matmul-select.ts';
 import { QuantizeXKernel, q8RowVec4s, type XqMode } from '../../kernels/quantize-x.ts';
-import type { ParamArena } from '../../kernels/runtime/arena.ts';
 import type { KernelContext } from '../../kernels/runtime/context.ts';
 import { memoize } from '../../kernels/runtime/memo.ts';
-import type { MatrixIo, WeightMatrix } from './matrix.ts';
+import type { BoundProduct, MatrixIo, WeightMatrix } from './matrix.ts';
 
 export interface QuantizedXProducts {
   /** Whether `w` read through `io` can take quantized x. */
   applies(w: WeightMatrix, io: MatrixIo): boolean;
   /** The product with quantized x; `encode` records the quantize pass and the product. */
-  bind(w: WeightMatrix, x: GPUBuffer, y: GPUBuffer, io: MatrixIo): { encode(pass: GPUComputePassEncoder, arena: ParamArena, tokens: number): void };
+  bind(w: WeightMatrix, x: GPUBuffer, y: GPUBuffer, io: MatrixIo): BoundProduct;
 }
 
-/** `productFor(type, bias)`: the products of that type reading quantized x, each kernel picked by the step's rows. */
-export function createQuantizedXProducts(ctx: KernelContext, modeOf: (w: WeightMatrix) => XqMode | undefined, productFor: (type: GgmlType, bias: boolean) => WeightMatmul): QuantizedXProducts | undefined {
+/** `product(w, xq, y, io)`: the MatrixKernels product, here always over quantized x (io.xq8). */
+export function createQuantizedXProducts(ctx: KernelContext, modeOf: (w: WeightMatrix) => XqMode | undefined, product: (w: WeightMatrix, x: GPUBuffer, y: GPUBuffer, io: MatrixIo) => BoundProduct): QuantizedXProducts | undefined {
   if (!ctx.caps.software) return undefined;
   const quantizer = memoize((mode: XqMode) => new QuantizeXKernel(ctx, mode));
   // One quantized copy per x buffer: products reading the same x in a step share its buffer, and each
@@ -36,15 +33,12 @@ export function createQuantizedXProducts(ctx: KernelContext, modeOf: (w: WeightM
       const xq = copyOf(x);
       const quantize = quantizer(modeOf(w)!);
       const group = quantize.bind(x, xq);
-      const mm = productFor(w.type, w.bias !== undefined);
-      const bound = w.shards.map((s) => ({ group: mm.bind(s.buffer, xq, y, w.bias), rowOffset: s.rowStart, n: s.rows }));
       const k = w.cols;
+      const over = product(w, xq, y, { ...io, xOffset: 0, xStride: q8RowVec4s(k), xq8: true });
       return {
         encode(pass, arena, tokens) {
           quantize.encode(pass, arena, group, { tokens, k, xOffset: io.xOffset, xStride: io.xStride });
-          for (const b of bound) {
-            mm.encode(pass, arena, b.group, { t: tokens, n: b.n, k, xOffset: 0, xStride: q8RowVec4s(k), yOffset: io.yOffset, yStride: io.yStride, rowOffset: b.rowOffset, accumulate: io.accumulate });
-          }
+          over.encode(pass, arena, tokens);
         },
       };
     },

@@ -20,7 +20,7 @@ import { SegmentPlanner } from './segment-planner.ts';
 import type { ModelConfig } from '../arch/types.ts';
 import type { SampleRowSpec, StepRunner, SubmittedStep } from '../generate/step.ts';
 import type { PagedKvCache } from '../kv/paged-cache.ts';
-import type { BoundProduct, MatrixKernels, WeightMatrix } from './matrix.ts';
+import type { BoundProduct, MatrixIo, MatrixKernels, WeightMatrix } from './matrix.ts';
 import type { LayerWeights, ModelWeights } from './weights.ts';
 import { MAX_PENALTY_ENTRIES, Workspace } from './workspace.ts';
 import { q8RowVec4s, type XqMode } from '../../kernels/quantize-x.ts';
@@ -142,6 +142,8 @@ export class Transformer implements StepRunner {
 
   readonly maxTokensPerStep: number;
   readonly maxRowsPerStep: number;
+  /** Each weight matrix's successor in the order steps read them (MatrixIo.next, for prefetching). */
+  private readonly nextWeights: Map<WeightMatrix, WeightMatrix>;
 
   constructor(
     private readonly ctx: KernelContext,
@@ -158,6 +160,9 @@ export class Transformer implements StepRunner {
     private readonly yieldBetweenLayers?: () => Promise<void>,
   ) {
     this.segments = new SegmentPlanner(cfg.nLayers, MAX_MATVEC_T, limits.yieldEveryMs);
+    // The order a decode step reads its weights in; the output head's successor is the next step's first.
+    const order = [...weights.layers.flatMap((w) => [...w.qkv, w.o, ...w.gateUp, w.down]), weights.output];
+    this.nextWeights = new Map(order.map((m, i) => [m, order[(i + 1) % order.length]]));
     this.fuseNormUpTo = cfg.dim % 4 === 0 ? matrices.fuseNormUpTo : 0;
     this.fuseGluUpTo = matrices.fuseGluUpTo;
     this.maxTokensPerStep = limits.maxTokensPerStep;
@@ -192,7 +197,7 @@ export class Transformer implements StepRunner {
     const side = (ms: WeightMatrix[], x: GPUBuffer, y: GPUBuffer, xStride: number, yStride: number, norm?: GPUBuffer, xq8?: boolean) => {
       let col = 0;
       return ms.map((m) => {
-        const p = matrices.product(m, x, y, { ...io(xStride, col, yStride), norm: norm && { weight: norm, eps: cfg.rmsEps }, xq8 });
+        const p = this.product(m, x, y, { ...io(xStride, col, yStride), norm: norm && { weight: norm, eps: cfg.rmsEps }, xq8 });
         col += m.rows;
         return p;
       });
@@ -220,7 +225,7 @@ export class Transformer implements StepRunner {
       const mode = downMode(w);
       if (!mode || !actQ8) return undefined;
       const kernel = activationFor(mode);
-      return { kernel, swiglu: kernel.bind(ws.gateUp, ws.gateUp, actQ8), down: matrices.product(w.down, actQ8, ws.x, { ...io(q8RowVec4s(F), 0, D, true), xq8: true }) };
+      return { kernel, swiglu: kernel.bind(ws.gateUp, ws.gateUp, actQ8), down: this.product(w.down, actQ8, ws.x, { ...io(q8RowVec4s(F), 0, D, true), xq8: true }) };
     };
     const oQuantized = (w: LayerWeights) => modeOf([w.o]) === 'q8_0' && cfg.headDim % 32 === 0 && this.k.attention.serial;
     const attnQ8 = weights.layers.some(oQuantized) ? ctx.storage('act.attn.q8', limits.maxTokensPerStep * q8RowVec4s(qDim) * 16) : undefined;
@@ -235,12 +240,12 @@ export class Transformer implements StepRunner {
         qkNorm: w.qkNorm && this.k.qkNorm?.bind(ws.qkv, w.qkNorm),
         ropeStore: this.k.ropeStore.bind(ws.qkv, ws.positions, ws.slots, cache.pageTable, ropeFactors, cache.k[l], cache.v[l]),
         attention: this.k.attention.bind(ws.qkv, cache.k[l], cache.v[l], cache.pageTable, ws.positions, ws.slots, ws.attn),
-        o: matrices.product(w.o, ws.attn, ws.x, io(qDim, 0, D, true)),
+        o: this.product(w.o, ws.attn, ws.x, io(qDim, 0, D, true)),
         quantizedO:
           attnQ8 && oQuantized(w)
             ? {
                 attention: this.k.attention.bind(ws.qkv, cache.k[l], cache.v[l], cache.pageTable, ws.positions, ws.slots, attnQ8),
-                o: matrices.product(w.o, attnQ8, ws.x, { ...io(q8RowVec4s(qDim), 0, D, true), xq8: true }),
+                o: this.product(w.o, attnQ8, ws.x, { ...io(q8RowVec4s(qDim), 0, D, true), xq8: true }),
               }
             : undefined,
         ffnNorm: this.k.rmsnorm.bind(ws.x, w.ffnNorm, ws.xNorm),
@@ -252,10 +257,10 @@ export class Transformer implements StepRunner {
         // only steps whose adapters adapt it, so no GLU-fused product is built.
         ...(fuseGlu && !qDown
           ? {
-              down: matrices.product(w.down, ws.gateUp, ws.x, { ...io(2 * F, 0, D, true), glu: { activation: cfg.block.activation, upOffset: F } }),
+              down: this.product(w.down, ws.gateUp, ws.x, { ...io(2 * F, 0, D, true), glu: { activation: cfg.block.activation, upOffset: F } }),
               unfusedDown: Number.isFinite(this.fuseGluUpTo) ? this.unfusedDown(w) : undefined,
             }
-          : { swiglu: this.k.swiglu.bind(ws.gateUp, ws.gateUp, ws.act), down: matrices.product(w.down, ws.act, ws.x, io(F, 0, D, true)) }),
+          : { swiglu: this.k.swiglu.bind(ws.gateUp, ws.gateUp, ws.act), down: this.product(w.down, ws.act, ws.x, io(F, 0, D, true)) }),
       };
     });
     const headNormQ8 = headMode && new RmsNormKernel(ctx, 'serial', 'gather-q8', headMode);
@@ -264,12 +269,12 @@ export class Transformer implements StepRunner {
         ? {
             normKernel: headNormQ8,
             norm: headNormQ8.bind(ws.x, weights.outputNorm, xLastNormQ8, ws.lastIndex),
-            product: matrices.product(weights.output, xLastNormQ8, ws.logits, { ...io(q8RowVec4s(D), 0, cfg.vocabSize), xq8: true }),
+            product: this.product(weights.output, xLastNormQ8, ws.logits, { ...io(q8RowVec4s(D), 0, cfg.vocabSize), xq8: true }),
           }
         : {
             normKernel: this.k.headNorm,
             norm: this.k.headNorm.bind(ws.x, weights.outputNorm, ws.xLastNorm, ws.lastIndex),
-            product: matrices.product(weights.output, ws.xLastNorm, ws.logits, io(D, 0, cfg.vocabSize)),
+            product: this.product(weights.output, ws.xLastNorm, ws.logits, io(D, 0, cfg.vocabSize)),
           }),
       sample: this.k.sample.bind(ws.logits, ws.mask, ws.sampleSettings, ws.samplePartials, ws.sampleOut),
       topk: this.k.topk.bind(ws.logits, ws.mask, ws.sampleSettings, ws.topkOut),
@@ -295,12 +300,17 @@ export class Transformer implements StepRunner {
     this.topkF32 = new Float32Array(this.topkU32.buffer);
   }
 
+  /** A product over `m`, told which weights the step reads next. */
+  private product(m: WeightMatrix, x: GPUBuffer, y: GPUBuffer, io: MatrixIo): BoundProduct {
+    return this.matrices.product(m, x, y, { ...io, next: this.nextWeights.get(m) });
+  }
+
   /** The gated activation as its own pass, then the down product on its output (see fuseGluUpTo). */
   private unfusedDown(w: LayerWeights): { swiglu: GPUBindGroup; down: BoundProduct } {
     const ws = this.ws;
     return {
       swiglu: this.k.swiglu.bind(ws.gateUp, ws.gateUp, ws.act),
-      down: this.matrices.product(w.down, ws.act, ws.x, { xOffset: 0, xStride: this.cfg.ffnDim, yOffset: 0, yStride: this.cfg.dim, accumulate: true }),
+      down: this.product(w.down, ws.act, ws.x, { xOffset: 0, xStride: this.cfg.ffnDim, yOffset: 0, yStride: this.cfg.dim, accumulate: true }),
     };
   }
 

@@ -42,7 +42,7 @@ async function check(kern: Kernel, type: GgmlType, t: number, accumulate: boolea
   const bx = ctx.storage('x', x.byteLength, x);
   const by = ctx.storage('y', y0.byteLength, y0);
   const bb = ctx.storage('bias', bias.byteLength, bias);
-  const groups = shards.map((s) => kern.bind(uploadRows(ctx, w, s.rowBegin, s.rows), bx, by, bb));
+  const groups = shards.map((s) => kern.bind(uploadRows(ctx, w, s.rowBegin, s.rows), bx, by, { bias: bb }));
   await runPass(ctx, (pass, arena) =>
     shards.forEach((s, i) =>
       kern.encode(pass, arena, groups[i], { t, n: s.rows, k, xOffset, xStride, yOffset, yStride, rowOffset: s.rowBegin, accumulate, biasOffset }),
@@ -75,14 +75,14 @@ describe('WeightMatmul with a bias', () => {
     for (const t of [1, 12]) {
       const x = randomF32(t * k, 142 + t);
       const by = ctx.storage('y', t * n * 4);
-      const group = op.bind(uploadRows(ctx, w), ctx.storage('x', x.byteLength, x), by, ctx.storage('bias', bias.byteLength, bias));
+      const group = op.bind(uploadRows(ctx, w), ctx.storage('x', x.byteLength, x), by, { bias: ctx.storage('bias', bias.byteLength, bias) });
       await runPass(ctx, (pass, arena) => op.encode(pass, arena, group, { t, n, k }));
       const want = reference(new Float32Array(t * n), referenceProduct(w, x, t), bias, { t, n, yOffset: 0, yStride: n, biasOffset: 0, accumulate: false });
       expect(maxRelError(await readF32(ctx, by, t * n), want)).toBeLessThan(TOL);
     }
     const plain = new WeightMatmul(ctx, type);
     const b = ctx.storage('b', 16);
-    expect(() => plain.bind(b, b, b, b)).toThrow(/built without a bias/);
-    expect(() => op.bind(b, b, b)).toThrow(/bias buffer is required/);
+    expect(() => plain.bind(b, b, b, { bias: b })).toThrow(/built without a bias buffer/);
+    expect(() => op.bind(b, b, b)).toThrow(/needs a bias buffer/);
   });
 });

@@ -41,7 +41,7 @@ describe.each(VARIANTS)('norm-fused matvec (%s)', (variant) => {
         const y0 = randomF32(t * n, 12);
         const kern = new MatVecKernel(ctx, type, t, variant, { bias: true, norm: true });
         const by = ctx.storage('y', y0.byteLength, y0);
-        const group = kern.bind(uploadRows(ctx, w), ctx.storage('x', x.byteLength, x), by, ctx.storage('b', bias.byteLength, bias), ctx.storage('g', g.byteLength, g));
+        const group = kern.bind(uploadRows(ctx, w), ctx.storage('x', x.byteLength, x), by, { bias: ctx.storage('b', bias.byteLength, bias), norm: ctx.storage('g', g.byteLength, g) });
         await runPass(ctx, (pass, arena) => kern.encode(pass, arena, group, { t, n, k, xOffset: offset, xStride: stride, accumulate: true, normEps: EPS }));
         const want = referenceProduct(w, rmsnormRows(x, g, t, k, offset, stride), t).map((v, i) => v + bias[i % n] + y0[i]);
         expect(maxRelError(await readF32(ctx, by, t * n), want)).toBeLessThan(1e-4);
