@@ -105,7 +105,7 @@ export class WebGpuEngine implements TextEngine {
     private readonly cache: PagedKvCache,
     private readonly transformer: Transformer,
     private readonly scheduler: Scheduler,
-    ctx: KernelContext,
+    private readonly ctx: KernelContext,
     opts: EngineOptions,
   ) {
     this.loras = new AdapterRegistry({
@@ -148,6 +148,7 @@ export class WebGpuEngine implements TextEngine {
       budgetBytes: Math.max(opts.kvCacheBytes ?? 512 * 2 ** 20, fullContextBytes + 2 * cfg.nLayers * pageSize * kvDim * 4),
     });
     const transformer = new Transformer(ctx, cfg, weights, cache, matrices, { maxTokensPerStep, maxRowsPerStep: maxSequences, yieldEveryMs: opts.yieldEveryMs }, selected.blockingSubmit ? yieldToHost : undefined);
+    await ctx.checkKernels();
     const scheduler = new Scheduler(transformer, cache.allocator, () => cache.syncPageTable(), undefined, {
       pipeline: opts.pipelinedDecode ?? !selected.blockingSubmit,
       submitBlocks: selected.blockingSubmit,
@@ -340,6 +341,8 @@ export class WebGpuEngine implements TextEngine {
       // Outside the prefix cache: a full page of warm-up tokens would stay listed, and no request shares it.
       await this.start({ tokens, maxTokens: 2, temperature: 0, stopAtEndOfGeneration: false }, true).result;
     }
+    // Some pipelines are made on first use (the wide tiled products).
+    await this.ctx.checkKernels();
   }
 
   stats(): EngineStats {

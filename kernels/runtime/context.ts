@@ -50,6 +50,8 @@ export const PARAM_SLOT_BYTES = 256;
 export class KernelContext {
   private readonly cache = new Map<string, CompiledKernel>();
   readonly paramsLayout: GPUBindGroupLayout;
+  /** The validation results of pipelines made since the last checkKernels(), each naming its kernel. */
+  private unchecked: Promise<string | undefined>[] = [];
 
   constructor(
     readonly device: GPUDevice,
@@ -78,6 +80,9 @@ export class KernelContext {
         buffer: { type: kind === 'read' ? ('read-only-storage' as const) : ('storage' as const) },
       })),
     });
+    // A pipeline that fails to build is only an error object until used, and a dispatch of it does
+    // nothing: each creation gets its own error scope, read by checkKernels().
+    device.pushErrorScope('validation');
     const module = device.createShaderModule({ label: spec.label, code: spec.code });
     // Pipeline errors only say "invalid due to a previous error"; print the WGSL compiler's own words.
     void module.getCompilationInfo().then((info) => {
@@ -90,9 +95,21 @@ export class KernelContext {
       layout: device.createPipelineLayout({ bindGroupLayouts: [bufferLayout, this.paramsLayout] }),
       compute: { module, entryPoint: spec.entryPoint ?? 'main', constants },
     });
+    this.unchecked.push(device.popErrorScope().then((e) => (e ? `${spec.label}: ${e.message}` : undefined)));
     const compiled = new CompiledKernel(spec.label, pipeline, bufferLayout, device, spec.bindings.length);
     this.cache.set(key, compiled);
     return compiled;
+  }
+
+  /**
+   * Rejects, naming each kernel and the compiler's words, if a pipeline made since the last call failed
+   * to build; a model must not serve from kernels that silently do nothing.
+   */
+  async checkKernels(): Promise<void> {
+    const pending = this.unchecked;
+    this.unchecked = [];
+    const failed = (await Promise.all(pending)).filter((e): e is string => e !== undefined);
+    if (failed.length > 0) throw new Error(`${failed.length} kernel(s) failed to build on this device: ${failed.join('; ')}`);
   }
 
   /** A storage buffer; `data` (if any) is written at creation through a mapped range. */
