@@ -32,6 +32,8 @@ const TILES = { tileN: 64, tileT: 32 };
 // other types against the former 4x4: Q4_0 prefill 70 -> 91 tok/s, F16 66 -> 83; first compile 2-4 s
 // (Q6_K the longest). SwiftShader compiles it at pipeline creation (3-5 s each; model load 4 -> 14 s)
 // and prefills Q8_0 at 14.6 tok/s against 6.3.
+// Invocations per workgroup (WG_N) fill at least one SIMD instruction: llvmpipe at 512 bits runs 16
+// (64-token prefill 165 -> 215-228 tok/s against 8 a workgroup, half of each instruction idle).
 const REGS = { WG_N: 8, WG_T: 1, rows: 16, tokens: 8 };
 // The block-walking product reading quantized x (three loads per token and block) takes 16 tokens per invocation
 // in steps of at least that many: 64-token prefill products on llvmpipe 417 -> 350 ms (first compile
@@ -71,7 +73,8 @@ export class MatMulKernel {
       this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(tiles, common, x4, decode), bindings }), opts.glu);
       ({ tileN: this.tileN, tileT: this.tileT } = TILES);
     } else {
-      const { WG_N, WG_T, rows, tokens } = REGS;
+      const { WG_T, rows, tokens } = REGS;
+      const WG_N = Math.max(REGS.WG_N, ctx.caps.cpuLanes);
       const blockCode = (t: number) => wgsl(unrollRowsTokens(regsBlocks, rows, t), this.xq8 ? xBlockQ8 : xBlockF32);
       const code = blocks ? blockCode(tokens) : unrollRowsTokens(regs, rows, tokens);
       this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(code, common, x4, decode), bindings, constants: { WG_N, WG_T } }), opts.glu);
