@@ -3,7 +3,8 @@
  * the adapter's streaming-read limit (measure-stream.ts). Two shapes per weight type:
  *   - "long": one product over a matrix bigger than the CPU's last-level cache (the kernel's own rate);
  *   - "model": a decode step's products for SmolLM2-135M-like layers (576 wide, 1536 FFN), each layer
- *     with its own weights, so the short dispatches and their launch cost count as they do in decode.
+ *     with its own weights, so the short dispatches and their launch cost count as they do in decode;
+ *     where the kernel prefetches (CPU rasterisers), each product the next one's weights, as in a step.
  * The weights are a constant byte pattern (every scale a small normal f16), so timing does not depend
  * on the values; correctness is the kernel tests' job.
  */
@@ -71,7 +72,9 @@ export async function measureMatVec(ctx: KernelContext, type: GgmlType, variant:
   const layout = gpuLayout(type);
   // As the engine runs it: CPU rasterisers' block-walking types read x quantized (quantize-x.ts).
   const xq8 = ctx.caps.software && variant === 'rows' && BLOCK_WALK_TYPES.has(type);
-  const kernel = new MatVecKernel(ctx, type, 1, variant, { xq8 });
+  // Also as the engine runs it: the rows kernel prefetches the next product's weights (matvec-prefetch.wgsl).
+  const prefetch = variant === 'rows';
+  const kernel = new MatVecKernel(ctx, type, 1, variant, { xq8, prefetch });
   const out: MatVecRate[] = [];
   for (const shape of shapes) {
     const bufs: GPUBuffer[] = [];
@@ -84,15 +87,22 @@ export async function measureMatVec(ctx: KernelContext, type: GgmlType, variant:
     bufs.push(xf, y);
     const x = xq8 ? await quantized(ctx, xf, maxK) : xf;
     if (xq8) bufs.push(x);
+    const matrices: { w: GPUBuffer; n: number; k: number }[] = [];
     for (const p of shape.products) {
       const bytes = p.n * layout.rowBytes(p.k);
       for (let c = 0; c < p.copies; c++) {
         const w = ctx.storage('mv-w', bytes, new Uint8Array(bytes).fill(PATTERN));
         bufs.push(w);
-        jobs.push({ group: kernel.bind(w, x, y), n: p.n, k: p.k });
+        matrices.push({ w, n: p.n, k: p.k });
         weightBytes += bytes;
       }
     }
+    // Each product prefetches the next one's weights (the last the first's, as a step's head does the
+    // next step's first layer); a lone product has none to prefetch.
+    const none = ctx.storage('mv-prefetch-none', 16);
+    bufs.push(none);
+    const nextOf = (i: number) => (matrices.length > 1 ? matrices[(i + 1) % matrices.length].w : none);
+    for (const [i, m] of matrices.entries()) jobs.push({ group: kernel.bind(m.w, x, y, prefetch ? { next: nextOf(i) } : {}), n: m.n, k: m.k });
     const arena = new ParamArena(ctx, jobs.length);
     const once = () => {
       const commands = onePass(ctx.device, (pass) => {
