@@ -22,8 +22,8 @@ import { grid2d } from './runtime/grid.ts';
 export const MAX_MATVEC_T = 8;
 
 /**
- * rows: four weight rows per invocation, unrolled over the rows of x (CPU rasterisers: no barriers, no
- * loops they would not unroll). coop: 16 threads per row with a workgroup-memory reduction (GPUs).
+ * rows: four weight rows per invocation (BLOCK_ROWS for block-walking types), unrolled over the rows
+ * of x (CPU rasterisers: no barriers, no loops they would not unroll). coop: 16 threads per row with a workgroup-memory reduction (GPUs).
  * subgroup: a subgroup per row with subgroupAdd (GPUs with subgroups).
  */
 export type MatVecVariant = 'rows' | 'coop' | 'subgroup';
@@ -35,8 +35,8 @@ export function matvecVariant(caps: GpuCaps): MatVecVariant {
 
 const WG = 64;
 const LANES = 16;
-// The rows variant: invocations per workgroup, each computing 4 weight rows. Small workgroups give a
-// CPU rasteriser enough of them to spread over its threads.
+// The rows variant: invocations per workgroup, each computing 4 or BLOCK_ROWS weight rows. Small
+// workgroups give a CPU rasteriser enough of them to spread over its threads.
 const ROWS_WG = 32;
 // Weight rows per invocation of the block-walking kernel. 8 against 4, once decode products prefetched
 // their successor's weights (interleaved pairs on llvmpipe, SmolLM2-135M): Q8_0 decode +6-8% (7 of 7
