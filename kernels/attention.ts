@@ -91,12 +91,21 @@ export class AttentionKernel {
     this.posChunk = posChunk;
   }
 
+  /**
+   * Invocations a workgroup: SERIAL_WG for one head an invocation (a decode token's few heads then span
+   * both of a small CPU's threads); grouped kernels, which run only with many items, fill one SIMD
+   * instruction of a wider CPU rasteriser (GpuCaps.cpuLanes).
+   */
+  private wgFor(group: number): number {
+    return group > 1 ? Math.max(SERIAL_WG, this.ctx.caps.cpuLanes) : SERIAL_WG;
+  }
+
   /** A vec4 kernel (`template`, with query heads `group` to an invocation where grouped) writing `output`. */
   private vec4Kernel(headDim: number, output: 'f32' | 'q8_0', group = 1): CompiledKernel {
     const key = `${headDim}/${group}/${output}`;
     let k = this.serialVec4.get(key);
     if (!k) {
-      const constants = { WG: SERIAL_WG, POS_CHUNK: this.posChunk, HV: headDim / 4, ...(output === 'q8_0' ? { XQ_GROUP: 32 } : {}) };
+      const constants = { WG: this.wgFor(group), POS_CHUNK: this.posChunk, HV: headDim / 4, ...(output === 'q8_0' ? { XQ_GROUP: 32 } : {}) };
       const body = group > 1 ? unrollRowsTokens(serialGrouped, group, 1) : serialVec4;
       const label = `attention-serial-${group > 1 ? `grouped-d${headDim}-g${group}` : `vec4-d${headDim}`}${output === 'q8_0' ? '-q8' : ''}`;
       const out = output === 'q8_0' ? wgsl(outQ8, xqBlock) : outF32;
@@ -140,7 +149,7 @@ export class AttentionKernel {
     }
     const together = by4 ? groupedHeads(p.heads, p.kvHeads, p.headDim) : 1;
     const grouped = together > 1 && (p.tokens * p.heads) / together >= this.minGroupedItems;
-    const [gx, gy] = grid2d(Math.ceil((p.tokens * p.heads) / (grouped ? together : 1) / SERIAL_WG));
+    const [gx, gy] = grid2d(Math.ceil((p.tokens * p.heads) / (grouped ? together : 1) / this.wgFor(grouped ? together : 1)));
     const kernel = by4 ? this.vec4Kernel(p.headDim, q8 ? 'q8_0' : 'f32', grouped ? together : 1) : this.kernel;
     arena.dispatch(pass, kernel, group, s, gx, gy);
   }
