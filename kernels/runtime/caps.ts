@@ -29,11 +29,14 @@ export interface GpuCaps {
   cpuLanes: number;
 }
 
-/** Lanes of a CPU rasteriser from its adapter strings ("…-512-bits-", "512 bits"), 0 if it names none. */
+/**
+ * Lanes of a CPU rasteriser from its adapter strings ("…-512-bits-", "512 bits"), 0 if it names none;
+ * at most 64 (kernels size workgroups from it, and compatibility mode allows 128 invocations).
+ */
 export function cpuLanesOf(adapterInfo: GPUAdapterInfo | undefined): number {
   const text = adapterInfo ? `${adapterInfo.device} ${adapterInfo.description}` : '';
   const bits = /(\d+)[- ]bits/.exec(text);
-  return bits ? Math.floor(Number(bits[1]) / 32) : 0;
+  return bits ? Math.min(64, Math.floor(Number(bits[1]) / 32)) : 0;
 }
 
 export function readCaps(device: GPUDevice, adapterInfo: GPUAdapterInfo | undefined, software: boolean): GpuCaps {

@@ -24,6 +24,7 @@ describe('llvmpipe vector width', () => {
     expect(cpuLanesOf(info('', 'llvmpipe (LLVM 15.0.6, 256 bits)'))).toBe(8);
     expect(cpuLanesOf(info('SwiftShader Device (Subzero)'))).toBe(0);
     expect(cpuLanesOf(undefined)).toBe(0);
+    expect(cpuLanesOf(info('llvmpipe-llvm-99-0-0-65536-bits-'))).toBe(64);
   });
 
   it('opens llvmpipe at the width this machine should get', async () => {
