@@ -36,9 +36,7 @@ export async function measureOurs(spec: BenchSpec, adapter: string | undefined):
   }
   // How long the device sat without work per step (host scheduling and encoding before the first submit,
   // readback and bookkeeping after it): what pipelined decode would hide.
-  const after = engine.stats().steps;
-  const steps = Math.max(1, after.count - before.count);
-  const idle = { msPerStep: (after.ms - before.ms) / steps, deviceIdleMsPerStep: (after.deviceIdleMs - before.deviceIdleMs) / steps };
+  const idle = perStep(before, engine.stats().steps);
   const pipelining = await measurePipelining(engine, () => run(spec.genTokens));
   const constrained = await measureConstrained(engine, prompt, spec.genTokens);
   const batched = spec.concurrency > 1 ? await measureConcurrent(engine, prompt, spec.genTokens, spec.concurrency) : {};
@@ -72,16 +70,23 @@ async function measurePipelining(engine: WebGpuEngine, run: () => Promise<{ timi
       engine.setPipelinedDecode(on);
       const before = engine.stats().steps;
       const speeds = [(await run()).timings.decodeTokensPerSecond, (await run()).timings.decodeTokensPerSecond];
-      const after = engine.stats().steps;
-      const steps = Math.max(1, after.count - before.count);
-      out[`${name}MsPerStep`] = round((after.ms - before.ms) / steps);
-      out[`${name}IdleMsPerStep`] = round((after.deviceIdleMs - before.deviceIdleMs) / steps);
+      const { msPerStep, deviceIdleMsPerStep } = perStep(before, engine.stats().steps);
+      out[`${name}MsPerStep`] = round(msPerStep);
+      out[`${name}IdleMsPerStep`] = round(deviceIdleMsPerStep);
       out[`${name}DecodeTokensPerSecond`] = round(median(speeds));
     }
   } finally {
     engine.setPipelinedDecode(byDefault);
   }
   return out;
+}
+
+type StepCounters = ReturnType<WebGpuEngine['stats']>['steps'];
+
+/** Wall time and device idle time per step between two readings of the engine's step counters. */
+function perStep(before: StepCounters, after: StepCounters): { msPerStep: number; deviceIdleMsPerStep: number } {
+  const steps = Math.max(1, after.count - before.count);
+  return { msPerStep: (after.ms - before.ms) / steps, deviceIdleMsPerStep: (after.deviceIdleMs - before.deviceIdleMs) / steps };
 }
 
 /** Aggregate decode throughput of `n` sequences generating at once (continuous batching). */

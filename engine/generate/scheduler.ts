@@ -160,10 +160,7 @@ export class Scheduler {
             // Read the results before releasing the runner to anyone else.
             this.collect(this.rowSeq);
             const end = performance.now();
-            const t = this.stepTiming;
-            t.steps++;
-            t.ms += end - (lastEnd ?? begun);
-            t.deviceIdleMs += runStart - (lastEnd ?? begun) + (this.runner.lastHostMs ?? 0) + (end - runEnd);
+            this.countStep(end - (lastEnd ?? begun), runStart - (lastEnd ?? begun) + (this.runner.lastHostMs ?? 0) + (end - runEnd));
             lastEnd = end;
             return true;
           } finally {
@@ -344,12 +341,11 @@ export class Scheduler {
           nextRows = rows;
         }
         await inFlight.shift()!.read();
-        if (first || this.submitBlocks) t.deviceIdleMs += (first ? firstIdle : 0) + (r.lastHostMs ?? 0);
+        const idle = first || this.submitBlocks ? (first ? firstIdle : 0) + (r.lastHostMs ?? 0) : 0;
         first = false;
         this.collect(rows);
         const end = performance.now();
-        t.steps++;
-        t.ms += end - lastEnd;
+        this.countStep(end - lastEnd, idle);
         lastEnd = end;
         if (!nextRows) return end;
         for (const seq of nextRows) if (!seq.finished) seq.pendingWrite = 1;
@@ -359,6 +355,14 @@ export class Scheduler {
       // A step still in flight after a failure is read (and dropped), so the runner has none unread.
       for (const step of inFlight) await step.read().catch(() => undefined);
     }
+  }
+
+  /** Add a step to stepTiming: its wall time and the part of it the device had no work. */
+  private countStep(ms: number, idleMs: number): void {
+    const t = this.stepTiming;
+    t.steps++;
+    t.ms += ms;
+    t.deviceIdleMs += idleMs;
   }
 
   /** Take a read step's samples; `rows` are its rows' sequences (one that has ended since is skipped). */
