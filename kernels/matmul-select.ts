@@ -54,7 +54,10 @@ export class WeightMatmul {
   bind(w: GPUBuffer | GPUBufferBinding, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding, more: ProductExtras = {}): GPUBindGroup {
     const k = this.kernelFor(1);
     if (!(k instanceof MatVecKernel)) throw new Error('WeightMatmul: no matrix-vector kernel for one row');
-    return k.bind(w, x, y, more);
+    const group = k.bind(w, x, y, more);
+    const tiled = this.kernelFor(MAX_MATVEC_T + 1);
+    if (tiled instanceof MatMulKernel) tiled.attach(group, w, x, y, more);
+    return group;
   }
 
   encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: MatmulParams): void {

@@ -12,6 +12,8 @@ import tiles from './matmul-tiles.wgsl?raw';
 import { BLOCK_WALK_TYPES, gpuLayout } from './quant/layouts.ts';
 import type { ParamArena } from './runtime/arena.ts';
 import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
+import { withUniformX, xWindowBytes, XWindow } from './matmul-x-window.ts';
+import { q8RowVec4s } from './quantize-x.ts';
 
 /**
  * regs: 4x4 register blocks per invocation, no workgroup memory (CPU rasterisers, where barriers are
@@ -53,6 +55,8 @@ export class MatMulKernel {
   private readonly xq8: boolean;
   /** With quantized x: the XQ8_WIDE_TOKENS-token kernel, made on first use. */
   private wide: (() => CompiledKernel) | undefined;
+  /** With quantized x: the wide kernel reading x through a uniform window, where the device allows one. */
+  private xWindow: XWindow | undefined;
 
   constructor(
     ctx: KernelContext,
@@ -84,6 +88,12 @@ export class MatMulKernel {
         let wide: CompiledKernel | undefined;
         const spec = { label: `${label}-t${XQ8_WIDE_TOKENS}`, code: wgsl(blockCode(XQ8_WIDE_TOKENS), common, xAligned, decode), bindings, constants: { WG_N, WG_T } };
         this.wide = () => (wide ??= ctx.kernel(spec));
+        const window = xWindowBytes(ctx.caps);
+        if (window > 0) {
+          let windowed: CompiledKernel | undefined;
+          const windowSpec = { ...spec, label: `${spec.label}-xwin`, code: wgsl(blockCode(XQ8_WIDE_TOKENS), withUniformX(common, window / 16), xAligned, decode), bindings: bindings.map((b, i) => (i === 1 ? ('uniform' as const) : b)) };
+          this.xWindow = new XWindow(ctx, () => (windowed ??= ctx.kernel(windowSpec)));
+        }
       }
     }
   }
@@ -94,13 +104,26 @@ export class MatMulKernel {
 
   /** The bind group serves this kernel's every variant; x's binding size must be a multiple of 16 bytes (ctx.storage sizes are). */
   bind(w: GPUBuffer | GPUBufferBinding, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding, more: ProductExtras = {}): GPUBindGroup {
-    return this.kernel.bind(productBuffers(this.kernel.label, this.opts, w, x, y, more));
+    const group = this.kernel.bind(productBuffers(this.kernel.label, this.opts, w, x, y, more));
+    this.attach(group, w, x, y, more);
+    return group;
+  }
+
+  /**
+   * Records the buffers behind `group` (a bind group of the same layout, made by another kernel of the
+   * product: WeightMatmul binds once for all), so steps of XQ8_WIDE_TOKENS tokens or more can read
+   * quantized x through a uniform window of it (matmul-x-window.ts).
+   */
+  attach(group: GPUBindGroup, w: GPUBuffer | GPUBufferBinding, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding, more: ProductExtras = {}): void {
+    this.xWindow?.attach(group, productBuffers(this.kernel.label, this.opts, w, x, y, more));
   }
 
   encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: MatmulParams): void {
     const s = writeMatmulParams(arena, p);
     if (this.wide && p.t >= XQ8_WIDE_TOKENS) {
-      arena.dispatch(pass, this.wide(), group, s, Math.ceil(p.n / this.tileN), Math.ceil(p.t / (REGS.WG_T * XQ8_WIDE_TOKENS)));
+      const window = this.xWindow?.window(group, p.t, p.xOffset ?? 0, p.xStride ?? q8RowVec4s(p.k));
+      const [kernel, bound] = window ? [this.xWindow!.kernel, window] : [this.wide(), group];
+      arena.dispatch(pass, kernel, bound, s, Math.ceil(p.n / this.tileN), Math.ceil(p.t / (REGS.WG_T * XQ8_WIDE_TOKENS)));
       return;
     }
     arena.dispatch(pass, this.xq8 ? this.kernels.aligned : this.kernels.for(p), group, s, Math.ceil(p.n / this.tileN), Math.ceil(p.t / this.tileT));

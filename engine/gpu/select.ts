@@ -47,6 +47,8 @@ const WANTED_LIMITS = [
   'maxComputeWorkgroupSizeY',
   'maxComputeWorkgroupStorageSize',
   'maxComputeWorkgroupsPerDimension',
+  // CPU rasterisers' tiled products read quantized x through uniform windows (kernels/matmul.ts).
+  'maxUniformBufferBindingSize',
 ] as const;
 
 export class NoAdapterError extends Error {

@@ -10,6 +10,7 @@
 import { QuantizeXKernel, q8RowVec4s, type XqMode } from '../../kernels/quantize-x.ts';
 import type { KernelContext } from '../../kernels/runtime/context.ts';
 import { memoize } from '../../kernels/runtime/memo.ts';
+import { xq8Buffer } from '../../kernels/matmul-x-window.ts';
 import type { BoundProduct, MatrixIo, WeightMatrix } from './matrix.ts';
 
 export interface QuantizedXProducts {
@@ -26,7 +27,7 @@ export function createQuantizedXProducts(ctx: KernelContext, modeOf: (w: WeightM
   // One quantized copy per x buffer: products reading the same x in a step share its buffer, and each
   // quantizes it again just before it reads it (the step's passes run in order).
   // 32 f32 (128 bytes) become three vec4s (48 bytes); rows are whole blocks, at most as many as fit in x.
-  const copyOf = memoize((x: GPUBuffer) => ctx.storage(`${x.label}.q8`, Math.ceil((x.size * 48) / 128 / 16) * 16 + 48));
+  const copyOf = memoize((x: GPUBuffer) => xq8Buffer(ctx, `${x.label}.q8`, Math.ceil((x.size * 48) / 128 / 16) * 16 + 48));
   return {
     applies: (w, io) => modeOf(w) !== undefined && !io.glu && !io.norm && io.xOffset % 4 === 0 && io.xStride % 4 === 0,
     bind(w, x, y, io) {

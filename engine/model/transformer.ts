@@ -5,6 +5,7 @@
  */
 import { AttentionKernel } from '../../kernels/attention.ts';
 import { RmsNormKernel } from '../../kernels/rmsnorm.ts';
+import { xq8Buffer } from '../../kernels/matmul-x-window.ts';
 import { RopeKvStoreKernel } from '../../kernels/rope-kv-store.ts';
 import { ParamArena } from '../../kernels/runtime/arena.ts';
 import type { KernelContext } from '../../kernels/runtime/context.ts';
@@ -212,7 +213,7 @@ export class Transformer implements StepRunner {
     const normFor = memoize((mode: XqMode) => new RmsNormKernel(ctx, 'serial', 'q8', mode));
     const activationFor = memoize((mode: XqMode) => new SwiGluKernel(ctx, cfg.block.activation, 'q8', mode));
     const anyQuantized = weights.layers.some((w) => modeOf(w.qkv) || modeOf(w.gateUp));
-    const xNormQ8 = anyQuantized ? ctx.storage('act.x-norm.q8', limits.maxTokensPerStep * q8RowVec4s(D) * 16) : undefined;
+    const xNormQ8 = anyQuantized ? xq8Buffer(ctx, 'act.x-norm.q8', limits.maxTokensPerStep * q8RowVec4s(D) * 16) : undefined;
     const quantized = (ms: WeightMatrix[], norm: GPUBuffer, y: GPUBuffer, yStride: number): NormedProducts | undefined => {
       const mode = modeOf(ms);
       if (!mode || !xNormQ8) return undefined;
@@ -220,7 +221,7 @@ export class Transformer implements StepRunner {
       return { kernel, norm: kernel.bind(ws.x, norm, xNormQ8), products: side(ms, xNormQ8, y, q8RowVec4s(D), yStride, undefined, true) };
     };
     const downMode = (w: LayerWeights) => modeOf([w.down]);
-    const actQ8 = weights.layers.some(downMode) ? ctx.storage('act.act.q8', limits.maxTokensPerStep * q8RowVec4s(F) * 16) : undefined;
+    const actQ8 = weights.layers.some(downMode) ? xq8Buffer(ctx, 'act.act.q8', limits.maxTokensPerStep * q8RowVec4s(F) * 16) : undefined;
     const quantizedDown = (w: LayerWeights) => {
       const mode = downMode(w);
       if (!mode || !actQ8) return undefined;
@@ -228,7 +229,7 @@ export class Transformer implements StepRunner {
       return { kernel, swiglu: kernel.bind(ws.gateUp, ws.gateUp, actQ8), down: this.product(w.down, actQ8, ws.x, { ...io(q8RowVec4s(F), 0, D, true), xq8: true }) };
     };
     const oQuantized = (w: LayerWeights) => modeOf([w.o]) === 'q8_0' && cfg.headDim % 32 === 0 && this.k.attention.serial;
-    const attnQ8 = weights.layers.some(oQuantized) ? ctx.storage('act.attn.q8', limits.maxTokensPerStep * q8RowVec4s(qDim) * 16) : undefined;
+    const attnQ8 = weights.layers.some(oQuantized) ? xq8Buffer(ctx, 'act.attn.q8', limits.maxTokensPerStep * q8RowVec4s(qDim) * 16) : undefined;
     const headMode = modeOf([weights.output]);
     const xLastNormQ8 = headMode ? ctx.storage('act.x-last-norm.q8', limits.maxRowsPerStep * q8RowVec4s(D) * 16) : undefined;
     this.embed = matrices.embedding(weights.embedding, ws.tokens, ws.x, cfg.embedScale);

@@ -20,6 +20,8 @@ export interface GpuCaps {
   maxWorkgroupsPerDimension: number;
   minUniformOffsetAlignment: number;
   minStorageOffsetAlignment: number;
+  /** Largest uniform buffer binding (maxUniformBufferBindingSize). */
+  maxUniformBinding: number;
   /** A CPU rasteriser (SwiftShader, llvmpipe): barriers and dispatches are expensive there. */
   software: boolean;
   /**
@@ -57,6 +59,7 @@ export function readCaps(device: GPUDevice, adapterInfo: GPUAdapterInfo | undefi
     maxWorkgroupsPerDimension: l.maxComputeWorkgroupsPerDimension,
     minUniformOffsetAlignment: l.minUniformBufferOffsetAlignment,
     minStorageOffsetAlignment: l.minStorageBufferOffsetAlignment,
+    maxUniformBinding: l.maxUniformBufferBindingSize,
     software,
     cpuLanes: software ? cpuLanesOf(adapterInfo) : 0,
   };
@@ -78,6 +81,7 @@ export const COMPAT_CAPS: GpuCaps = {
   maxWorkgroupsPerDimension: 65535,
   minUniformOffsetAlignment: 256,
   minStorageOffsetAlignment: 256,
+  maxUniformBinding: 16384,
   software: true,
   cpuLanes: 0,
 };

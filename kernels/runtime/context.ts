@@ -8,7 +8,7 @@
  */
 import type { GpuCaps } from './caps.ts';
 
-export type BindingKind = 'read' | 'write';
+export type BindingKind = 'read' | 'write' | 'uniform';
 
 export interface KernelSpec {
   /** Unique among kernels: the pipeline cache key is `label` plus a hash of code and constants. */
@@ -77,7 +77,7 @@ export class KernelContext {
       entries: spec.bindings.map((kind, binding) => ({
         binding,
         visibility: GPUShaderStage.COMPUTE,
-        buffer: { type: kind === 'read' ? ('read-only-storage' as const) : ('storage' as const) },
+        buffer: { type: kind === 'read' ? ('read-only-storage' as const) : kind === 'uniform' ? ('uniform' as const) : ('storage' as const) },
       })),
     });
     // A pipeline that fails to build is only an error object until used, and a dispatch of it does

@@ -1,0 +1,75 @@
+/**
+ * Quantized x through uniform windows, for the CPU rasterisers' tiled products (matmul.ts).
+ *
+ * Every invocation of a tiled product reads the same x addresses (its workgroup's tokens), and llvmpipe
+ * (Mesa 22.3) compiles a storage load into a loop over the SIMD lanes with an exec-mask test and a bounds
+ * branch per lane and component, while a uniform-buffer load is a branchless gather. The tiled Q8_0
+ * products of 16 tokens, SmolLM2-135M shapes, took 9-13% less time with x bound as a uniform buffer
+ * (8 interleaved pairs). A uniform binding holds at most maxUniformBufferBindingSize (64 KiB on llvmpipe):
+ * 64 tokens of a 576-wide x (SmolLM2-135M's QKV, O and gate|up) fit one window, of a 1536-wide x (its
+ * down product) not. Such steps keep storage x: splitting them into one dispatch per window made the
+ * step's products 6-14% slower (the down product's 16-token dispatches have 3 workgroups for 2 threads).
+ *
+ * Decode (matrix-vector) products keep storage x: there x is a small share of the loads (measured within
+ * noise).
+ */
+import type { GpuCaps } from './runtime/caps.ts';
+import type { CompiledKernel, KernelContext } from './runtime/context.ts';
+
+/** The declaration of x in matmul-common.wgsl that the windowed kernels replace. */
+const STORAGE_X = '@group(0) @binding(1) var<storage, read> x: array<vec4f>;';
+
+/** Bytes of one uniform window of x on this device (0 where windows are too small to use). */
+export function xWindowBytes(caps: GpuCaps): number {
+  const bytes = Math.floor(Math.min(caps.maxUniformBinding, 65536) / 256) * 256;
+  return bytes >= 16384 ? bytes : 0;
+}
+
+/**
+ * A buffer for `bytes` of quantized x that products may also read through a uniform window: uniform usage,
+ * and at least one window long (the binding is the whole window).
+ */
+export function xq8Buffer(ctx: KernelContext, label: string, bytes: number): GPUBuffer {
+  return ctx.storage(label, Math.max(bytes, xWindowBytes(ctx.caps)), undefined, GPUBufferUsage.UNIFORM);
+}
+
+/** `common` (matmul-common.wgsl) with x declared as a uniform array of `vec4s` vec4s. */
+export function withUniformX(common: string, vec4s: number): string {
+  if (!common.includes(STORAGE_X)) throw new Error('matmul-x-window: matmul-common.wgsl no longer declares x as expected');
+  return common.replace(STORAGE_X, `@group(0) @binding(1) var<uniform> x: array<vec4f, ${vec4s}>;`);
+}
+
+/**
+ * The x windows of a product's bound buffers. `attach` records the buffers behind a bind group of the
+ * storage-x kernel; `window` then gives the uniform-x bind group (made once and kept), or undefined where
+ * x cannot be read through one: a buffer without uniform usage, an x offset, or a step whose x does not
+ * fit one window.
+ */
+export class XWindow {
+  private readonly attached = new WeakMap<GPUBindGroup, { buffers: readonly (GPUBuffer | GPUBufferBinding)[]; window?: GPUBindGroup }>();
+
+  constructor(
+    private readonly ctx: KernelContext,
+    private readonly make: () => CompiledKernel,
+  ) {}
+
+  /** The windowed kernel (compiled on first use). */
+  get kernel(): CompiledKernel {
+    return this.make();
+  }
+
+  attach(group: GPUBindGroup, buffers: readonly (GPUBuffer | GPUBufferBinding)[]): void {
+    this.attached.set(group, { buffers });
+  }
+
+  window(group: GPUBindGroup, t: number, xOffset: number, xStride: number): GPUBindGroup | undefined {
+    const a = this.attached.get(group);
+    const x = a?.buffers[1];
+    const size = xWindowBytes(this.ctx.caps);
+    if (!a || !x || 'buffer' in x || (x.usage & GPUBufferUsage.UNIFORM) === 0 || xOffset !== 0 || t * xStride * 16 > size || x.size < size) return undefined;
+    return (a.window ??= this.kernel.bind(
+      a.buffers.map((b, i) => (i === 1 ? { buffer: x, offset: 0, size } : b)),
+      `${this.kernel.label} x window`,
+    ));
+  }
+}

@@ -1,0 +1,80 @@
+/**
+ * CPU rasterisers' tiled products read quantized x through a uniform window where a step's x fits one
+ * (kernels/matmul-x-window.ts): the same bits as reading it from storage, the window kernel actually
+ * dispatched where it applies, and storage x kept where it does not.
+ */
+import { describe, expect, it } from 'vitest';
+import { GgmlType, typeName } from '../../ggml/types.ts';
+import { MatMulKernel } from '../../kernels/matmul.ts';
+import { WeightMatmul } from '../../kernels/matmul-select.ts';
+import { xq8Buffer, xWindowBytes } from '../../kernels/matmul-x-window.ts';
+import { QuantizeXKernel, q8RowVec4s } from '../../kernels/quantize-x.ts';
+import type { ParamArena } from '../../kernels/runtime/arena.ts';
+import { readF32, runPass, testContext } from '../helpers/gpu.ts';
+import { randomF32 } from '../helpers/random.ts';
+import { randomWeights, uploadRows } from '../quant/weights.ts';
+
+const ctx = await testContext();
+const windows = ctx.caps.software && xWindowBytes(ctx.caps) > 0;
+
+/** Runs `kern` (or WeightMatmul) over x quantized into `xq`; the result and the labels of the kernels dispatched. */
+async function run(
+  kern: { encode: (pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: Parameters<MatMulKernel['encode']>[3]) => void },
+  group: GPUBindGroup,
+  xq: GPUBuffer,
+  x: GPUBuffer,
+  y: GPUBuffer,
+  p: { t: number; n: number; k: number; yStride: number },
+): Promise<{ y: Float32Array; labels: string[] }> {
+  const quantize = new QuantizeXKernel(ctx);
+  const labels: string[] = [];
+  await runPass(ctx, (pass, arena) => {
+    quantize.encode(pass, arena, quantize.bind(x, xq), { tokens: p.t, k: p.k });
+    const dispatch = arena.dispatch.bind(arena);
+    arena.dispatch = (ps, kernel, ...rest) => {
+      labels.push(kernel.label);
+      dispatch(ps, kernel, ...rest);
+    };
+    kern.encode(pass, arena, group, { ...p, xStride: q8RowVec4s(p.k), yOffset: 3, accumulate: true });
+  });
+  return { y: await readF32(ctx, y, 3 + p.t * p.yStride), labels };
+}
+
+describe.skipIf(!windows)('tiled products with x in a uniform window', () => {
+  const cases = [
+    { type: GgmlType.Q8_0, t: 16, k: 576 },
+    { type: GgmlType.Q8_0, t: 40, k: 576 },
+    { type: GgmlType.Q8_0, t: 64, k: 576 },
+    { type: GgmlType.Q4_K, t: 24, k: 768 },
+    { type: GgmlType.Q8_0, t: 64, k: 1536 },
+  ];
+  it.each(cases)('$t tokens, $k wide: the same bits as storage x; the window kernel where x fits 64 KiB', async ({ type, t, k }) => {
+    const n = 70;
+    const w = uploadRows(ctx, randomWeights(type, n, k, 5 + t));
+    const x = ctx.storage('x', t * k * 4, randomF32(t * k, 9 + k));
+    const y0 = randomF32(3 + t * (n + 2), 11);
+    const kern = new MatMulKernel(ctx, type, 'regs', { xq8: true });
+    const viaStorage = ctx.storage('xq.storage', t * q8RowVec4s(k) * 16);
+    const viaWindow = xq8Buffer(ctx, 'xq.window', t * q8RowVec4s(k) * 16);
+    const [ys, yw] = [ctx.storage('y.s', y0.byteLength, y0), ctx.storage('y.w', y0.byteLength, y0)];
+    const p = { t, n, k, yStride: n + 2 };
+    const plain = await run(kern, kern.bind(w, viaStorage, ys), viaStorage, x, ys, p);
+    const windowed = await run(kern, kern.bind(w, viaWindow, yw), viaWindow, x, yw, p);
+    expect(plain.labels.some((l) => l.endsWith('-xwin'))).toBe(false);
+    const fits = t * q8RowVec4s(k) * 16 <= xWindowBytes(ctx.caps);
+    expect(windowed.labels.every((l) => l.endsWith('-xwin'))).toBe(fits);
+    expect(Array.from(windowed.y)).toEqual(Array.from(plain.y));
+    expect(plain.y.slice(3).some((v, i) => v !== y0[3 + i])).toBe(true);
+  });
+
+  it('WeightMatmul binds once for its matrix-vector and tiled kernels, and its tiled steps read the window', async () => {
+    const [type, t, k, n] = [GgmlType.Q8_0, 32, 576, 40];
+    const w = uploadRows(ctx, randomWeights(type, n, k, 3));
+    const x = ctx.storage('x', t * k * 4, randomF32(t * k, 4));
+    const xq = xq8Buffer(ctx, 'xq', t * q8RowVec4s(k) * 16);
+    const y = ctx.storage('y', (3 + t * n) * 4);
+    const mm = new WeightMatmul(ctx, type, { xq8: true });
+    const { labels } = await run(mm, mm.bind(w, xq, y), xq, x, y, { t, n, k, yStride: n });
+    expect(labels).toEqual([`matmul-regs-${typeName(type)}-xq8-t16-xwin`]);
+  });
+});
