@@ -2,7 +2,8 @@
  * What every kernel wrapper is built on: the device, what it can do, and a cache of compiled pipelines.
  *
  * Convention shared by all kernels (see kernels/README.md):
- *   - group(0): the kernel's storage buffers, bindings 0..n-1, declared as `read` or `write` in its spec;
+ *   - group(0): the kernel's buffers, bindings 0..n-1, declared as `read` or `write` (storage) or `uniform`
+ *     (a uniform buffer, at most maxUniformBufferBindingSize: x windows of matmul-x-window.ts) in its spec;
  *   - group(1) binding(0): its `Params` uniform struct, bound with a dynamic offset into the step's ParamArena,
  *     so one writeBuffer per step carries every dispatch's parameters.
  */
@@ -15,7 +16,7 @@ export interface KernelSpec {
   label: string;
   /** Complete WGSL, usually several `.wgsl` files joined (see `wgsl()`). */
   code: string;
-  /** Storage bindings of group(0), in binding order. */
+  /** Buffer bindings of group(0), in binding order. */
   bindings: readonly BindingKind[];
   entryPoint?: string;
   /** Values for the shader's `override` declarations (workgroup sizes, unrolls). */
