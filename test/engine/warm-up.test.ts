@@ -1,6 +1,7 @@
 /**
  * warmUp() (run by `svc serve` and the in-browser service before they take requests) builds the pipelines
- * with two short generations (prompts long enough for the tiled products, in their two widths) and leaves nothing behind: no sequence, every KV page free, and the next
+ * with short generations (prompts long enough for the tiled products in their two widths, and one as
+ * long as a step takes) and leaves nothing behind: no sequence, every KV page free, and the next
  * greedy generation exactly as llama.cpp's.
  */
 import { readFileSync } from 'node:fs';
@@ -10,12 +11,12 @@ import { testEngine } from '../helpers/engine.ts';
 const fixtures = JSON.parse(readFileSync(new URL('../fixtures/llama-greedy.json', import.meta.url), 'utf8')) as Record<string, { promptTokens: number[]; greedy: number[] }[]>;
 
 describe('engine warm-up', () => {
-  it('runs a prefill and a decode step at each of two prompt lengths, then leaves the engine as it found it', async () => {
+  it('runs a prefill and a decode step at each of three prompt lengths, then leaves the engine as it found it', async () => {
     const engine = await testEngine('stories260K.gguf', { prefixCache: true });
     const before = engine.stats();
     await engine.warmUp();
     const after = engine.stats();
-    expect(after.steps.count - before.steps.count).toBe(4);
+    expect(after.steps.count - before.steps.count).toBe(6);
     expect(after.activeSequences).toBe(0);
     expect(after.kvPages.free).toBe(after.kvPages.total);
     // Outside the prefix cache: no lookup counted, no page of warm-up tokens listed.
