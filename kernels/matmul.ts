@@ -55,8 +55,8 @@ export class MatMulKernel {
   private readonly xq8: boolean;
   /** With quantized x: the XQ8_WIDE_TOKENS-token kernel, made on first use. */
   private wide: (() => CompiledKernel) | undefined;
-  /** With quantized x: the wide kernel reading x through a uniform window, where the device allows one. */
-  private xWindow: XWindow | undefined;
+  /** With quantized x: both widths' kernels reading x through a uniform window, where the device allows one. */
+  private xWindows: { narrow: XWindow; wide: XWindow } | undefined;
 
   constructor(
     ctx: KernelContext,
@@ -88,12 +88,14 @@ export class MatMulKernel {
         let wide: CompiledKernel | undefined;
         const spec = { label: `${label}-t${XQ8_WIDE_TOKENS}`, code: wgsl(blockCode(XQ8_WIDE_TOKENS), common, xAligned, decode), bindings, constants: { WG_N, WG_T } };
         this.wide = () => (wide ??= ctx.kernel(spec));
+        // Both widths also read x through a uniform window where it fits one (matmul-x-window.ts).
         const window = xWindowBytes(ctx.caps);
-        if (window > 0) {
-          let windowed: CompiledKernel | undefined;
-          const windowSpec = { ...spec, label: `${spec.label}-xwin`, code: wgsl(blockCode(XQ8_WIDE_TOKENS), withUniformX(common, window / 16), xAligned, decode), bindings: bindings.map((b, i) => (i === 1 ? ('uniform' as const) : b)) };
-          this.xWindow = new XWindow(ctx, () => (windowed ??= ctx.kernel(windowSpec)));
-        }
+        const windowed = (t: number, label: string): XWindow => {
+          let kernel: CompiledKernel | undefined;
+          const windowSpec = { label: `${label}-xwin`, code: wgsl(blockCode(t), withUniformX(common, window / 16), xAligned, decode), bindings: bindings.map((b, i) => (i === 1 ? ('uniform' as const) : b)), constants: { WG_N, WG_T } };
+          return new XWindow(ctx, () => (kernel ??= ctx.kernel(windowSpec)));
+        };
+        if (window > 0) this.xWindows = { narrow: windowed(tokens, label), wide: windowed(XQ8_WIDE_TOKENS, spec.label) };
       }
     }
   }
@@ -111,21 +113,23 @@ export class MatMulKernel {
 
   /**
    * Records the buffers behind `group` (a bind group of the same layout, made by another kernel of the
-   * product: WeightMatmul binds once for all), so steps of XQ8_WIDE_TOKENS tokens or more can read
-   * quantized x through a uniform window of it (matmul-x-window.ts).
+   * product: WeightMatmul binds once for all), so its steps can read quantized x through a uniform
+   * window of it (matmul-x-window.ts).
    */
   attach(group: GPUBindGroup, w: GPUBuffer | GPUBufferBinding, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding, more: ProductExtras = {}): void {
-    this.xWindow?.attach(group, productBuffers(this.kernel.label, this.opts, w, x, y, more));
+    if (!this.xWindows) return;
+    const buffers = productBuffers(this.kernel.label, this.opts, w, x, y, more);
+    this.xWindows.narrow.attach(group, buffers);
+    this.xWindows.wide.attach(group, buffers);
   }
 
   encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: MatmulParams): void {
     const s = writeMatmulParams(arena, p);
-    if (this.wide && p.t >= XQ8_WIDE_TOKENS) {
-      const window = this.xWindow?.window(group, p.t, p.xOffset ?? 0, p.xStride ?? q8RowVec4s(p.k));
-      const [kernel, bound] = window ? [this.xWindow!.kernel, window] : [this.wide(), group];
-      arena.dispatch(pass, kernel, bound, s, Math.ceil(p.n / this.tileN), Math.ceil(p.t / (REGS.WG_T * XQ8_WIDE_TOKENS)));
-      return;
-    }
-    arena.dispatch(pass, this.xq8 ? this.kernels.aligned : this.kernels.for(p), group, s, Math.ceil(p.n / this.tileN), Math.ceil(p.t / this.tileT));
+    const wide = this.wide !== undefined && p.t >= XQ8_WIDE_TOKENS;
+    const tileT = wide ? REGS.WG_T * XQ8_WIDE_TOKENS : this.tileT;
+    const xWindow = wide ? this.xWindows?.wide : this.xWindows?.narrow;
+    const window = xWindow?.window(group, p.t, p.xOffset ?? 0, p.xStride ?? q8RowVec4s(p.k));
+    const kernel = window ? xWindow!.kernel : wide ? this.wide!() : this.xq8 ? this.kernels.aligned : this.kernels.for(p);
+    arena.dispatch(pass, kernel, window ?? group, s, Math.ceil(p.n / this.tileN), Math.ceil(p.t / tileT));
   }
 }

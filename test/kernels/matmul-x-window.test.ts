@@ -42,6 +42,8 @@ async function run(
 
 describe.skipIf(!windows)('tiled products with x in a uniform window', () => {
   const cases = [
+    { type: GgmlType.Q8_0, t: 5, k: 576 },
+    { type: GgmlType.Q4_0, t: 9, k: 1536 },
     { type: GgmlType.Q8_0, t: 16, k: 576 },
     { type: GgmlType.Q8_0, t: 40, k: 576 },
     { type: GgmlType.Q8_0, t: 64, k: 576 },
@@ -67,14 +69,17 @@ describe.skipIf(!windows)('tiled products with x in a uniform window', () => {
     expect(plain.y.slice(3).some((v, i) => v !== y0[3 + i])).toBe(true);
   });
 
-  it('WeightMatmul binds once for its matrix-vector and tiled kernels, and its tiled steps read the window', async () => {
-    const [type, t, k, n] = [GgmlType.Q8_0, 32, 576, 40];
+  it.each([
+    [5, ''],
+    [32, '-t16'],
+  ])('WeightMatmul binds once for its matrix-vector and tiled kernels, and its %i-token steps read the window', async (t, width) => {
+    const [type, k, n] = [GgmlType.Q8_0, 576, 40];
     const w = uploadRows(ctx, randomWeights(type, n, k, 3));
     const x = ctx.storage('x', t * k * 4, randomF32(t * k, 4));
     const xq = xq8Buffer(ctx, 'xq', t * q8RowVec4s(k) * 16);
     const y = ctx.storage('y', (3 + t * n) * 4);
     const mm = new WeightMatmul(ctx, type, { xq8: true });
     const { labels } = await run(mm, mm.bind(w, xq, y), xq, x, y, { t, n, k, yStride: n });
-    expect(labels).toEqual([`matmul-regs-${typeName(type)}-xq8-t16-xwin`]);
+    expect(labels).toEqual([`matmul-regs-${typeName(type)}-xq8${width}-xwin`]);
   });
 });
