@@ -55,8 +55,11 @@ export class WeightMatmul {
     const k = this.kernelFor(1);
     if (!(k instanceof MatVecKernel)) throw new Error('WeightMatmul: no matrix-vector kernel for one row');
     const group = k.bind(w, x, y, more);
-    const tiled = this.kernelFor(MAX_MATVEC_T + 1);
-    if (tiled instanceof MatMulKernel) tiled.attach(group, w, x, y, more);
+    // Quantized x may be read through a uniform window by the tiled kernel (matmul-x-window.ts).
+    if (this.opts.xq8) {
+      const tiled = this.kernelFor(MAX_MATVEC_T + 1);
+      if (tiled instanceof MatMulKernel) tiled.attach(group, w, x, y, more);
+    }
     return group;
   }
 
