@@ -11,6 +11,7 @@ import { Scheduler } from './generate/scheduler.ts';
 import { Sequence } from './generate/sequence.ts';
 import type { SelectedDevice } from './gpu/select.ts';
 import { parseGguf, type GgufFile } from './gguf/parse.ts';
+import { kvFormatFor, kvValueBytes, type KvFormat } from '../kernels/kv-format.ts';
 import { PagedKvCache } from './kv/paged-cache.ts';
 import { PrefixCache, type PrefixCacheStats } from './kv/prefix-cache.ts';
 import type { ModelSource } from './loader/source.ts';
@@ -40,6 +41,13 @@ export interface EngineOptions {
   /** Positions per KV page (default 16). */
   pageSize?: number;
   /**
+   * How the KV cache holds values (kernels/kv-format.ts). 'auto' (default): half precision on CPU
+   * rasterisers where their kernels take the model's heads (half the memory and of attention's loads, as
+   * llama.cpp's default f16 cache), f32 elsewhere. 'f32' everywhere (what llama.cpp computes with an f32
+   * cache); 'f16' fails where it cannot be had.
+   */
+  kvCache?: 'auto' | KvFormat;
+  /**
    * Share the KV pages of common prompt prefixes between requests (default true): a request whose
    * prompt begins with full pages an earlier one computed skips their prefill. Cached pages no request
    * uses are evicted, least recently used first, whenever a request needs the room.
@@ -68,6 +76,8 @@ export interface EngineStats {
   adapter: string;
   weightsBytes: number;
   kvCacheBytes: number;
+  /** How the KV cache holds values (kernels/kv-format.ts). */
+  kvFormat: KvFormat;
   workspaceBytes: number;
   /** GPU buffers holding weight matrices (more than one per matrix when a matrix exceeds a binding). */
   weightShards: number;
@@ -137,7 +147,9 @@ export class WebGpuEngine implements TextEngine {
     const maxTokensPerStep = opts.maxTokensPerStep ?? (selected.caps.software ? 64 : 256);
     const pageSize = opts.pageSize ?? 16;
     const kvDim = cfg.nKvHeads * cfg.headDim;
-    const fullContextBytes = 2 * cfg.nLayers * contextLength * kvDim * 4;
+    const kvFormat = kvFormatFor(selected.caps, { headDim: cfg.headDim, nRot: cfg.rope.nRot }, opts.kvCache);
+    const valueBytes = kvValueBytes(kvFormat);
+    const fullContextBytes = 2 * cfg.nLayers * contextLength * kvDim * valueBytes;
     const weights = await loadWeights(ctx, gguf, source, cfg, matrices, opts.onProgress);
     const cache = new PagedKvCache(ctx, {
       layers: cfg.nLayers,
@@ -145,7 +157,8 @@ export class WebGpuEngine implements TextEngine {
       pageSize,
       maxSeqs: maxSequences,
       maxSeqLength: contextLength,
-      budgetBytes: Math.max(opts.kvCacheBytes ?? 512 * 2 ** 20, fullContextBytes + 2 * cfg.nLayers * pageSize * kvDim * 4),
+      budgetBytes: Math.max(opts.kvCacheBytes ?? 512 * 2 ** 20, fullContextBytes + 2 * cfg.nLayers * pageSize * kvDim * valueBytes),
+      format: kvFormat,
     });
     const transformer = new Transformer(ctx, cfg, weights, cache, matrices, { maxTokensPerStep, maxRowsPerStep: maxSequences, yieldEveryMs: opts.yieldEveryMs }, selected.blockingSubmit ? yieldToHost : undefined);
     await ctx.checkKernels();
@@ -355,6 +368,7 @@ export class WebGpuEngine implements TextEngine {
       adapter: this.selected.choice,
       weightsBytes: this.weights.bytes,
       kvCacheBytes: this.cache.bytes,
+      kvFormat: this.cache.format,
       workspaceBytes: this.transformer.ws.bytes,
       weightShards: this.weights.buffers.length,
       lastStepDispatches: this.transformer.lastDispatches,

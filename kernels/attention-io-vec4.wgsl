@@ -3,8 +3,8 @@
 // what one f32 load does. The output is written by store_head: f32 here (attention-out-f32.wgsl), or
 // quantized for the O product (attention-out-q8.wgsl).
 @group(0) @binding(0) var<storage, read> q: array<vec4f>;
-@group(0) @binding(1) var<storage, read> k_cache: array<vec4f>;
-@group(0) @binding(2) var<storage, read> v_cache: array<vec4f>;
+// k_cache and v_cache (bindings 1, 2) with k_pair(), v_pair(), k_one() and v_one() come from
+// attention-kv-f32.wgsl or attention-kv-f16.wgsl, by the cache's format.
 
 // Invocations a workgroup (AttentionKernel sets it).
 override WG: u32 = 8u;

@@ -40,10 +40,12 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
     let page = page_table[seq * params.max_pages + p / params.page_size];
     let base = (page * params.page_size + p % params.page_size) * kv_vec + kh * hv;
     var s4$r = vec4f();
-    for (var d = 0u; d < HV; d++) {
-      let k = k_cache[base + d];
-      s4$r += qv$r[d] * k;
-    }
+    // A head two vec4s at a time (one load where the cache packs them, attention-kv-f16.wgsl), written
+    // out by the wrapper (unrollLines): a line per pair, each pair's lines for all query heads together
+    // (their loads are one), and the odd-head line only where a head has an odd number of vec4s. The same
+    // sums in the same order as one vec4 at a time.
+    { let k = k_pair(base, 2u * $pu); s4$r += qv$r[2u * $pu] * k[0]; s4$r += qv$r[2u * $pu + 1u] * k[1]; }
+    s4$r += qv$r[HV - 1u] * k_one(base, HV - 1u); // odd head ($q)
     var s$r = (s4$r.x + s4$r.y + s4$r.z + s4$r.w) * params.scale;
     if (params.softcap > 0.0) {
       s$r = params.softcap * tanh(s$r / params.softcap);
@@ -52,10 +54,8 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
     let rescale$r = exp(m$r - m_new$r);
     let w$r = exp(s$r - m_new$r);
     l$r = l$r * rescale$r + w$r;
-    for (var d = 0u; d < HV; d++) {
-      let v = v_cache[base + d];
-      acc$r[d] = acc$r[d] * rescale$r + w$r * v;
-    }
+    { let v = v_pair(base, 2u * $pu); acc$r[2u * $pu] = acc$r[2u * $pu] * rescale$r + w$r * v[0]; acc$r[2u * $pu + 1u] = acc$r[2u * $pu + 1u] * rescale$r + w$r * v[1]; }
+    acc$r[HV - 1u] = acc$r[HV - 1u] * rescale$r + w$r * v_one(base, HV - 1u); // odd head ($q)
     m$r = m_new$r;
   }
   if (chunk_end == last) { break; }

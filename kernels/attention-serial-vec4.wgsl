@@ -34,14 +34,19 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
     let page = page_table[seq * params.max_pages + p / params.page_size];
     let base = (page * params.page_size + p % params.page_size) * kv_vec + kh * hv;
     var s4 = vec4f();
-    for (var d = 0u; d < HV; d++) { s4 += qv[d] * k_cache[base + d]; }
+    // A head two vec4s at a time (one load where the cache packs them, attention-kv-f16.wgsl), written
+    // out by the wrapper (unrollLines): a line per pair, and the odd-head line only where a head has an
+    // odd number of vec4s. The same sums in the same order as one vec4 at a time.
+    { let k = k_pair(base, 2u * $pu); s4 += qv[2u * $pu] * k[0]; s4 += qv[2u * $pu + 1u] * k[1]; }
+    s4 += qv[HV - 1u] * k_one(base, HV - 1u); // odd head ($q)
     var s = (s4.x + s4.y + s4.z + s4.w) * params.scale;
     if (params.softcap > 0.0) { s = params.softcap * tanh(s / params.softcap); }
     let m_new = max(m, s);
     let rescale = exp(m - m_new);
     let w = exp(s - m_new);
     l = l * rescale + w;
-    for (var d = 0u; d < HV; d++) { acc[d] = acc[d] * rescale + w * v_cache[base + d]; }
+    { let v = v_pair(base, 2u * $pu); acc[2u * $pu] = acc[2u * $pu] * rescale + w * v[0]; acc[2u * $pu + 1u] = acc[2u * $pu + 1u] * rescale + w * v[1]; }
+    acc[HV - 1u] = acc[HV - 1u] * rescale + w * v_one(base, HV - 1u); // odd head ($q)
     m = m_new;
   }
   if (chunk_end == last) { break; }

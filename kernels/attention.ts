@@ -2,6 +2,9 @@ import source from './attention.wgsl?raw';
 import io from './attention-io.wgsl?raw';
 import ioF32 from './attention-io-f32.wgsl?raw';
 import ioVec4 from './attention-io-vec4.wgsl?raw';
+import kvF16 from './attention-kv-f16.wgsl?raw';
+import kvF32 from './attention-kv-f32.wgsl?raw';
+import type { KvFormat } from './kv-format.ts';
 import outF32 from './attention-out-f32.wgsl?raw';
 import outQ8 from './attention-out-q8.wgsl?raw';
 import serial from './attention-serial.wgsl?raw';
@@ -12,7 +15,7 @@ import { type CompiledKernel, type KernelContext, wgsl } from './runtime/context
 import { grid2d } from './runtime/grid.ts';
 import xqBlock from './quantize-x-block.wgsl?raw';
 import { q8RowVec4s } from './quantize-x.ts';
-import { unrollRowsTokens } from './unroll.ts';
+import { unrollLines, unrollRowsTokens } from './unroll.ts';
 
 export const ATTENTION_MAX_HEAD_DIM = 256;
 const SERIAL_WG = 8;
@@ -82,7 +85,10 @@ export class AttentionKernel {
     variant: 'serial' | 'workgroup' = ctx.caps.software ? 'serial' : 'workgroup',
     posChunk = 32768,
     private readonly minGroupedItems = SERIAL_WG,
+    /** The KV cache's format (kv-format.ts): 'f16' is read by the serial vec4 kernels only. */
+    readonly kv: KvFormat = 'f32',
   ) {
+    if (kv === 'f16' && variant !== 'serial') throw new Error('attention: an f16 KV cache is read by the serial (CPU) kernels only');
     this.serial = variant === 'serial';
     this.kernel = this.serial
       ? ctx.kernel({ label: 'attention-serial', code: wgsl(io, ioF32, serial), bindings: BINDINGS, constants: { WG: SERIAL_WG, POS_CHUNK: posChunk } })
@@ -106,10 +112,16 @@ export class AttentionKernel {
     let k = this.serialVec4.get(key);
     if (!k) {
       const constants = { WG: this.wgFor(group), POS_CHUNK: this.posChunk, HV: headDim / 4, ...(output === 'q8_0' ? { XQ_GROUP: 32 } : {}) };
-      const body = group > 1 ? unrollRowsTokens(serialGrouped, group, 1) : serialVec4;
+      const hv = headDim / 4;
+      // A head's pairs written out, not looped: llvmpipe left a loop over the f16 cache's pairs rolled (its
+      // body grew with the unpacking), and a rolled loop keeps the head's arrays in memory, 3x slower.
+      // Pairs first, then query heads, so each pair's load is followed by every head's use of it.
+      const pairs = unrollLines(unrollLines(group > 1 ? serialGrouped : serialVec4, '$p', Math.floor(hv / 2)), '$q', hv % 2);
+      const body = group > 1 ? unrollRowsTokens(pairs, group, 1) : pairs;
       const label = `attention-serial-${group > 1 ? `grouped-d${headDim}-g${group}` : `vec4-d${headDim}`}${output === 'q8_0' ? '-q8' : ''}`;
       const out = output === 'q8_0' ? wgsl(outQ8, xqBlock) : outF32;
-      this.serialVec4.set(key, (k = this.ctx.kernel({ label, code: wgsl(io, ioVec4, out, body), bindings: BINDINGS, constants })));
+      const kv = this.kv === 'f16' ? kvF16 : kvF32;
+      this.serialVec4.set(key, (k = this.ctx.kernel({ label: `${label}${this.kv === 'f16' ? '-kv16' : ''}`, code: wgsl(io, ioVec4, kv, out, body), bindings: BINDINGS, constants })));
     }
     return k;
   }
@@ -150,6 +162,9 @@ export class AttentionKernel {
     const together = by4 ? groupedHeads(p.heads, p.kvHeads, p.headDim) : 1;
     const grouped = together > 1 && (p.tokens * p.heads) / together >= this.minGroupedItems;
     const [gx, gy] = grid2d(Math.ceil((p.tokens * p.heads) / (grouped ? together : 1) / this.wgFor(grouped ? together : 1)));
+    if (this.kv === 'f16' && (!by4 || p.headDim % 8 !== 0)) {
+      throw new Error(`attention: an f16 KV cache needs the vec4 kernels: a head dimension that is a multiple of 8 (got ${p.headDim}) and q and output offsets and strides that are multiples of 4`);
+    }
     const kernel = by4 ? this.vec4Kernel(p.headDim, q8 ? 'q8_0' : 'f32', grouped ? together : 1) : this.kernel;
     arena.dispatch(pass, kernel, group, s, gx, gy);
   }

@@ -9,8 +9,8 @@
 
 // Params, WG and the other bindings: rope-kv-store-io.wgsl.
 @group(0) @binding(0) var<storage, read_write> qkv: array<vec4f>;
-@group(0) @binding(5) var<storage, read_write> k_cache: array<vec4f>;
-@group(0) @binding(6) var<storage, read_write> v_cache: array<vec4f>;
+// k_cache and v_cache (bindings 5, 6) with store_k() and store_v() come from rope-kv-store-cache-f32.wgsl
+// or rope-kv-store-cache-f16.wgsl, by the cache's format.
 
 // The rotation of pair indices `i` at `pos`: (cos, sin) of each, component by component.
 fn angles(pos: u32, i: vec4u) -> mat2x4f {
@@ -39,7 +39,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
 
   if (item >= head_items) {
     let d = item - head_items;
-    v_cache[cache_row + d] = qkv[row + q_vec + kv_vec + d];
+    store_v(cache_row + d, qkv[row + q_vec + kv_vec + d]);
     return;
   }
   let h = item / hv;
@@ -75,7 +75,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
     if (two) { qkv[base + jb] = b; }
   } else {
     let kb = cache_row + (h - params.heads) * hv;
-    k_cache[kb + j] = a;
-    if (two) { k_cache[kb + jb] = b; }
+    store_k(kb + j, a);
+    if (two) { store_k(kb + jb, b); }
   }
 }

@@ -2,6 +2,9 @@ import angle from './rope-angle.wgsl?raw';
 import source from './rope-kv-store.wgsl?raw';
 import sourceVec4 from './rope-kv-store-vec4.wgsl?raw';
 import io from './rope-kv-store-io.wgsl?raw';
+import cacheF16 from './rope-kv-store-cache-f16.wgsl?raw';
+import cacheF32 from './rope-kv-store-cache-f32.wgsl?raw';
+import type { KvFormat } from './kv-format.ts';
 import type { ParamArena } from './runtime/arena.ts';
 import { writeRopeSettings, type RopeSettings } from './rope.ts';
 import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
@@ -31,12 +34,21 @@ export class RopeKvStoreKernel {
   /** The vec4 kernel, where chosen (CPU rasterisers: see rope-kv-store-vec4.wgsl). */
   private readonly vec4: CompiledKernel | undefined;
 
-  /** `variant`: 'auto' takes the vec4 kernel on CPU adapters where the shapes allow; tests force either. */
-  constructor(ctx: KernelContext, variant: 'auto' | 'scalar' | 'vec4' = 'auto') {
+  /**
+   * `variant`: 'auto' takes the vec4 kernel on CPU adapters where the shapes allow; tests force either.
+   * `kv`: the cache's format (kv-format.ts); 'f16' is written by the vec4 kernel only.
+   */
+  constructor(
+    ctx: KernelContext,
+    variant: 'auto' | 'scalar' | 'vec4' = 'auto',
+    readonly kv: KvFormat = 'f32',
+  ) {
     const bindings = ['write', 'read', 'read', 'read', 'read', 'write', 'write'] as const;
     this.kernel = ctx.kernel({ label: 'rope-kv-store', code: wgsl(io, source, angle), bindings, constants: { WG } });
-    if (variant === 'vec4' || (variant === 'auto' && ctx.caps.software)) {
-      this.vec4 = ctx.kernel({ label: 'rope-kv-store-vec4', code: wgsl(io, sourceVec4, angle), bindings, constants: { WG } });
+    if (kv === 'f16' && variant === 'scalar') throw new Error('rope-kv-store: an f16 KV cache is written by the vec4 kernel only');
+    if (variant === 'vec4' || kv === 'f16' || (variant === 'auto' && ctx.caps.software)) {
+      const label = `rope-kv-store-vec4${kv === 'f16' ? '-kv16' : ''}`;
+      this.vec4 = ctx.kernel({ label, code: wgsl(io, sourceVec4, kv === 'f16' ? cacheF16 : cacheF32, angle), bindings, constants: { WG } });
     }
   }
 
@@ -56,6 +68,7 @@ export class RopeKvStoreKernel {
     arena.u32[s + 10] = p.pageSize;
     arena.u32[s + 11] = p.maxPages;
     const byVec4 = this.vec4 && p.headDim % 4 === 0 && p.tokenStride % 4 === 0 && p.nRot % (p.neox ? 8 : 4) === 0;
+    if (this.kv === 'f16' && !byVec4) throw new Error(`rope-kv-store: an f16 KV cache needs the vec4 kernel: head dim ${p.headDim}, token stride ${p.tokenStride} and rotated dims ${p.nRot} must be multiples of 4 (8 rotated in NeoX order)`);
     // Items per token: elements of every head and of V, two (scalar) or four (vec4) to an item.
     const perItem = byVec4 ? 4 : 2;
     const perToken = ((p.heads + 2 * p.kvHeads) * p.headDim) / perItem;

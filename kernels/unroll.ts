@@ -9,8 +9,15 @@
  * and `$TOKENS` become the counts.
  */
 export function unrollRowsTokens(template: string, rows: number, tokens: number): string {
-  const expand = (lines: string[], v: string, n: number) =>
-    lines.flatMap((line) => (line.includes(v) ? Array.from({ length: n }, (_, i) => line.replaceAll(v, String(i))) : [line]));
   const lines = template.replaceAll('$ROWS', String(rows)).replaceAll('$TOKENS', String(tokens)).split('\n');
   return expand(expand(lines, '$r', rows), '$t', tokens).join('\n');
+}
+
+/** Every line containing `variable` written once per i in 0 .. n-1 with it replaced by i (n = 0 drops the line). */
+export function unrollLines(template: string, variable: string, n: number): string {
+  return expand(template.split('\n'), variable, n).join('\n');
+}
+
+function expand(lines: string[], v: string, n: number): string[] {
+  return lines.flatMap((line) => (line.includes(v) ? Array.from({ length: n }, (_, i) => line.replaceAll(v, String(i))) : [line]));
 }

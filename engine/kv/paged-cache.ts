@@ -4,6 +4,7 @@
  */
 import type { KernelContext } from '../../kernels/runtime/context.ts';
 import { PageAllocator } from './page-allocator.ts';
+import { kvValueBytes, type KvFormat } from '../../kernels/kv-format.ts';
 
 export interface KvCacheOptions {
   layers: number;
@@ -14,6 +15,8 @@ export interface KvCacheOptions {
   maxSeqLength: number;
   /** Bytes of GPU memory for K and V of all layers together. */
   budgetBytes: number;
+  /** How values are held (kernels/kv-format.ts; default 'f32'). */
+  format?: KvFormat;
 }
 
 export class PagedKvCache {
@@ -23,12 +26,14 @@ export class PagedKvCache {
   readonly pageTable: GPUBuffer;
   readonly maxPagesPerSeq: number;
   readonly bytes: number;
+  readonly format: KvFormat;
 
   constructor(
     private readonly ctx: KernelContext,
     readonly opts: KvCacheOptions,
   ) {
-    const rowBytes = opts.kvDim * 4;
+    this.format = opts.format ?? 'f32';
+    const rowBytes = opts.kvDim * kvValueBytes(this.format);
     const pageBytes = opts.pageSize * rowBytes;
     this.maxPagesPerSeq = Math.ceil(opts.maxSeqLength / opts.pageSize);
     // Enough pages for the budget, but no more than every slot at full length, and each layer's buffer

@@ -240,7 +240,11 @@ describe('qwen2 with Q/K/V of different types (attn_v in F16, as Q4_K_M files ke
  */
 async function expectQuantizedParity(path: string, prompts: number[][], vocab: number, cpuDispatches: number): Promise<void> {
   const refs = await llamaCppReference(llama, path, prompts, vocab, STEPS);
-  const engine = await loadEngine({ model: path, contextLength: 256, maxSequences: 2 });
+  // These random-weight models amplify rounding (activation rounding alone moves their logits by
+  // percents), so they are held to llama.cpp's f32 KV cache with ours in f32 too: with the CPU's default
+  // f16 cache their next-token probabilities differed by 0.06-0.13 from llama.cpp's, with its f16 cache as
+  // with its f32 one (kv-format.test.ts checks the f16 path on stories260K against llama.cpp's default).
+  const engine = await loadEngine({ model: path, contextLength: 256, maxSequences: 2, kvCache: 'f32' });
   try {
     await engine.generate({ tokens: prompts[0], maxTokens: 2, temperature: 0, stopAtEndOfGeneration: false }).result;
     if (['llvmpipe', 'swiftshader'].includes(engine.stats().adapter)) expect(engine.stats().lastStepDispatches).toBe(cpuDispatches);

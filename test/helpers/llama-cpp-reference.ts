@@ -14,11 +14,15 @@ export interface LlamaCppReference {
 }
 
 
-/** llama.cpp's greedy continuation and distributions, with an f32 KV cache and no flash attention (its f16 paths round at ~1e-3). */
-export async function llamaCppReference(llama: Llama, path: string, prompts: number[][], vocab: number, steps: number): Promise<LlamaCppReference[]> {
+/**
+ * llama.cpp's greedy continuation and distributions, without flash attention, with its KV cache in `kv`:
+ * 'F32' by default, whose attention is the engine's f32 cache's; 'F16' (llama.cpp's own default) rounds
+ * K and V as the engine's f16 cache does (kernels/kv-format.ts), and also q and the attention weights.
+ */
+export async function llamaCppReference(llama: Llama, path: string, prompts: number[][], vocab: number, steps: number, kv: 'F32' | 'F16' = 'F32'): Promise<LlamaCppReference[]> {
   const model = await llama.loadModel({ modelPath: path });
   try {
-    const context = await model.createContext({ threads: 1, contextSize: 256, flashAttention: false, experimentalKvCacheKeyType: 'F32', experimentalKvCacheValueType: 'F32' });
+    const context = await model.createContext({ threads: 1, contextSize: 256, flashAttention: false, experimentalKvCacheKeyType: kv, experimentalKvCacheValueType: kv });
     try {
       const out: LlamaCppReference[] = [];
       for (const prompt of prompts) {

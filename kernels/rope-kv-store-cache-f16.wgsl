@@ -1,0 +1,12 @@
+// The KV cache in its 'f16' format (kv-format.ts) for rope-kv-store-vec4.wgsl: store_k(i, v) and
+// store_v(i, v) write vec4 i of a cache buffer as four halves, packed in pairs.
+@group(0) @binding(5) var<storage, read_write> k_cache: array<vec2u>;
+@group(0) @binding(6) var<storage, read_write> v_cache: array<vec2u>;
+
+fn store_k(i: u32, v: vec4f) {
+  k_cache[i] = vec2u(pack2x16float(v.xy), pack2x16float(v.zw));
+}
+
+fn store_v(i: u32, v: vec4f) {
+  v_cache[i] = vec2u(pack2x16float(v.xy), pack2x16float(v.zw));
+}
