@@ -31,7 +31,9 @@ async function load(preset: ModelPreset, type: SynthType, name: string): Promise
     at += c.length;
   }
   const selected = await openNodeDevice();
-  const engine = await WebGpuEngine.load(selected, new BytesSource(bytes, `${name}.gguf`), { contextLength: 256, maxSequences: 2 });
+  // The trainer's attention reads f32 K and V: so does the engine here (the CPU adapters' default cache
+  // is half precision, kernels/kv-format.ts, which moved the first case's loss by 1e-3 of itself).
+  const engine = await WebGpuEngine.load(selected, new BytesSource(bytes, `${name}.gguf`), { contextLength: 256, maxSequences: 2, kvCache: 'f32' });
   engines.push(engine);
   return engine;
 }
