@@ -5,9 +5,10 @@
  * (Mesa 22.3) compiles a storage load into a loop over the SIMD lanes with an exec-mask test and a bounds
  * branch per lane and component, while a uniform-buffer load is a branchless gather. The tiled Q8_0
  * products of 16 tokens, SmolLM2-135M shapes, took 9-13% less time with x bound as a uniform buffer
- * (8 interleaved pairs); batched decode (the 8-token tiled kernel) 4 sequences' aggregate +9-10%. A uniform binding holds at most maxUniformBufferBindingSize (64 KiB on llvmpipe):
- * 64 tokens of a 576-wide x (SmolLM2-135M's QKV, O and gate|up) fit one window, of a 1536-wide x (its
- * down product) not. Such steps keep storage x: splitting them into one dispatch per window made the
+ * (8 interleaved pairs); batched decode (the 8-token tiled kernel) of 4 sequences +9-10% aggregate.
+ * A uniform binding holds at most maxUniformBufferBindingSize (64 KiB on llvmpipe): 64 tokens of a
+ * 576-wide x (SmolLM2-135M's QKV, O and gate|up) fit one window, of a 1536-wide x (its down product)
+ * not. Such steps keep storage x: splitting them into one dispatch per window made the
  * step's products 6-14% slower (the down product's 16-token dispatches have 3 workgroups for 2 threads).
  *
  * Decode (matrix-vector) products keep storage x: there x is a small share of the loads (measured within
