@@ -53,7 +53,8 @@ export async function measureOurs(spec: BenchSpec, adapter: string | undefined):
     timeToFirstTokenMs: median(ttft),
     gpuMemoryBytes: st.weightsBytes + st.kvCacheBytes + st.workspaceBytes,
     dispatchesPerToken: dispatches,
-    extra: { ...idle, ...pipelining, ...constrained, ...batched },
+    // kvCacheF16: the engine's KV cache held half-precision values (kernels/kv-format.ts), 1 or 0.
+    extra: { ...idle, ...pipelining, ...constrained, ...batched, kvCacheF16: st.kvFormat === 'f16' ? 1 : 0 },
   };
 }
 
