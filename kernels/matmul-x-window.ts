@@ -40,37 +40,41 @@ export function withUniformX(common: string, vec4s: number): string {
   return common.replace(STORAGE_X, `@group(0) @binding(1) var<uniform> x: array<vec4f, ${vec4s}>;`);
 }
 
+/** The tiled kernel widths that read x through a window (matmul.ts: 8 and 16 tokens an invocation). */
+export type XWidth = 'narrow' | 'wide';
+
 /**
  * The x windows of a product's bound buffers. `attach` records the buffers behind a bind group of the
- * storage-x kernel; `window` then gives the uniform-x bind group (made once and kept), or undefined where
- * x cannot be read through one: a buffer without uniform usage, an x offset, or a step whose x does not
- * fit one window.
+ * storage-x kernels; `window` then gives a width's uniform-x kernel and the window bind group (made once
+ * and kept; both widths' kernels share its layout), or undefined where x cannot be read through one: a
+ * buffer without uniform usage, an x offset, or a step whose x does not fit one window.
  */
-export class XWindow {
+export class XWindows {
   private readonly attached = new WeakMap<GPUBindGroup, { buffers: readonly (GPUBuffer | GPUBufferBinding)[]; window?: GPUBindGroup }>();
+  private readonly size: number;
 
   constructor(
-    private readonly ctx: KernelContext,
-    private readonly make: () => CompiledKernel,
-  ) {}
-
-  /** The windowed kernel (compiled on first use). */
-  get kernel(): CompiledKernel {
-    return this.make();
+    ctx: KernelContext,
+    /** Each width's windowed kernel, compiled on first use. */
+    private readonly kernels: Record<XWidth, () => CompiledKernel>,
+  ) {
+    this.size = xWindowBytes(ctx.caps);
   }
 
   attach(group: GPUBindGroup, buffers: readonly (GPUBuffer | GPUBufferBinding)[]): void {
     this.attached.set(group, { buffers });
   }
 
-  window(group: GPUBindGroup, t: number, xOffset: number, xStride: number): GPUBindGroup | undefined {
+  window(group: GPUBindGroup, width: XWidth, t: number, xOffset: number, xStride: number): { kernel: CompiledKernel; group: GPUBindGroup } | undefined {
     const a = this.attached.get(group);
     const x = a?.buffers[1];
-    const size = xWindowBytes(this.ctx.caps);
+    const size = this.size;
     if (!a || !x || 'buffer' in x || (x.usage & GPUBufferUsage.UNIFORM) === 0 || xOffset !== 0 || t * xStride * 16 > size || x.size < size) return undefined;
-    return (a.window ??= this.kernel.bind(
+    const kernel = this.kernels[width]();
+    a.window ??= kernel.bind(
       a.buffers.map((b, i) => (i === 1 ? { buffer: x, offset: 0, size } : b)),
-      `${this.kernel.label} x window`,
-    ));
+      `${kernel.label} x window`,
+    );
+    return { kernel, group: a.window };
   }
 }

@@ -12,7 +12,7 @@ import tiles from './matmul-tiles.wgsl?raw';
 import { BLOCK_WALK_TYPES, gpuLayout } from './quant/layouts.ts';
 import type { ParamArena } from './runtime/arena.ts';
 import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
-import { withUniformX, xWindowBytes, XWindow } from './matmul-x-window.ts';
+import { withUniformX, xWindowBytes, XWindows } from './matmul-x-window.ts';
 import { q8RowVec4s } from './quantize-x.ts';
 
 /**
@@ -56,7 +56,7 @@ export class MatMulKernel {
   /** With quantized x: the XQ8_WIDE_TOKENS-token kernel, made on first use. */
   private wide: (() => CompiledKernel) | undefined;
   /** With quantized x: both widths' kernels reading x through a uniform window, where the device allows one. */
-  private xWindows: { narrow: XWindow; wide: XWindow } | undefined;
+  private xWindows: XWindows | undefined;
 
   constructor(
     ctx: KernelContext,
@@ -90,12 +90,12 @@ export class MatMulKernel {
         this.wide = () => (wide ??= ctx.kernel(spec));
         // Both widths also read x through a uniform window where it fits one (matmul-x-window.ts).
         const window = xWindowBytes(ctx.caps);
-        const windowed = (t: number, label: string): XWindow => {
+        const windowed = (t: number, name: string): (() => CompiledKernel) => {
           let kernel: CompiledKernel | undefined;
-          const windowSpec = { label: `${label}-xwin`, code: wgsl(blockCode(t), withUniformX(common, window / 16), xAligned, decode), bindings: bindings.map((b, i) => (i === 1 ? ('uniform' as const) : b)), constants: { WG_N, WG_T } };
-          return new XWindow(ctx, () => (kernel ??= ctx.kernel(windowSpec)));
+          const windowSpec = { label: `${name}-xwin`, code: wgsl(blockCode(t), withUniformX(common, window / 16), xAligned, decode), bindings: bindings.map((b, i) => (i === 1 ? ('uniform' as const) : b)), constants: { WG_N, WG_T } };
+          return () => (kernel ??= ctx.kernel(windowSpec));
         };
-        if (window > 0) this.xWindows = { narrow: windowed(tokens, label), wide: windowed(XQ8_WIDE_TOKENS, spec.label) };
+        if (window > 0) this.xWindows = new XWindows(ctx, { narrow: windowed(tokens, label), wide: windowed(XQ8_WIDE_TOKENS, spec.label) });
       }
     }
   }
@@ -117,19 +117,15 @@ export class MatMulKernel {
    * window of it (matmul-x-window.ts).
    */
   attach(group: GPUBindGroup, w: GPUBuffer | GPUBufferBinding, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding, more: ProductExtras = {}): void {
-    if (!this.xWindows) return;
-    const buffers = productBuffers(this.kernel.label, this.opts, w, x, y, more);
-    this.xWindows.narrow.attach(group, buffers);
-    this.xWindows.wide.attach(group, buffers);
+    this.xWindows?.attach(group, productBuffers(this.kernel.label, this.opts, w, x, y, more));
   }
 
   encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: MatmulParams): void {
     const s = writeMatmulParams(arena, p);
     const wide = this.wide !== undefined && p.t >= XQ8_WIDE_TOKENS;
     const tileT = wide ? REGS.WG_T * XQ8_WIDE_TOKENS : this.tileT;
-    const xWindow = wide ? this.xWindows?.wide : this.xWindows?.narrow;
-    const window = xWindow?.window(group, p.t, p.xOffset ?? 0, p.xStride ?? q8RowVec4s(p.k));
-    const kernel = window ? xWindow!.kernel : wide ? this.wide!() : this.xq8 ? this.kernels.aligned : this.kernels.for(p);
-    arena.dispatch(pass, kernel, window ?? group, s, Math.ceil(p.n / this.tileN), Math.ceil(p.t / tileT));
+    const window = this.xWindows?.window(group, wide ? 'wide' : 'narrow', p.t, p.xOffset ?? 0, p.xStride ?? q8RowVec4s(p.k));
+    const kernel = window?.kernel ?? (wide ? this.wide!() : this.xq8 ? this.kernels.aligned : this.kernels.for(p));
+    arena.dispatch(pass, kernel, window?.group ?? group, s, Math.ceil(p.n / this.tileN), Math.ceil(p.t / tileT));
   }
 }

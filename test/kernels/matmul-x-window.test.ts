@@ -82,4 +82,20 @@ describe.skipIf(!windows)('tiled products with x in a uniform window', () => {
     const { labels } = await run(mm, mm.bind(w, xq, y), xq, x, y, { t, n, k, yStride: n });
     expect(labels).toEqual([`matmul-regs-${typeName(type)}-xq8${width}-xwin`]);
   });
+
+  it('one bind group serves both widths through its one window, each giving the storage-x result', async () => {
+    const [type, k, n, most] = [GgmlType.Q8_0, 576, 40, 32];
+    const w = uploadRows(ctx, randomWeights(type, n, k, 6));
+    const kern = new MatMulKernel(ctx, type, 'regs', { xq8: true });
+    const [xs, xw] = [ctx.storage('xq.s', most * q8RowVec4s(k) * 16), xq8Buffer(ctx, 'xq.w', most * q8RowVec4s(k) * 16)];
+    const [ys, yw] = [ctx.storage('y.s', (3 + most * n) * 4), ctx.storage('y.w', (3 + most * n) * 4)];
+    const [viaStorage, viaWindow] = [kern.bind(w, xs, ys), kern.bind(w, xw, yw)];
+    for (const t of [5, most]) {
+      const x = ctx.storage('x', t * k * 4, randomF32(t * k, 7 + t));
+      const windowed = await run(kern, viaWindow, xw, x, yw, { t, n, k, yStride: n });
+      const plain = await run(kern, viaStorage, xs, x, ys, { t, n, k, yStride: n });
+      expect(windowed.labels).toEqual([`matmul-regs-${typeName(type)}-xq8${t >= 16 ? '-t16' : ''}-xwin`]);
+      expect(Array.from(windowed.y)).toEqual(Array.from(plain.y));
+    }
+  });
 });
