@@ -22,6 +22,14 @@ struct Params {
   norm_eps: f32,
   // Always 0: see keep_loads().
   zero: u32,
+  // Products with a tail (matvec-tail.wgsl) only: 1 where this dispatch runs it; the tail's epsilon, its
+  // values per row, where its input rows start in y and their distance, and (GLU) up's distance from gate.
+  tail_on: u32,
+  tail_eps: f32,
+  tail_n: u32,
+  tail_in_offset: u32,
+  tail_in_stride: u32,
+  tail_up: u32,
 }
 
 @group(0) @binding(0) var<storage, read> w: array<vec4u>;

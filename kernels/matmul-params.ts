@@ -7,6 +7,7 @@ import xAligned from './matmul-x-aligned.wgsl?raw';
 import xUnaligned from './matmul-x-unaligned.wgsl?raw';
 import xGlu from './matmul-x-glu.wgsl?raw';
 import { activationWgsl, type Activation } from './activation.ts';
+import { tailBindings, tailSuffix, type ProductTail, type TailParams } from './matvec-tail.ts';
 
 export interface MatmulParams {
   /** Rows of x and of y (tokens). */
@@ -33,6 +34,8 @@ export interface MatmulParams {
   gluUp?: number;
   /** Norm-fused kernels (ProductOptions.norm): the RMSNorm epsilon. */
   normEps?: number;
+  /** Kernels built with a tail (ProductOptions.tail): run it in this dispatch, reading its input as given. */
+  tail?: TailParams;
 }
 
 /** Take a slot and write the Params struct; returns the slot's word index. */
@@ -54,6 +57,14 @@ export function writeMatmulParams(arena: ParamArena, p: MatmulParams): number {
   arena.u32[s + 9] = p.gluUp ?? 0;
   arena.f32[s + 10] = p.normEps ?? 0;
   arena.u32[s + 11] = 0;
+  if (p.tail) {
+    arena.u32[s + 12] = 1;
+    arena.f32[s + 13] = p.tail.eps ?? 0;
+    arena.u32[s + 14] = p.tail.n;
+    arena.u32[s + 15] = p.tail.inOffset;
+    arena.u32[s + 16] = p.tail.inStride;
+    arena.u32[s + 17] = p.tail.up ?? 0;
+  }
   return s;
 }
 
@@ -87,14 +98,22 @@ export interface ProductOptions {
    * The other kernels of the product take the binding and ignore it, so one bind group serves them all.
    */
   prefetch?: boolean;
+  /**
+   * CPU rasterisers' matrix-vector kernels (variant 'rows') run this pass after the product in its last
+   * invocation, in dispatches whose params ask for it (matvec-tail.ts); its buffers are bound last.
+   */
+  tail?: ProductTail;
 }
 
-/** The store() a product kernel is built with, and its bindings: W, x, y, then the bias, the norm weight and the next weights, each if it has one. */
-export function productStore(opts: ProductOptions): { code: string; bindings: readonly BindingKind[]; suffix: string } {
+/**
+ * The store() a product kernel is built with, and its bindings: W, x, y, then the bias, the norm weight,
+ * the next weights and the tail's buffers, each if it has them; `tailBinding`, the tail's first.
+ */
+export function productStore(opts: ProductOptions): { code: string; bindings: readonly BindingKind[]; suffix: string; tailBinding: number } {
   const glu = opts.glu ? `-glu-${opts.glu}` : '';
-  const tail = `${opts.norm ? '-norm' : ''}${opts.xq8 ? '-xq8' : ''}${opts.prefetch ? '-pf' : ''}`;
-  const bindings: BindingKind[] = ['read', 'read', 'write', ...(opts.bias ? (['read'] as const) : []), ...(opts.norm ? (['read'] as const) : []), ...(opts.prefetch ? (['read'] as const) : [])];
-  return { code: opts.bias ? storeBias : store, bindings, suffix: `${opts.bias ? '-bias' : ''}${glu}${tail}` };
+  const after = `${opts.norm ? '-norm' : ''}${opts.xq8 ? '-xq8' : ''}${opts.prefetch ? '-pf' : ''}${tailSuffix(opts.tail)}`;
+  const own: BindingKind[] = ['read', 'read', 'write', ...(opts.bias ? (['read'] as const) : []), ...(opts.norm ? (['read'] as const) : []), ...(opts.prefetch ? (['read'] as const) : [])];
+  return { code: opts.bias ? storeBias : store, bindings: [...own, ...tailBindings(opts.tail)], suffix: `${opts.bias ? '-bias' : ''}${glu}${after}`, tailBinding: own.length };
 }
 
 type Buffer = GPUBuffer | GPUBufferBinding;
@@ -105,6 +124,8 @@ export interface ProductExtras {
   norm?: Buffer;
   /** ProductOptions.prefetch: the weights to prefetch (a 16-byte buffer for none). */
   next?: Buffer;
+  /** ProductOptions.tail: its counter (a zeroed word), the norm weight ('norm-q8'), its int8 output. */
+  tail?: Buffer[];
 }
 
 /** The buffers of a product's bind group in binding order, checked against how it was built. */
@@ -113,7 +134,9 @@ export function productBuffers(label: string, opts: ProductOptions, w: Buffer, x
     const given = more[name] !== undefined;
     if (given !== (flag ?? false)) throw new Error(`${label}: ${flag ? `needs a ${name} buffer` : `built without a ${name} buffer`}`);
   }
-  return [w, x, y, ...[more.bias, more.norm, more.next].filter((b): b is Buffer => b !== undefined)];
+  const tail = tailBindings(opts.tail).length;
+  if ((more.tail?.length ?? 0) !== tail) throw new Error(`${label}: ${tail ? `needs ${tail} tail buffers` : 'built without a tail'}`);
+  return [w, x, y, ...[more.bias, more.norm, more.next].filter((b): b is Buffer => b !== undefined), ...(more.tail ?? [])];
 }
 
 /**

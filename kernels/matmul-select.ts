@@ -40,8 +40,14 @@ export class WeightMatmul {
     private readonly opts: ProductOptions = {},
   ) {}
 
+  /** Up to how many rows of x this product's dispatches can run its tail (ProductOptions.tail): 0 without one. */
+  get tailUpTo(): number {
+    return this.opts.tail ? matvecUpTo(this.ctx, this.type) : 0;
+  }
+
   kernelFor(t: number): MatVecKernel | MatMulKernel {
     const key = t <= matvecUpTo(this.ctx, this.type) ? t : 0;
+    if (key === 0 && this.opts.tail) throw new Error(`WeightMatmul: a product with a tail runs up to ${matvecUpTo(this.ctx, this.type)} rows of x, not ${t}`);
     let k = this.kernels.get(key);
     if (!k) {
       k = selectMatmul(this.ctx, this.type, t, this.opts);
@@ -50,13 +56,13 @@ export class WeightMatmul {
     return k;
   }
 
-  /** W, x, y, and the bias, norm weight and next weights where the product was built with them. */
+  /** W, x, y, and the bias, norm weight, next weights and tail buffers where the product was built with them. */
   bind(w: GPUBuffer | GPUBufferBinding, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding, more: ProductExtras = {}): GPUBindGroup {
     const k = this.kernelFor(1);
     if (!(k instanceof MatVecKernel)) throw new Error('WeightMatmul: no matrix-vector kernel for one row');
     const group = k.bind(w, x, y, more);
     // Quantized x may be read through a uniform window by the tiled kernel (matmul-x-window.ts).
-    if (this.opts.xq8) {
+    if (this.opts.xq8 && !this.opts.tail) {
       const tiled = this.kernelFor(MAX_MATVEC_T + 1);
       if (tiled instanceof MatMulKernel) tiled.attach(group, w, x, y, more);
     }

@@ -67,7 +67,7 @@ export class MatMulKernel {
     const store = productStore(opts);
     const decode = wgsl(gpuLayout(type).wgsl, store.code);
     const label = `matmul-${variant}-${typeName(type)}${store.suffix}`;
-    if (opts.norm) throw new Error(`${label}: norm-fused products are matrix-vector only (decode-sized batches)`);
+    if (opts.norm || opts.tail) throw new Error(`${label}: norm-fused products and tails are matrix-vector only (decode-sized batches)`);
     const blocks = BLOCK_WALK_TYPES.has(type) && variant === 'regs';
     if (opts.xq8 && (!blocks || opts.glu)) throw new Error(`${label}: quantized x is read by the block-walking regs kernel only (Q8_0, Q4_0, Q4_K, Q6_K), without a gated input`);
     this.xq8 = opts.xq8 ?? false;

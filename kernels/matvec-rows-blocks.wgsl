@@ -7,7 +7,8 @@
 // per block (three when quantized), shared by all the invocation's weight rows.
 //
 // After its rows, each invocation prefetches its share of the next product's weights (prefetch_next() from
-// matvec-prefetch.wgsl, or matvec-prefetch-none.wgsl's, which does nothing).
+// matvec-prefetch.wgsl, or matvec-prefetch-none.wgsl's, which does nothing), then counts itself done
+// for the product's tail (after_rows(): see matvec-tail.wgsl).
 //
 // Template: a line containing `$r` is written once per weight row (0 .. R-1), one containing `$t` once
 // per row of x (0 .. t-1), one containing both once per pair (kernels/unroll.ts).
@@ -19,9 +20,12 @@
 override WG: u32 = 32u;
 
 @compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: u32) {
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: u32, @builtin(num_workgroups) nwg: vec3u) {
   let n0 = ((wg.x + wg.y * 65535u) * WG + lid) * $ROWSu;
-  if (n0 >= params.n) { return; }
+  if (n0 >= params.n) {
+    after_rows(nwg, n0);
+    return;
+  }
   // Past the last row, repeat it; those results are not stored.
   let nl = params.n - 1u;
   let w$r = w_row(min(n0 + $ru, nl), params.k);
@@ -36,4 +40,5 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
   }
   acc0_0 = keep_loads(acc0_0, prefetch_next(n0 / $ROWSu, (params.n + $ROWSu - 1u) / $ROWSu));
   if (n0 + $ru < params.n) { store($tu, n0 + $ru, acc$r_$t); }
+  after_rows(nwg, n0);
 }

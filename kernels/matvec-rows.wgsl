@@ -3,7 +3,8 @@
 // of x, and every x load serves the four weight rows, so a batch of decode sequences streams W once.
 //
 // After its rows, each invocation prefetches its share of the next product's weights (prefetch_next(),
-// see matvec-prefetch.wgsl).
+// see matvec-prefetch.wgsl), then counts itself done for the product's tail (after_rows(): see
+// matvec-tail.wgsl).
 //
 // Template: the wrapper (matvec.ts, through kernels/unroll.ts) writes each line containing `$t` once per
 // row of x, with $t = 0, 1, ... CPU rasterisers neither unroll loops nor keep dynamically indexed arrays
@@ -28,9 +29,12 @@ fn store4(t: u32, n0: u32, v: vec4f) {
 }
 
 @compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: u32) {
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: u32, @builtin(num_workgroups) nwg: vec3u) {
   let n0 = ((wg.x + wg.y * 65535u) * WG + lid) * 4u;
-  if (n0 >= params.n) { return; }
+  if (n0 >= params.n) {
+    after_rows(nwg, n0);
+    return;
+  }
   // Past the last row, repeat it; those results are not stored.
   let nl = params.n - 1u;
   let r0 = w_row(n0, params.k);
@@ -55,4 +59,5 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
   }
   acc0.x = keep_loads(acc0.x, prefetch_next(n0 / 4u, (params.n + 3u) / 4u));
   store4($tu, n0, acc$t);
+  after_rows(nwg, n0);
 }

@@ -12,6 +12,7 @@ import xNorm from './matvec-x-norm.wgsl?raw';
 import xPlain from './matvec-x-plain.wgsl?raw';
 import prefetchNext from './matvec-prefetch.wgsl?raw';
 import prefetchNone from './matvec-prefetch-none.wgsl?raw';
+import { checkTailParams, tailCode, tailConstants } from './matvec-tail.ts';
 import { BLOCK_WALK_TYPES, gpuLayout } from './quant/layouts.ts';
 import type { ParamArena } from './runtime/arena.ts';
 import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
@@ -75,8 +76,9 @@ export class MatVecKernel {
     if (opts.prefetch && variant !== 'rows') throw new Error(`${label}: only the rows variant (CPU rasterisers) prefetches`);
     if (this.xq8 && (variant !== 'rows' || !BLOCK_WALK_TYPES.has(type) || opts.glu)) throw new Error(`${label}: quantized x is read by the block-walking rows kernel only (Q8_0, Q4_0, Q4_K, Q6_K), without a gated input`);
     if (opts.norm && (variant === 'rows' || opts.glu)) throw new Error(`${label}: a norm-fused product needs a GPU variant (coop, subgroup) and no GLU`);
-    // How the GPU variants read x: plainly, or as RMSNorm(x) with the norm weight in the last binding.
-    const xRead = opts.norm ? xNorm.replaceAll('NORM_BINDING', String(BINDINGS.length - 1)) : xPlain;
+    if (opts.tail && (variant !== 'rows' || opts.glu)) throw new Error(`${label}: a tail runs in the rows variant (CPU rasterisers) of a product without a gated input`);
+    // How the GPU variants read x: plainly, or as RMSNorm(x) with the norm weight in the last own binding.
+    const xRead = opts.norm ? xNorm.replaceAll('NORM_BINDING', String(store.tailBinding - 1)) : xPlain;
     if (variant === 'subgroup') {
       if (!ctx.caps.subgroups) throw new Error('matvec: the subgroup variant needs the subgroups feature');
       // One row per subgroup at the smallest size the device may pick; larger subgroups loop over rows.
@@ -90,8 +92,10 @@ export class MatVecKernel {
       const blocks = BLOCK_WALK_TYPES.has(type);
       this.rowsPerGroup = ROWS_WG * (blocks ? BLOCK_ROWS : 4);
       const code = blocks ? wgsl(unrollRowsTokens(rowsBlocks, BLOCK_ROWS, t), this.xq8 ? xBlockQ8 : xBlockF32) : unrollRowsTokens(rows, 1, t);
-      const prefetch = opts.prefetch ? prefetchNext.replaceAll('PREFETCH_BINDING', String(BINDINGS.length - 1)) : prefetchNone;
-      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(code, common, x4, decode, prefetch), bindings: BINDINGS, constants: { WG: ROWS_WG } }), opts.glu);
+      const prefetch = opts.prefetch ? prefetchNext.replaceAll('PREFETCH_BINDING', String(store.tailBinding - 1)) : prefetchNone;
+      const tail = tailCode(opts.tail, store.tailBinding);
+      const constants = { WG: ROWS_WG, ...tailConstants(opts.tail, blocks ? BLOCK_ROWS : 4) };
+      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(code, common, x4, decode, prefetch, tail), bindings: BINDINGS, constants }), opts.glu);
     }
   }
 
@@ -106,6 +110,10 @@ export class MatVecKernel {
 
   encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: MatmulParams): void {
     if (p.t !== this.t) throw new Error(`${this.kernel.label}: built for t=${this.t}, asked for t=${p.t}`);
+    if (p.tail) {
+      if (!this.opts.tail) throw new Error(`${this.kernel.label}: built without a tail`);
+      checkTailParams(this.kernel.label, this.opts.tail, p.tail, p.n, p.rowOffset ?? 0);
+    }
     const s = writeMatmulParams(arena, p);
     const [gx, gy] = grid2d(Math.ceil(p.n / this.rowsPerGroup));
     arena.dispatch(pass, this.xq8 ? this.kernels.aligned : this.kernels.for(p), group, s, gx, gy);

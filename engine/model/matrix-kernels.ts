@@ -14,6 +14,7 @@ import type { Activation } from '../../kernels/activation.ts';
 import type { BoundProduct, MatrixIo, MatrixKernels, WeightMatrix } from './matrix.ts';
 import { createQuantizedXProducts } from './quantized-x-products.ts';
 import { xqGroup, type XqMode } from '../../kernels/quantize-x.ts';
+import { tailSuffix, type ProductTail } from '../../kernels/matvec-tail.ts';
 
 export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
   const products = new Map<string, WeightMatmul>();
@@ -21,17 +22,22 @@ export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
   // stands in where nothing follows.
   const prefetch = matvecVariant(ctx.caps) === 'rows';
   const prefetchNone = prefetch ? ctx.storage('prefetch.none', 16) : undefined;
-  const productFor = (t: GgmlType, bias: boolean, glu: Activation | undefined, norm: boolean, xq8 = false) => {
-    const key = `${t}${bias ? '+bias' : ''}${glu ? `+${glu}` : ''}${norm ? '+norm' : ''}${xq8 ? '+xq8' : ''}`;
+  const productFor = (t: GgmlType, bias: boolean, glu: Activation | undefined, norm: boolean, xq8 = false, tail?: ProductTail) => {
+    const key = `${t}${bias ? '+bias' : ''}${glu ? `+${glu}` : ''}${norm ? '+norm' : ''}${xq8 ? '+xq8' : ''}${tailSuffix(tail)}`;
     let p = products.get(key);
     if (!p) {
-      products.set(key, (p = new WeightMatmul(ctx, t, { bias, glu, norm, xq8, prefetch })));
+      products.set(key, (p = new WeightMatmul(ctx, t, { bias, glu, norm, xq8, prefetch, tail })));
       // Compile every variant (one matvec per row count, plus the tiled product) now, at load, so no
-      // request pays for a pipeline the first time a batch of that size occurs.
-      for (let rows = 1; rows <= (norm ? MAX_MATVEC_T : MAX_MATVEC_T + 1); rows++) p.kernelFor(rows);
+      // request pays for a pipeline the first time a batch of that size occurs. A product with a tail
+      // has only the matrix-vector kernels; longer steps take the plain product and the tail's own pass.
+      const upTo = tail ? p.tailUpTo : norm ? MAX_MATVEC_T : MAX_MATVEC_T + 1;
+      for (let rows = 1; rows <= upTo; rows++) p.kernelFor(rows);
     }
     return p;
   };
+  // Decode products on CPU rasterisers fold the pass after them into their last invocation
+  // (kernels/matvec-tail.ts): on llvmpipe a dispatch costs 25-60 µs, mostly waking its threads.
+  const tails = prefetch;
   // The norm folds into the GPU matrix-vector variants only; CPU rasterisers keep the norm pass (there a
   // second pass over x per invocation would cost more than the dispatch it saves).
   const fuseNormUpTo = matvecVariant(ctx.caps) === 'rows' ? 0 : MAX_MATVEC_T;
@@ -51,16 +57,25 @@ export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
     // f32 x that a quantize pass can turn into int8 blocks is read that way (quantized-x-products.ts).
     if (!io.xq8 && quantizedX?.applies(w, io)) return quantizedX.bind(w, x, y, io);
     const mm = productFor(w.type, w.bias !== undefined, io.glu?.activation, io.norm !== undefined, io.xq8);
+    // The tail runs in the last shard's dispatch, after the others.
+    const withTail = tails && io.tail ? productFor(w.type, w.bias !== undefined, io.glu?.activation, io.norm !== undefined, io.xq8, io.tail.tail) : undefined;
     // Each shard's dispatch prefetches the shard after it, the last one io.next's first.
-    const bound = w.shards.map((s, i) => ({
-      group: mm.bind(s.buffer, x, y, { bias: w.bias, norm: io.norm?.weight, next: prefetch ? ((w.shards[i + 1] ?? io.next?.shards[0])?.buffer ?? prefetchNone) : undefined }),
-      rowOffset: s.rowStart,
-      n: s.rows,
-    }));
+    const bound = w.shards.map((s, i) => {
+      const more = { bias: w.bias, norm: io.norm?.weight, next: prefetch ? ((w.shards[i + 1] ?? io.next?.shards[0])?.buffer ?? prefetchNone) : undefined };
+      const last = i === w.shards.length - 1;
+      return {
+        group: mm.bind(s.buffer, x, y, more),
+        tailGroup: last && withTail ? withTail.bind(s.buffer, x, y, { ...more, tail: io.tail!.buffers }) : undefined,
+        rowOffset: s.rowStart,
+        n: s.rows,
+      };
+    });
     return {
-      encode(pass, arena, tokens) {
+      encode(pass, arena, tokens, tail = false) {
+        const fused = tail && withTail !== undefined && tokens <= withTail.tailUpTo;
         for (const b of bound) {
-          mm.encode(pass, arena, b.group, {
+          const runsTail = fused && b.tailGroup !== undefined;
+          (runsTail ? withTail : mm).encode(pass, arena, runsTail ? b.tailGroup! : b.group, {
             t: tokens,
             n: b.n,
             k: w.cols,
@@ -72,8 +87,10 @@ export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
             accumulate: io.accumulate,
             gluUp: io.glu?.upOffset,
             normEps: io.norm?.eps,
+            tail: runsTail ? io.tail!.params : undefined,
           });
         }
+        return fused;
       },
     };
   };
@@ -84,6 +101,7 @@ export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
     quantizedX: quantizedXMode,
     fuseNormUpTo,
     fuseGluUpTo,
+    tails,
     layout(type, rows, cols) {
       const shards = planRowShards(type, rows, cols, maxBinding, ctx.caps.minStorageOffsetAlignment);
       return { gpuRowBytes: gpuLayout(type).rowBytes(cols), shardRows: shards[0].rows };
@@ -96,6 +114,7 @@ export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
       return {
         encode(pass, arena, tokens) {
           for (const b of bound) k.encode(pass, arena, b.group, { count: tokens, dim: w.cols, rowBegin: b.rowBegin, rows: b.rows, scale });
+          return false;
         },
       };
     },

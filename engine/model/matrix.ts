@@ -6,6 +6,7 @@ import type { GgmlType } from '../../ggml/types.ts';
 import type { XqMode } from '../../kernels/quantize-x.ts';
 import type { ParamArena } from '../../kernels/runtime/arena.ts';
 import type { Activation } from '../../kernels/activation.ts';
+import type { ProductTail, TailParams } from '../../kernels/matvec-tail.ts';
 
 /** A 2-D GGUF weight: `rows` output rows of `cols` inputs, split into row shards that fit one binding. */
 export interface WeightMatrix {
@@ -50,11 +51,19 @@ export interface MatrixIo {
    * shard into cache, and the last one these.
    */
   next?: WeightMatrix;
+  /**
+   * The pass that follows the product, folded into its last invocation where the device's decode kernels
+   * can (MatrixKernels.tails): `buffers` are its counters (tailCounterWords zeroed words, which the tails of
+   * one step's products may share), the norm weight for 'norm-q8', and its int8 output; `params` where it
+   * reads its input in y. A gated tail needs an unsharded product.
+   */
+  tail?: { tail: ProductTail; buffers: GPUBuffer[]; params: TailParams };
 }
 
 /** A product bound to its buffers once; `encode` records its dispatches for `tokens` rows of x. */
 export interface BoundProduct {
-  encode(pass: GPUComputePassEncoder, arena: ParamArena, tokens: number): void;
+  /** With `tail` set, runs io.tail too where this step's kernel can; returns whether it did. */
+  encode(pass: GPUComputePassEncoder, arena: ParamArena, tokens: number, tail?: boolean): boolean;
 }
 
 export interface MatrixKernels {
@@ -78,6 +87,8 @@ export interface MatrixKernels {
    * weight rows it computes, which a tiled prefill product on a CPU rasteriser pays many times over.
    */
   readonly fuseGluUpTo: number;
+  /** Whether products here take io.tail (CPU rasterisers' decode kernels). */
+  readonly tails: boolean;
   /** y[t, :] = scale × row ids[t] of W (embedding lookup), for t < tokens. */
   embedding(w: WeightMatrix, ids: GPUBuffer, y: GPUBuffer, scale?: number): BoundProduct;
 }

@@ -37,9 +37,9 @@ export function createQuantizedXProducts(ctx: KernelContext, modeOf: (w: WeightM
       const k = w.cols;
       const over = product(w, xq, y, { ...io, xOffset: 0, xStride: q8RowVec4s(k), xq8: true });
       return {
-        encode(pass, arena, tokens) {
+        encode(pass, arena, tokens, tail) {
           quantize.encode(pass, arena, group, { tokens, k, xOffset: io.xOffset, xStride: io.xStride });
-          over.encode(pass, arena, tokens);
+          return over.encode(pass, arena, tokens, tail);
         },
       };
     },

@@ -92,6 +92,8 @@ export class Transformer implements StepRunner {
   };
   private readonly layers: LayerPlan[];
   private readonly embed: BoundProduct;
+  /** The counters of the products' tails (MatrixIo.tail), shared: a step's dispatches run in order. */
+  private readonly tailCounter: GPUBuffer | undefined;
   private readonly head: { normKernel: RmsNormKernel; norm: GPUBindGroup; product: BoundProduct; sample: SampleGroups; topk: GPUBindGroup; penalties: GPUBindGroup };
   // CPU mirrors of the step inputs, allocated once.
   private readonly tokens: Uint32Array;
@@ -195,10 +197,10 @@ export class Transformer implements StepRunner {
     const fuseGlu = F % 4 === 0;
 
     // Products whose outputs sit side by side in each token's row of y, in order.
-    const side = (ms: WeightMatrix[], x: GPUBuffer, y: GPUBuffer, xStride: number, yStride: number, norm?: GPUBuffer, xq8?: boolean) => {
+    const side = (ms: WeightMatrix[], x: GPUBuffer, y: GPUBuffer, xStride: number, yStride: number, norm?: GPUBuffer, xq8?: boolean, tail?: MatrixIo['tail']) => {
       let col = 0;
       return ms.map((m) => {
-        const p = this.product(m, x, y, { ...io(xStride, col, yStride), norm: norm && { weight: norm, eps: cfg.rmsEps }, xq8 });
+        const p = this.product(m, x, y, { ...io(xStride, col, yStride), norm: norm && { weight: norm, eps: cfg.rmsEps }, xq8, tail: ms.length === 1 ? tail : undefined });
         col += m.rows;
         return p;
       });
@@ -214,19 +216,34 @@ export class Transformer implements StepRunner {
     const activationFor = memoize((mode: XqMode) => new SwiGluKernel(ctx, cfg.block.activation, 'q8', mode));
     const anyQuantized = weights.layers.some((w) => modeOf(w.qkv) || modeOf(w.gateUp));
     const xNormQ8 = anyQuantized ? xq8Buffer(ctx, 'act.x-norm.q8', limits.maxTokensPerStep * q8RowVec4s(D) * 16) : undefined;
-    const quantized = (ms: WeightMatrix[], norm: GPUBuffer, y: GPUBuffer, yStride: number): NormedProducts | undefined => {
+    const quantized = (ms: WeightMatrix[], norm: GPUBuffer, y: GPUBuffer, yStride: number, tail?: MatrixIo['tail']): NormedProducts | undefined => {
       const mode = modeOf(ms);
       if (!mode || !xNormQ8) return undefined;
       const kernel = normFor(mode);
-      return { kernel, norm: kernel.bind(ws.x, norm, xNormQ8), products: side(ms, xNormQ8, y, q8RowVec4s(D), yStride, undefined, true) };
+      return { kernel, norm: kernel.bind(ws.x, norm, xNormQ8), products: side(ms, xNormQ8, y, q8RowVec4s(D), yStride, undefined, true, tail) };
     };
     const downMode = (w: LayerWeights) => modeOf([w.down]);
     const actQ8 = weights.layers.some(downMode) ? xq8Buffer(ctx, 'act.act.q8', limits.maxTokensPerStep * q8RowVec4s(F) * 16) : undefined;
-    const quantizedDown = (w: LayerWeights) => {
+    // Decode products on CPU rasterisers run the pass after them in their last invocation (MatrixKernels.tails):
+    // the norm that the next products read as int8 rows after the O and down products (the FFN's, the next
+    // layer's), the gated activation after gate|up. The step's encoding asks for each where the pass
+    // would run next (encodeForward).
+    const counter = matrices.tails ? ctx.storage('tail.count', Math.max(16, (F / 32) * 4)) : undefined;
+    this.tailCounter = counter;
+    const normTail = (ms: WeightMatrix[], weight: GPUBuffer): MatrixIo['tail'] => {
+      const mode = modeOf(ms);
+      return counter && mode && xNormQ8 ? { tail: { kind: 'norm-q8', mode }, buffers: [counter, weight, xNormQ8], params: { n: D, inOffset: 0, inStride: D, eps: cfg.rmsEps } } : undefined;
+    };
+    const gluTail = (w: LayerWeights): MatrixIo['tail'] => {
+      const mode = downMode(w);
+      return counter && mode && actQ8 && w.gateUp.length === 1 && w.gateUp[0].shards.length === 1 ? { tail: { kind: 'glu-q8', mode, activation: cfg.block.activation }, buffers: [counter, actQ8], params: { n: F, inOffset: 0, inStride: 2 * F, up: F } } : undefined;
+    };
+    const quantizedDown = (w: LayerWeights, next: LayerWeights | undefined) => {
       const mode = downMode(w);
       if (!mode || !actQ8) return undefined;
       const kernel = activationFor(mode);
-      return { kernel, swiglu: kernel.bind(ws.gateUp, ws.gateUp, actQ8), down: this.product(w.down, actQ8, ws.x, { ...io(q8RowVec4s(F), 0, D, true), xq8: true }) };
+      const tail = next && normTail(next.qkv, next.attnNorm);
+      return { kernel, swiglu: kernel.bind(ws.gateUp, ws.gateUp, actQ8), down: this.product(w.down, actQ8, ws.x, { ...io(q8RowVec4s(F), 0, D, true), xq8: true, tail }) };
     };
     const oQuantized = (w: LayerWeights) => modeOf([w.o]) === 'q8_0' && cfg.headDim % 32 === 0 && this.k.attention.serial;
     const attnQ8 = weights.layers.some(oQuantized) ? xq8Buffer(ctx, 'act.attn.q8', limits.maxTokensPerStep * q8RowVec4s(qDim) * 16) : undefined;
@@ -234,25 +251,26 @@ export class Transformer implements StepRunner {
     const xLastNormQ8 = headMode ? ctx.storage('act.x-last-norm.q8', limits.maxRowsPerStep * q8RowVec4s(D) * 16) : undefined;
     this.embed = matrices.embedding(weights.embedding, ws.tokens, ws.x, cfg.embedScale);
     this.layers = weights.layers.map((w, l): LayerPlan => {
-      const qDown = quantizedDown(w);
+      const qDown = quantizedDown(w, weights.layers[l + 1]);
+      const ffnTail = normTail(w.gateUp, w.ffnNorm);
       return {
         attnNorm: this.k.rmsnorm.bind(ws.x, w.attnNorm, ws.xNorm),
         qkv: side(w.qkv, ws.xNorm, ws.qkv, D, S),
         qkNorm: w.qkNorm && this.k.qkNorm?.bind(ws.qkv, w.qkNorm),
         ropeStore: this.k.ropeStore.bind(ws.qkv, ws.positions, ws.slots, cache.pageTable, ropeFactors, cache.k[l], cache.v[l]),
         attention: this.k.attention.bind(ws.qkv, cache.k[l], cache.v[l], cache.pageTable, ws.positions, ws.slots, ws.attn),
-        o: this.product(w.o, ws.attn, ws.x, io(qDim, 0, D, true)),
+        o: this.product(w.o, ws.attn, ws.x, { ...io(qDim, 0, D, true), tail: ffnTail }),
         quantizedO:
           attnQ8 && oQuantized(w)
             ? {
                 attention: this.k.attention.bind(ws.qkv, cache.k[l], cache.v[l], cache.pageTable, ws.positions, ws.slots, attnQ8),
-                o: this.product(w.o, attnQ8, ws.x, { ...io(q8RowVec4s(qDim), 0, D, true), xq8: true }),
+                o: this.product(w.o, attnQ8, ws.x, { ...io(q8RowVec4s(qDim), 0, D, true), xq8: true, tail: ffnTail }),
               }
             : undefined,
         ffnNorm: this.k.rmsnorm.bind(ws.x, w.ffnNorm, ws.xNorm),
         gateUp: side(w.gateUp, ws.xNorm, ws.gateUp, D, 2 * F),
         normed: this.fuseNormUpTo > 0 ? { qkv: side(w.qkv, ws.x, ws.qkv, D, S, w.attnNorm), gateUp: side(w.gateUp, ws.x, ws.gateUp, D, 2 * F, w.ffnNorm) } : undefined,
-        quantized: xNormQ8 && { qkv: quantized(w.qkv, w.attnNorm, ws.qkv, S), gateUp: quantized(w.gateUp, w.ffnNorm, ws.gateUp, 2 * F) },
+        quantized: xNormQ8 && { qkv: quantized(w.qkv, w.attnNorm, ws.qkv, S), gateUp: quantized(w.gateUp, w.ffnNorm, ws.gateUp, 2 * F, qDown && gluTail(w)) },
         quantizedDown: qDown,
         // Where the down product reads quantized x, the f32 activation pass and plain product below serve
         // only steps whose adapters adapt it, so no GLU-fused product is built.
@@ -534,8 +552,10 @@ export class Transformer implements StepRunner {
     // hidden state, which the fused products compute only inside themselves.
     const lora = this.anyAdapter ? this.lora : undefined;
     const fusable = T <= this.fuseNormUpTo;
+    // Whether the product before has already written the next norm's int8 rows (its tail).
+    let qkvNormed = false;
     this.layers.forEach((L, l) => {
-      this.encodeNormed(pass, T, L, 'qkv', fusable, lora?.adapts(l, 'qkv') ?? false);
+      this.encodeNormed(pass, T, L, 'qkv', fusable, lora?.adapts(l, 'qkv') ?? false, qkvNormed);
       lora?.encode(pass, a, l, 'qkv', T);
       // Q heads then K heads of each token, normed where they lie: one dispatch, two weight vectors.
       if (L.qkNorm) k.qkNorm!.encode(pass, a, L.qkNorm, { rows: T * (cfg.nHeads + cfg.nKvHeads), dim: hd, eps: cfg.rmsEps, group: cfg.nHeads + cfg.nKvHeads, xStride: S, wSplit: cfg.nHeads });
@@ -565,15 +585,21 @@ export class Transformer implements StepRunner {
         qStride: S,
         output: quantizedO ? 'q8_0' : 'f32',
       });
-      (quantizedO?.o ?? L.o).encode(pass, a, T);
+      // A tail runs only where its pass would come next: no adapter's product between, and the
+      // consumer on the quantized path (encodeNormed's).
+      const adaptedO = lora?.adapts(l, 'o') ?? false;
+      const adaptedGateUp = lora?.adapts(l, 'gateUp') ?? false;
+      const adaptedDown = lora?.adapts(l, 'down') ?? false;
+      const ffnNormed = (quantizedO?.o ?? L.o).encode(pass, a, T, !fusable && !adaptedO && !adaptedGateUp);
       lora?.encode(pass, a, l, 'o', T);
-      this.encodeNormed(pass, T, L, 'gateUp', fusable, lora?.adapts(l, 'gateUp') ?? false);
+      const activated = this.encodeNormed(pass, T, L, 'gateUp', fusable, adaptedGateUp, ffnNormed, L.quantizedDown !== undefined && !adaptedDown);
       lora?.encode(pass, a, l, 'gateUp', T);
       const glu = { tokens: T, n: cfg.ffnDim, gateOffset: 0, upOffset: cfg.ffnDim, inStride: 2 * cfg.ffnDim };
-      const adaptedDown = lora?.adapts(l, 'down') ?? false;
+      qkvNormed = false;
       if (L.quantizedDown && !adaptedDown) {
-        L.quantizedDown.kernel.encode(pass, a, L.quantizedDown.swiglu, glu);
-        L.quantizedDown.down.encode(pass, a, T);
+        if (!activated) L.quantizedDown.kernel.encode(pass, a, L.quantizedDown.swiglu, glu);
+        const nextAdapted = lora?.adapts(l + 1, 'qkv') ?? false;
+        qkvNormed = L.quantizedDown.down.encode(pass, a, T, !fusable && !nextAdapted && l + 1 < this.layers.length);
       } else if (L.unfusedDown && (T > this.fuseGluUpTo || adaptedDown)) {
         k.swiglu.encode(pass, a, L.unfusedDown.swiglu, glu);
         L.unfusedDown.down.encode(pass, a, T);
@@ -591,21 +617,25 @@ export class Transformer implements StepRunner {
    * steps), through quantized x (LayerPlan.quantized), or a norm pass and plain products. Layers whose
    * products an adapter of this step adapts take the plain path: LoRA's A reads the f32 normed x.
    */
-  private encodeNormed(pass: GPUComputePassEncoder, T: number, L: LayerPlan, group: 'qkv' | 'gateUp', fusable: boolean, adapted: boolean): void {
+  private encodeNormed(pass: GPUComputePassEncoder, T: number, L: LayerPlan, group: 'qkv' | 'gateUp', fusable: boolean, adapted: boolean, normed: boolean, tail = false): boolean {
     const a = this.arena;
+    const q = adapted ? undefined : L.quantized?.[group];
+    // `normed`: the product before ran this norm as its tail, into the quantized path's input.
+    if (normed && (!q || fusable)) throw new Error(`layer ${this.layers.indexOf(L)}: the ${group} norm ran as a tail, but this step does not read its output`);
     if (fusable && !adapted) {
       for (const p of L.normed![group]) p.encode(pass, a, T);
-      return;
+      return false;
     }
     const norm = { rows: T, dim: this.cfg.dim, eps: this.cfg.rmsEps };
-    const q = adapted ? undefined : L.quantized?.[group];
     if (q) {
-      q.kernel.encode(pass, a, q.norm, norm);
-      for (const p of q.products) p.encode(pass, a, T);
-      return;
+      if (!normed) q.kernel.encode(pass, a, q.norm, norm);
+      let tailed = false;
+      for (const p of q.products) tailed = p.encode(pass, a, T, tail) || tailed;
+      return tailed;
     }
     this.k.rmsnorm.encode(pass, a, group === 'qkv' ? L.attnNorm : L.ffnNorm, norm);
     for (const p of L[group]) p.encode(pass, a, T);
+    return false;
   }
 
   private encodeHead(pass: GPUComputePassEncoder, R: number): void {
@@ -633,6 +663,7 @@ export class Transformer implements StepRunner {
     this.ws.destroy();
     this.arena.buffer.destroy();
     this.ropeFactorsDummy?.destroy();
+    this.tailCounter?.destroy();
     this.logitsRead?.destroy();
   }
 }
