@@ -65,6 +65,13 @@ export interface EngineOptions {
    * step would run before this step's tokens reach the caller and there is nothing to overlap.
    */
   pipelinedDecode?: boolean;
+  /**
+   * On CPU rasterisers, decode products run the pass after them (the next norm, the gated activation,
+   * RoPE + KV store) in their own last invocations instead of a dispatch of its own (kernels/matvec-tail.ts),
+   * with the same results to the bit (default true; GPUs run those passes as their own dispatches or
+   * fused otherwise). False keeps every pass its own dispatch.
+   */
+  productTails?: boolean;
   /** LoRA adapters loaded at once (default 16). */
   maxAdapters?: number;
   /** Most bytes of one LoRA adapter's weights as F32 (default 1 GiB). */
@@ -140,7 +147,7 @@ export class WebGpuEngine implements TextEngine {
       throw new Error(`${source.name}: tokenizer has ${tokenizer.vocabSize} tokens but the model's vocabulary is ${cfg.vocabSize}`);
     }
     const ctx = new KernelContext(selected.device, selected.caps);
-    const matrices: MatrixKernels = createMatrixKernels(ctx);
+    const matrices: MatrixKernels = createMatrixKernels(ctx, { tails: opts.productTails ?? true });
     const contextLength = Math.min(cfg.contextLength, opts.contextLength ?? 4096);
     if (!(contextLength >= 2)) throw new Error(`contextLength must be at least 2 (got ${opts.contextLength})`);
     const maxSequences = opts.maxSequences ?? 8;

@@ -30,6 +30,18 @@ struct Params {
   tail_in_offset: u32,
   tail_in_stride: u32,
   tail_up: u32,
+  // RoPE + KV-store tails (matvec-tail-rope-kv.wgsl): RopeKvStoreParams' heads, KV heads, head dim, paging
+  // and RopeSettings.
+  tail_heads: u32,
+  tail_kv_heads: u32,
+  tail_head_dim: u32,
+  tail_page_size: u32,
+  tail_max_pages: u32,
+  tail_n_rot: u32,
+  tail_neox: u32,
+  tail_freq_base: f32,
+  tail_freq_scale: f32,
+  tail_use_factors: u32,
 }
 
 @group(0) @binding(0) var<storage, read> w: array<vec4u>;

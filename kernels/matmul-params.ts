@@ -8,6 +8,7 @@ import xUnaligned from './matmul-x-unaligned.wgsl?raw';
 import xGlu from './matmul-x-glu.wgsl?raw';
 import { activationWgsl, type Activation } from './activation.ts';
 import { tailBindings, tailSuffix, type ProductTail, type TailParams } from './matvec-tail.ts';
+import { writeRopeSettings } from './rope.ts';
 
 export interface MatmulParams {
   /** Rows of x and of y (tokens). */
@@ -64,6 +65,15 @@ export function writeMatmulParams(arena: ParamArena, p: MatmulParams): number {
     arena.u32[s + 15] = p.tail.inOffset;
     arena.u32[s + 16] = p.tail.inStride;
     arena.u32[s + 17] = p.tail.up ?? 0;
+    const r = p.tail.rope;
+    if (r) {
+      arena.u32[s + 18] = r.heads;
+      arena.u32[s + 19] = r.kvHeads;
+      arena.u32[s + 20] = r.headDim;
+      arena.u32[s + 21] = r.pageSize;
+      arena.u32[s + 22] = r.maxPages;
+      writeRopeSettings(arena, s + 23, r);
+    }
   }
   return s;
 }

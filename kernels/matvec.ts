@@ -55,8 +55,9 @@ export class MatVecKernel {
   private readonly kernels: XAlignedPair;
   /** Reads quantized x (ProductOptions.xq8), whose offsets and strides count vec4s. */
   private readonly xq8: boolean;
-  /** Weight rows per workgroup. */
+  /** Weight rows per workgroup, and per invocation of the rows variant. */
   private readonly rowsPerGroup: number;
+  private readonly rowsPerInvocation: number = 1;
   private readonly opts: ProductOptions;
 
   constructor(
@@ -90,11 +91,12 @@ export class MatVecKernel {
       this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(coop, common, x4, xRead, decode), bindings: BINDINGS, constants: { WG, LANES, TT: t } }), opts.glu);
     } else {
       const blocks = BLOCK_WALK_TYPES.has(type);
-      this.rowsPerGroup = ROWS_WG * (blocks ? BLOCK_ROWS : 4);
+      this.rowsPerInvocation = blocks ? BLOCK_ROWS : 4;
+      this.rowsPerGroup = ROWS_WG * this.rowsPerInvocation;
       const code = blocks ? wgsl(unrollRowsTokens(rowsBlocks, BLOCK_ROWS, t), this.xq8 ? xBlockQ8 : xBlockF32) : unrollRowsTokens(rows, 1, t);
       const prefetch = opts.prefetch ? prefetchNext.replaceAll('PREFETCH_BINDING', String(store.tailBinding - 1)) : prefetchNone;
       const tail = tailCode(opts.tail, store.tailBinding);
-      const constants = { WG: ROWS_WG, ...tailConstants(opts.tail, blocks ? BLOCK_ROWS : 4) };
+      const constants = { WG: ROWS_WG, ...tailConstants(opts.tail, this.rowsPerInvocation) };
       this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(code, common, x4, decode, prefetch, tail), bindings: BINDINGS, constants }), opts.glu);
     }
   }
@@ -112,7 +114,7 @@ export class MatVecKernel {
     if (p.t !== this.t) throw new Error(`${this.kernel.label}: built for t=${this.t}, asked for t=${p.t}`);
     if (p.tail) {
       if (!this.opts.tail) throw new Error(`${this.kernel.label}: built without a tail`);
-      checkTailParams(this.kernel.label, this.opts.tail, p.tail, p.n, p.rowOffset ?? 0);
+      checkTailParams(this.kernel.label, this.opts.tail, p.tail, p.n, p.rowOffset ?? 0, this.rowsPerInvocation);
     }
     const s = writeMatmulParams(arena, p);
     const [gx, gy] = grid2d(Math.ceil(p.n / this.rowsPerGroup));

@@ -2,7 +2,7 @@
 // in a branch is a loop over the SIMD lanes: a vec4 of a head costs about what one f32 does, so each
 // invocation takes four elements (two pairs in normal order; in NeoX order four pairs, from a vec4 of
 // each half) instead of two. Each pair's angle and arithmetic are the scalar kernel's, so both give the
-// same bits (test/kernels/rope-kv-store.test.ts). Needs head_dim and token_stride multiples of 4 and
+// same bits (test/kernels/rope-kv-store.test.ts); the rotations are rope-vec4.wgsl's. Needs head_dim and token_stride multiples of 4 and
 // n_rot a multiple of 4 (normal order) or 8 (NeoX) (RopeKvStoreKernel checks).
 //
 // Work items per token: (heads + kv_heads) × head_dim/4 vec4s, then kv_dim/4 vec4s of V.
@@ -11,15 +11,6 @@
 @group(0) @binding(0) var<storage, read_write> qkv: array<vec4f>;
 // k_cache and v_cache (bindings 5, 6) with store_k() and store_v() come from rope-kv-store-cache-f32.wgsl
 // or rope-kv-store-cache-f16.wgsl, by the cache's format.
-
-// The rotation of pair indices `i` at `pos`: (cos, sin) of each, component by component.
-fn angles(pos: u32, i: vec4u) -> mat2x4f {
-  var th: vec4f;
-  for (var c = 0u; c < 4u; c++) {
-    th[c] = rope_theta(pos, i[c], params.n_rot, params.freq_base, params.freq_scale, params.use_factors);
-  }
-  return mat2x4f(cos(th), sin(th));
-}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
@@ -46,6 +37,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   let j = item % hv;
   let base = row + h * hv;
   let rot_vec = params.n_rot / 4u;
+  let rot = RopeRot(params.n_rot, params.neox, params.freq_base, params.freq_scale, params.use_factors);
   // Up to two vec4s out: `a` at vec4 j, and in NeoX order `b`, the upper halves of a's pairs.
   var a: vec4f;
   var b = vec4f();
@@ -53,21 +45,15 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   if (j >= rot_vec) {
     a = qkv[base + j];
   } else if (params.neox == 0u) {
-    let y = qkv[base + j];
-    let cs = angles(pos, vec4u(2u * j, 2u * j, 2u * j + 1u, 2u * j + 1u));
-    let c = cs[0];
-    let s = cs[1];
-    a = vec4f(y.x * c.x - y.y * s.x, y.x * s.x + y.y * c.x, y.z * c.z - y.w * s.z, y.z * s.z + y.w * c.z);
+    a = rope_pairs(rot, pos, j, qkv[base + j]);
   } else {
     let half_vec = params.n_rot / 8u;
     // The upper half's vec4s are written with their lower partners.
     if (j >= half_vec) { return; }
     jb = j + half_vec;
-    let y0 = qkv[base + j];
-    let y1 = qkv[base + jb];
-    let cs = angles(pos, 4u * j + vec4u(0u, 1u, 2u, 3u));
-    a = y0 * cs[0] - y1 * cs[1];
-    b = y0 * cs[1] + y1 * cs[0];
+    let ab = rope_halves(rot, pos, j, qkv[base + j], qkv[base + jb]);
+    a = ab[0];
+    b = ab[1];
   }
   let two = params.neox != 0u && j < rot_vec;
   if (h < params.heads) {

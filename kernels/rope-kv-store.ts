@@ -1,4 +1,5 @@
 import angle from './rope-angle.wgsl?raw';
+import ropeVec4 from './rope-vec4.wgsl?raw';
 import source from './rope-kv-store.wgsl?raw';
 import sourceVec4 from './rope-kv-store-vec4.wgsl?raw';
 import io from './rope-kv-store-io.wgsl?raw';
@@ -48,7 +49,7 @@ export class RopeKvStoreKernel {
     if (kv === 'f16' && variant === 'scalar') throw new Error('rope-kv-store: an f16 KV cache is written by the vec4 kernel only');
     if (variant === 'vec4' || kv === 'f16' || (variant === 'auto' && ctx.caps.software)) {
       const label = `rope-kv-store-vec4${kv === 'f16' ? '-kv16' : ''}`;
-      this.vec4 = ctx.kernel({ label, code: wgsl(io, sourceVec4, kv === 'f16' ? cacheF16 : cacheF32, angle), bindings, constants: { WG } });
+      this.vec4 = ctx.kernel({ label, code: wgsl(io, sourceVec4, kv === 'f16' ? cacheF16 : cacheF32, ropeVec4, angle), bindings, constants: { WG } });
     }
   }
 

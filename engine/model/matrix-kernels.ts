@@ -16,7 +16,8 @@ import { createQuantizedXProducts } from './quantized-x-products.ts';
 import { xqGroup, type XqMode } from '../../kernels/quantize-x.ts';
 import { tailSuffix, type ProductTail } from '../../kernels/matvec-tail.ts';
 
-export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
+/** `tails`: let decode products take io.tail where the device's kernels can (EngineOptions.productTails). */
+export function createMatrixKernels(ctx: KernelContext, opts: { tails?: boolean } = {}): MatrixKernels {
   const products = new Map<string, WeightMatmul>();
   // CPU rasterisers' decode products prefetch the next product's weights (io.next); a 16-byte buffer
   // stands in where nothing follows.
@@ -37,7 +38,7 @@ export function createMatrixKernels(ctx: KernelContext): MatrixKernels {
   };
   // Decode products on CPU rasterisers fold the pass after them into their last invocation
   // (kernels/matvec-tail.ts): on llvmpipe a dispatch costs 25-60 µs, mostly waking its threads.
-  const tails = prefetch;
+  const tails = prefetch && (opts.tails ?? true);
   // The norm folds into the GPU matrix-vector variants only; CPU rasterisers keep the norm pass (there a
   // second pass over x per invocation would cost more than the dispatch it saves).
   const fuseNormUpTo = matvecVariant(ctx.caps) === 'rows' ? 0 : MAX_MATVEC_T;

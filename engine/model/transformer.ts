@@ -228,7 +228,7 @@ export class Transformer implements StepRunner {
     // the norm that the next products read as int8 rows after the O and down products (the FFN's, the next
     // layer's), the gated activation after gate|up. The step's encoding asks for each where the pass
     // would run next (encodeForward).
-    const counter = matrices.tails ? ctx.storage('tail.count', Math.max(16, (F / 32) * 4)) : undefined;
+    const counter = matrices.tails ? ctx.storage('tail.count', Math.max(16, Math.max(F / 32, cfg.nHeads + 2 * cfg.nKvHeads) * 4)) : undefined;
     this.tailCounter = counter;
     const normTail = (ms: WeightMatrix[], weight: GPUBuffer): MatrixIo['tail'] => {
       const mode = modeOf(ms);
@@ -238,6 +238,25 @@ export class Transformer implements StepRunner {
       const mode = downMode(w);
       return counter && mode && actQ8 && w.gateUp.length === 1 && w.gateUp[0].shards.length === 1 ? { tail: { kind: 'glu-q8', mode, activation: cfg.block.activation }, buffers: [counter, actQ8], params: { n: F, inOffset: 0, inStride: 2 * F, up: F } } : undefined;
     };
+    // RoPE and the KV store after a stacked Q|K|V product: its rows are the heads in order, heads whole
+    // vec4s (as the vec4 RoPE/KV-store kernel needs) and whole invocations' rows (8 or 4 a head
+    // suffices), no per-head norm between, and the device binds 7 more storage buffers.
+    const r = cfg.rope;
+    const ropeTailFits =
+      !cfg.block.qkNorm && cfg.headDim % 8 === 0 && S % 4 === 0 && r.nRot <= cfg.headDim && r.nRot % (r.neox ? 8 : 4) === 0 && ctx.caps.maxStorageBuffersPerStage >= 12;
+    const ropeTail = (w: LayerWeights, l: number): MatrixIo['tail'] =>
+      counter && ropeTailFits && w.qkv.length === 1 && w.qkv[0].shards.length === 1
+        ? {
+            tail: { kind: 'rope-kv', kv: cache.format },
+            buffers: [counter, ws.positions, ws.slots, cache.pageTable, ropeFactors, cache.k[l], cache.v[l]],
+            params: {
+              n: qDim + 2 * kvDim,
+              inOffset: 0,
+              inStride: S,
+              rope: { heads: cfg.nHeads, kvHeads: cfg.nKvHeads, headDim: cfg.headDim, pageSize: cache.pageSize, maxPages: cache.maxPagesPerSeq, nRot: r.nRot, neox: r.neox, freqBase: r.base, freqScale: r.freqScale, useFactors: weights.ropeFactors !== undefined },
+            },
+          }
+        : undefined;
     const quantizedDown = (w: LayerWeights, next: LayerWeights | undefined) => {
       const mode = downMode(w);
       if (!mode || !actQ8) return undefined;
@@ -253,9 +272,10 @@ export class Transformer implements StepRunner {
     this.layers = weights.layers.map((w, l): LayerPlan => {
       const qDown = quantizedDown(w, weights.layers[l + 1]);
       const ffnTail = normTail(w.gateUp, w.ffnNorm);
+      const qkvTail = ropeTail(w, l);
       return {
         attnNorm: this.k.rmsnorm.bind(ws.x, w.attnNorm, ws.xNorm),
-        qkv: side(w.qkv, ws.xNorm, ws.qkv, D, S),
+        qkv: side(w.qkv, ws.xNorm, ws.qkv, D, S, undefined, undefined, qkvTail),
         qkNorm: w.qkNorm && this.k.qkNorm?.bind(ws.qkv, w.qkNorm),
         ropeStore: this.k.ropeStore.bind(ws.qkv, ws.positions, ws.slots, cache.pageTable, ropeFactors, cache.k[l], cache.v[l]),
         attention: this.k.attention.bind(ws.qkv, cache.k[l], cache.v[l], cache.pageTable, ws.positions, ws.slots, ws.attn),
@@ -270,7 +290,7 @@ export class Transformer implements StepRunner {
         ffnNorm: this.k.rmsnorm.bind(ws.x, w.ffnNorm, ws.xNorm),
         gateUp: side(w.gateUp, ws.xNorm, ws.gateUp, D, 2 * F),
         normed: this.fuseNormUpTo > 0 ? { qkv: side(w.qkv, ws.x, ws.qkv, D, S, w.attnNorm), gateUp: side(w.gateUp, ws.x, ws.gateUp, D, 2 * F, w.ffnNorm) } : undefined,
-        quantized: xNormQ8 && { qkv: quantized(w.qkv, w.attnNorm, ws.qkv, S), gateUp: quantized(w.gateUp, w.ffnNorm, ws.gateUp, 2 * F, qDown && gluTail(w)) },
+        quantized: xNormQ8 && { qkv: quantized(w.qkv, w.attnNorm, ws.qkv, S, qkvTail), gateUp: quantized(w.gateUp, w.ffnNorm, ws.gateUp, 2 * F, qDown && gluTail(w)) },
         quantizedDown: qDown,
         // Where the down product reads quantized x, the f32 activation pass and plain product below serve
         // only steps whose adapters adapt it, so no GLU-fused product is built.
@@ -555,11 +575,12 @@ export class Transformer implements StepRunner {
     // Whether the product before has already written the next norm's int8 rows (its tail).
     let qkvNormed = false;
     this.layers.forEach((L, l) => {
-      this.encodeNormed(pass, T, L, 'qkv', fusable, lora?.adapts(l, 'qkv') ?? false, qkvNormed);
+      const adaptedQkv = lora?.adapts(l, 'qkv') ?? false;
+      const roped = this.encodeNormed(pass, T, L, 'qkv', fusable, adaptedQkv, qkvNormed, !adaptedQkv);
       lora?.encode(pass, a, l, 'qkv', T);
       // Q heads then K heads of each token, normed where they lie: one dispatch, two weight vectors.
       if (L.qkNorm) k.qkNorm!.encode(pass, a, L.qkNorm, { rows: T * (cfg.nHeads + cfg.nKvHeads), dim: hd, eps: cfg.rmsEps, group: cfg.nHeads + cfg.nKvHeads, xStride: S, wSplit: cfg.nHeads });
-      k.ropeStore.encode(pass, a, L.ropeStore, {
+      if (!roped) k.ropeStore.encode(pass, a, L.ropeStore, {
         tokens: T,
         heads: cfg.nHeads,
         kvHeads: cfg.nKvHeads,
@@ -616,6 +637,8 @@ export class Transformer implements StepRunner {
    * RMSNorm and the QKV or gate|up products after it: folded into the products (GPUs, decode-sized
    * steps), through quantized x (LayerPlan.quantized), or a norm pass and plain products. Layers whose
    * products an adapter of this step adapts take the plain path: LoRA's A reads the f32 normed x.
+   * `normed`: the product before already wrote this norm's quantized rows (its tail). `tail`: ask the
+   * products for theirs (QKV: RoPE + KV store, gate|up: the activation); returns whether one ran.
    */
   private encodeNormed(pass: GPUComputePassEncoder, T: number, L: LayerPlan, group: 'qkv' | 'gateUp', fusable: boolean, adapted: boolean, normed: boolean, tail = false): boolean {
     const a = this.arena;
@@ -634,8 +657,9 @@ export class Transformer implements StepRunner {
       return tailed;
     }
     this.k.rmsnorm.encode(pass, a, group === 'qkv' ? L.attnNorm : L.ffnNorm, norm);
-    for (const p of L[group]) p.encode(pass, a, T);
-    return false;
+    let tailed = false;
+    for (const p of L[group]) tailed = p.encode(pass, a, T, tail) || tailed;
+    return tailed;
   }
 
   private encodeHead(pass: GPUComputePassEncoder, R: number): void {

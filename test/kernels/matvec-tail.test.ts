@@ -13,6 +13,8 @@ import type { ProductTail } from '../../kernels/matvec-tail.ts';
 import { QuantizeXKernel, q8RowVec4s, type XqMode } from '../../kernels/quantize-x.ts';
 import { RmsNormKernel } from '../../kernels/rmsnorm.ts';
 import { SwiGluKernel } from '../../kernels/swiglu.ts';
+import { RopeKvStoreKernel } from '../../kernels/rope-kv-store.ts';
+import { readBuffer } from '../helpers/gpu.ts';
 import { ParamArena } from '../../kernels/runtime/arena.ts';
 import { readF32, readU32, runPass, testContext } from '../helpers/gpu.ts';
 import { randomF32 } from '../helpers/random.ts';
@@ -173,6 +175,59 @@ describe.skipIf(!ctx.caps.software)('decode products with a tail', () => {
       expect(got.out).toEqual(want.out);
       expect(got.out.some((v) => v !== 0)).toBe(true);
       expect(Array.from(await readU32(ctx, counter, F / 32)).every((v) => v === 0)).toBe(true);
+    }
+  });
+
+  // RoPE + KV store after a stacked Q|K|V product: Q rotated in place, K and V into the paged cache.
+  it.each([
+    { name: 'normal order, f16 cache', type: GgmlType.Q8_0, heads: 4, kvHeads: 2, hd: 32, nRot: 32, neox: false, kv: 'f16' as const, factors: false },
+    { name: 'NeoX, partial rotary, f32 cache, frequency factors', type: GgmlType.Q8_0, heads: 2, kvHeads: 1, hd: 64, nRot: 32, neox: true, kv: 'f32' as const, factors: true },
+    { name: 'F16 weights, normal order, f16 cache', type: GgmlType.F16, heads: 3, kvHeads: 1, hd: 16, nRot: 16, neox: false, kv: 'f16' as const, factors: false },
+  ])('Q|K|V product, RoPE + KV-store tail ($name): the bits of the product then the RoPE/KV-store pass', async (c) => {
+    const k = 128;
+    const rows = (c.heads + 2 * c.kvHeads) * c.hd;
+    const kvDim = c.kvHeads * c.hd;
+    const xq8 = c.type !== GgmlType.F16;
+    const w = uploadRows(ctx, randomWeights(c.type, rows, k, 23));
+    const [pageSize, maxPages, numPages] = [4, 4, 8];
+    const pageTable = Uint32Array.from({ length: 2 * maxPages }, (_, i) => (i * 3) % numPages);
+    const cacheBytes = numPages * pageSize * kvDim * (c.kv === 'f16' ? 2 : 4);
+    const factors = ctx.storage('factors', (c.nRot / 2) * 4, Float32Array.from({ length: c.nRot / 2 }, (_, i) => (c.factors ? 1 + i / 7 : 1)));
+    const quantize = new QuantizeXKernel(ctx);
+    const store = new RopeKvStoreKernel(ctx, 'vec4', c.kv);
+    const tail: ProductTail = { kind: 'rope-kv', kv: c.kv };
+    const rope = { heads: c.heads, kvHeads: c.kvHeads, headDim: c.hd, pageSize, maxPages, nRot: c.nRot, neox: c.neox, freqBase: 10000, freqScale: 0.5, useFactors: c.factors };
+    const counter = ctx.storage('tail.count', 64);
+    for (let t = 1; t <= matvecUpTo(ctx, c.type); t++) {
+      const batch = Array.from({ length: t }, (_, i) => ({ seq: i % 2, pos: 3 + 5 * i }));
+      const positions = ctx.storage('pos', 4 * t, Uint32Array.from(batch.map((b) => b.pos)));
+      const seqs = ctx.storage('seq', 4 * t, Uint32Array.from(batch.map((b) => b.seq)));
+      const pages = ctx.storage('pages', pageTable.byteLength, pageTable);
+      const x = ctx.storage('x', t * k * 4, randomF32(t * k, 29 + t));
+      const xq = ctx.storage('xq', t * q8RowVec4s(k) * 16);
+      const xIn = xq8 ? xq : x;
+      const p = { t, n: rows, k, xStride: xq8 ? q8RowVec4s(k) : k, yStride: rows };
+      const plain = new MatVecKernel(ctx, c.type, t, 'rows', { xq8 });
+      const fused = new MatVecKernel(ctx, c.type, t, 'rows', { xq8, tail });
+      const results = async (withTail: boolean) => {
+        const y = ctx.storage('qkv', t * rows * 4);
+        const [kc, vc] = [ctx.storage('k', cacheBytes), ctx.storage('v', cacheBytes)];
+        await runPass(ctx, (pass, arena) => {
+          if (xq8) quantize.encode(pass, arena, quantize.bind(x, xq), { tokens: t, k });
+          if (withTail) {
+            fused.encode(pass, arena, fused.bind(w, xIn, y, { tail: [counter, positions, seqs, pages, factors, kc, vc] }), { ...p, tail: { n: rows, inOffset: 0, inStride: rows, rope } });
+          } else {
+            plain.encode(pass, arena, plain.bind(w, xIn, y), p);
+            store.encode(pass, arena, store.bind(y, positions, seqs, pages, factors, kc, vc), { ...rope, tokens: t, tokenStride: rows });
+          }
+        });
+        return [new Uint32Array(await readBuffer(ctx, y)), new Uint32Array(await readBuffer(ctx, kc)), new Uint32Array(await readBuffer(ctx, vc))];
+      };
+      const want = await results(false);
+      const got = await results(true);
+      for (let i = 0; i < 3; i++) expect(got[i], ['qkv', 'k cache', 'v cache'][i]).toEqual(want[i]);
+      expect(want[1].some((v) => v !== 0) && want[2].some((v) => v !== 0)).toBe(true);
+      expect(Array.from(await readU32(ctx, counter, c.heads + 2 * c.kvHeads)).every((v) => v === 0)).toBe(true);
     }
   });
 
