@@ -66,10 +66,10 @@ export interface EngineOptions {
    */
   pipelinedDecode?: boolean;
   /**
-   * On CPU rasterisers, decode products run the pass after them (the next norm, the gated activation,
-   * RoPE + KV store) in their own last invocations instead of a dispatch of its own (kernels/matvec-tail.ts),
-   * with the same results to the bit (default true; GPUs run those passes as their own dispatches or
-   * fused otherwise). False keeps every pass its own dispatch.
+   * On llvmpipe, decode products run the pass after them (the next norm, the gated activation, RoPE +
+   * KV store) in their own last invocations instead of a dispatch of its own (kernels/matvec-tail.ts),
+   * with the same results to the bit (default true; other adapters run those passes as their own
+   * dispatches or fused otherwise: GpuCaps.orderedAtomics). False keeps every pass its own dispatch.
    */
   productTails?: boolean;
   /** LoRA adapters loaded at once (default 16). */

@@ -1,6 +1,6 @@
 /**
  * Tails: the pass after a CPU rasteriser's decode product, folded into the product's invocations
- * (matvec-tail.wgsl says how). Two are built: the RMSNorm that turns the residual stream the product
+ * (matvec-tail.wgsl says how). Three are built: the RMSNorm that turns the residual stream the product
  * wrote into the next products' int8 x ('norm-q8': after the O and down products; the dispatch's last
  * invocation runs it), the gated activation of a gate|up product written as the down product's int8 x
  * ('glu-q8': the last invocation of each group's rows quantizes that group), and RoPE with the KV-cache
@@ -11,8 +11,7 @@
 import { activationWgsl, type Activation } from './activation.ts';
 import q8Block from './quantize-x-block.wgsl?raw';
 import { xqGroup, type XqMode } from './quantize-x.ts';
-import type { BindingKind } from './runtime/context.ts';
-import { wgsl } from './runtime/context.ts';
+import { wgsl, type BindingKind } from './runtime/context.ts';
 import counter from './matvec-tail.wgsl?raw';
 import none from './matvec-tail-none.wgsl?raw';
 import normQ8 from './matvec-tail-norm-q8.wgsl?raw';

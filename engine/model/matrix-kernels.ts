@@ -36,9 +36,10 @@ export function createMatrixKernels(ctx: KernelContext, opts: { tails?: boolean 
     }
     return p;
   };
-  // Decode products on CPU rasterisers fold the pass after them into their last invocation
-  // (kernels/matvec-tail.ts): on llvmpipe a dispatch costs 25-60 µs, mostly waking its threads.
-  const tails = prefetch && (opts.tails ?? true);
+  // Decode products on CPU rasterisers fold the pass after them into their last invocations
+  // (kernels/matvec-tail.ts): on llvmpipe a dispatch costs 25-60 µs, mostly waking its threads. Only
+  // where atomics order the stores before them (GpuCaps.orderedAtomics).
+  const tails = prefetch && ctx.caps.orderedAtomics && (opts.tails ?? true);
   // The norm folds into the GPU matrix-vector variants only; CPU rasterisers keep the norm pass (there a
   // second pass over x per invocation would cost more than the dispatch it saves).
   const fuseNormUpTo = matvecVariant(ctx.caps) === 'rows' ? 0 : MAX_MATVEC_T;

@@ -224,10 +224,10 @@ export class Transformer implements StepRunner {
     };
     const downMode = (w: LayerWeights) => modeOf([w.down]);
     const actQ8 = weights.layers.some(downMode) ? xq8Buffer(ctx, 'act.act.q8', limits.maxTokensPerStep * q8RowVec4s(F) * 16) : undefined;
-    // Decode products on CPU rasterisers run the pass after them in their last invocation (MatrixKernels.tails):
-    // the norm that the next products read as int8 rows after the O and down products (the FFN's, the next
-    // layer's), the gated activation after gate|up. The step's encoding asks for each where the pass
-    // would run next (encodeForward).
+    // Decode products on CPU rasterisers run the pass after them in their last invocations
+    // (MatrixKernels.tails): the norm that the next products read as int8 rows after the O and down
+    // products (the FFN's, the next layer's), the gated activation after gate|up, RoPE + KV store after
+    // QKV. The step's encoding asks for each where that pass would run next (encodeForward).
     const counter = matrices.tails ? ctx.storage('tail.count', Math.max(16, Math.max(F / 32, cfg.nHeads + 2 * cfg.nKvHeads) * 4)) : undefined;
     this.tailCounter = counter;
     const normTail = (ms: WeightMatrix[], weight: GPUBuffer): MatrixIo['tail'] => {

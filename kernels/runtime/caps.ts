@@ -29,6 +29,13 @@ export interface GpuCaps {
    * vector width, "llvmpipe (LLVM 15.0.6, 512 bits)": 16 lanes); 0 where unknown and on GPUs.
    */
   cpuLanes: number;
+  /**
+   * A CPU rasteriser whose storage atomics are sequentially consistent read-modify-writes, so an invocation
+   * that sees another's atomic add also sees that invocation's earlier stores: llvmpipe (Mesa's gallivm
+   * emits every SSBO atomic as a seq_cst LLVM atomicrmw). WGSL's atomics are relaxed and other adapters
+   * (SwiftShader: memory_order_relaxed) promise no such order. Product tails (matvec-tail.ts) need it.
+   */
+  orderedAtomics: boolean;
 }
 
 /**
@@ -39,6 +46,11 @@ export function cpuLanesOf(adapterInfo: GPUAdapterInfo | undefined): number {
   const text = adapterInfo ? `${adapterInfo.device} ${adapterInfo.description}` : '';
   const bits = /(\d+)[- ]bits/.exec(text);
   return bits ? Math.min(64, Math.floor(Number(bits[1]) / 32)) : 0;
+}
+
+/** Whether the adapter strings name llvmpipe ("llvmpipe (LLVM 15.0.6, 512 bits)"). */
+export function isLlvmpipe(adapterInfo: GPUAdapterInfo | undefined): boolean {
+  return adapterInfo ? /llvmpipe/i.test(`${adapterInfo.device} ${adapterInfo.description}`) : false;
 }
 
 export function readCaps(device: GPUDevice, adapterInfo: GPUAdapterInfo | undefined, software: boolean): GpuCaps {
@@ -62,6 +74,7 @@ export function readCaps(device: GPUDevice, adapterInfo: GPUAdapterInfo | undefi
     maxUniformBinding: l.maxUniformBufferBindingSize,
     software,
     cpuLanes: software ? cpuLanesOf(adapterInfo) : 0,
+    orderedAtomics: software && isLlvmpipe(adapterInfo),
   };
 }
 
@@ -84,4 +97,5 @@ export const COMPAT_CAPS: GpuCaps = {
   maxUniformBinding: 16384,
   software: true,
   cpuLanes: 0,
+  orderedAtomics: false,
 };

@@ -65,10 +65,11 @@ const HEAD = 4;
 /** A llama layer's dispatches: norm, QKV, RoPE + KV store, attention, O (+ residual), norm, gate-up, down (SwiGLU folded in, + residual). */
 const LAYER = 8;
 /**
- * On CPU adapters a stacked QKV product runs RoPE + KV store as its tail (kernels/matvec-tail.ts) where
- * heads are whole vec4s and there is no per-head norm between: one dispatch fewer a layer.
+ * On llvmpipe (GpuCaps.orderedAtomics) a stacked QKV product runs RoPE + KV store as its tail
+ * (kernels/matvec-tail.ts) where heads are whole vec4s and there is no per-head norm between: one
+ * dispatch fewer a layer.
  */
-const cpuAdapter = (engine: { stats(): { adapter: string } }) => ['llvmpipe', 'swiftshader'].includes(engine.stats().adapter);
+const tailsOn = (engine: { stats(): { adapter: string } }) => engine.stats().adapter === 'llvmpipe';
 
 interface Case {
   preset: keyof typeof PRESETS;
@@ -76,7 +77,7 @@ interface Case {
   prompts: number[][];
   /** Dispatches of one decode step: embedding + per layer + head (gather, norm, output, sample). */
   dispatches: number;
-  /** On CPU adapters, where the QKV product's tail takes RoPE + KV store (default: dispatches). */
+  /** On llvmpipe, where the QKV product's tail takes RoPE + KV store (default: dispatches). */
   cpuDispatches?: number;
   /** The same weights with the architecture's differences off, for the control. */
   control: { what: string; edit: (metadata: Metadata) => Metadata };
@@ -201,9 +202,9 @@ for (const c of CASES) {
       }
     });
 
-    it(`a decode step is ${c.dispatches} dispatches (${c.cpuDispatches ?? c.dispatches} on CPU adapters)`, async () => {
+    it(`a decode step is ${c.dispatches} dispatches (${c.cpuDispatches ?? c.dispatches} on llvmpipe)`, async () => {
       await engine.generate({ tokens: c.prompts[0], maxTokens: 3, temperature: 0, stopAtEndOfGeneration: false }).result;
-      expect(engine.stats().lastStepDispatches).toBe(cpuAdapter(engine) ? (c.cpuDispatches ?? c.dispatches) : c.dispatches);
+      expect(engine.stats().lastStepDispatches).toBe(tailsOn(engine) ? (c.cpuDispatches ?? c.dispatches) : c.dispatches);
     });
 
     it(`control: ${c.control.what} disagrees with llama.cpp`, async () => {
@@ -245,18 +246,20 @@ describe('qwen2 with Q/K/V of different types (attn_v in F16, as Q4_K_M files ke
 });
 
 /**
- * Dispatches of a decode step of these 2-layer models on CPU adapters, whose layers without tails would
+ * Dispatches of a decode step of these 2-layer models on llvmpipe, whose layers without tails would
  * take `perLayer`: there the O and gate|up products run the pass after them (the FFN norm, the
  * activation) in their last invocations, a stacked QKV product RoPE + KV store (`stackedQkv`), and the
  * first layer's down product the second layer's norm (kernels/matvec-tail.ts).
  */
 const withTails = (perLayer: number, stackedQkv: boolean) => 1 + 2 * (perLayer - 2 - (stackedQkv ? 1 : 0)) - 1 + HEAD;
+/** Their decode step's dispatches on a CPU adapter: with tails on llvmpipe, without on SwiftShader. */
+const cpuStep = (engine: { stats(): { adapter: string } }, perLayer: number, stackedQkv: boolean) => (tailsOn(engine) ? withTails(perLayer, stackedQkv) : 1 + 2 * perLayer + HEAD);
 
 /**
  * A model file whose block matrices read quantized x on CPU adapters against llama.cpp: a decode step's
  * dispatches there, then greedy tokens and next-token probabilities along each prompt's path.
  */
-async function expectQuantizedParity(path: string, prompts: number[][], vocab: number, cpuDispatches: number): Promise<void> {
+async function expectQuantizedParity(path: string, prompts: number[][], vocab: number, perLayer: number, stackedQkv: boolean): Promise<void> {
   const refs = await llamaCppReference(llama, path, prompts, vocab, STEPS);
   // These random-weight models amplify rounding (activation rounding alone moves their logits by
   // percents), so they are held to llama.cpp's f32 KV cache with ours in f32 too: with the CPU's default
@@ -265,7 +268,7 @@ async function expectQuantizedParity(path: string, prompts: number[][], vocab: n
   const engine = await loadEngine({ model: path, contextLength: 256, maxSequences: 2, kvCache: 'f32' });
   try {
     await engine.generate({ tokens: prompts[0], maxTokens: 2, temperature: 0, stopAtEndOfGeneration: false }).result;
-    if (['llvmpipe', 'swiftshader'].includes(engine.stats().adapter)) expect(engine.stats().lastStepDispatches).toBe(cpuDispatches);
+    if (['llvmpipe', 'swiftshader'].includes(engine.stats().adapter)) expect(engine.stats().lastStepDispatches).toBe(cpuStep(engine, perLayer, stackedQkv));
     for (const ref of refs) {
       expect(smallestGap(ref), `prompt ${JSON.stringify(ref.prompt)} has a near-tie in llama.cpp; choose another`).toBeGreaterThan(MIN_GAP);
       const ours = await engine.generate({ tokens: ref.prompt, maxTokens: STEPS, temperature: 0, stopAtEndOfGeneration: false }).result;
@@ -302,7 +305,7 @@ describe.each([
       'q8_0/32': [[271, 381, 422, 472, 90], [431, 102, 292, 258], [96, 45, 232]],
     };
     const prompts = chosen[`${type}/${headDim}`];
-    await expectQuantizedParity(path, prompts, preset.vocab, withTails(LAYER + (headDim % 32 === 0 ? 1 : 2), true));
+    await expectQuantizedParity(path, prompts, preset.vocab, LAYER + (headDim % 32 === 0 ? 1 : 2), true);
   });
 });
 
@@ -321,16 +324,16 @@ describe('llama with K-quant block matrices (Q4_K, and Q6_K for attn_v and ffn_d
     const prompts = [[164, 261, 358, 455, 52], [250, 347, 444], [116, 213, 310, 407, 504]];
     // Q, K and V of two types are three products (2 more a layer, and no RoPE tail), plus the activation
     // and O's quantize pass.
-    await expectQuantizedParity(path, prompts, preset.vocab, withTails(LAYER + 4, false));
+    await expectQuantizedParity(path, prompts, preset.vocab, LAYER + 4, false);
   });
 });
 
 describe('llama keeps its dispatch count', () => {
-  it(`stories260K: a decode step is ${1 + 5 * LAYER + HEAD} dispatches (embedding + 5 layers × ${LAYER} + head; ${LAYER - 1} a layer on CPU adapters)`, async () => {
+  it(`stories260K: a decode step is ${1 + 5 * LAYER + HEAD} dispatches (embedding + 5 layers × ${LAYER} + head; ${LAYER - 1} a layer on llvmpipe)`, async () => {
     const engine = await loadEngine({ model: sharedModel('stories260K.gguf'), contextLength: 256, maxSequences: 2 });
     try {
       await engine.generate({ prompt: 'Once upon a time', maxTokens: 3, temperature: 0 }).result;
-      expect(engine.stats().lastStepDispatches).toBe(1 + 5 * (cpuAdapter(engine) ? LAYER - 1 : LAYER) + HEAD);
+      expect(engine.stats().lastStepDispatches).toBe(1 + 5 * (tailsOn(engine) ? LAYER - 1 : LAYER) + HEAD);
     } finally {
       await engine.dispose();
     }
