@@ -13,10 +13,6 @@ override TAIL_ROWS: u32 = 8u;
 
 var<private> tail_gate: u32;
 
-fn tail_in(e: u32) -> vec4f {
-  return vec4f(y[e], y[e + 1u], y[e + 2u], y[e + 3u]);
-}
-
 fn x_value(i: u32) -> vec4f {
   let g = tail_in(tail_gate + 4u * i);
   return vec4f(act(g.x), act(g.y), act(g.z), act(g.w)) * tail_in(tail_gate + params.tail_up + 4u * i);

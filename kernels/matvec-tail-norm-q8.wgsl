@@ -10,13 +10,8 @@
 var<private> tail_row: u32;
 var<private> tail_scale: f32;
 
-fn tail_in(i: u32) -> vec4f {
-  let e = tail_row + 4u * i;
-  return vec4f(y[e], y[e + 1u], y[e + 2u], y[e + 3u]);
-}
-
 fn x_value(i: u32) -> vec4f {
-  return tail_in(i) * tail_scale * tail_w[i];
+  return tail_in(tail_row + 4u * i) * tail_scale * tail_w[i];
 }
 
 fn after_rows(nwg: vec3u, n0: u32) {
@@ -30,7 +25,7 @@ fn tail() {
     tail_row = params.tail_in_offset + r * params.tail_in_stride;
     var sum = vec4f();
     for (var i = 0u; i < n; i++) {
-      let v = tail_in(i);
+      let v = tail_in(tail_row + 4u * i);
       sum += v * v;
     }
     tail_scale = inverseSqrt((sum.x + sum.y + sum.z + sum.w) / f32(params.tail_n) + params.tail_eps);

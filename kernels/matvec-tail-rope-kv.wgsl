@@ -13,10 +13,6 @@ override TAIL_ROWS: u32 = 8u;
 @group(0) @binding(TAIL_BINDING_3) var<storage, read> page_table: array<u32>;
 @group(0) @binding(TAIL_BINDING_4) var<storage, read> factors: array<f32>;
 
-fn tail_in(e: u32) -> vec4f {
-  return vec4f(y[e], y[e + 1u], y[e + 2u], y[e + 3u]);
-}
-
 fn tail_out(e: u32, v: vec4f) {
   y[e] = v.x;
   y[e + 1u] = v.y;

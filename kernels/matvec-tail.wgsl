@@ -19,3 +19,8 @@ fn tail_last(i: u32, count: u32) -> bool {
   atomicStore(&tail_count[i], 0u);
   return true;
 }
+
+// Four consecutive values of the product's y (an f32 array) from element e.
+fn tail_in(e: u32) -> vec4f {
+  return vec4f(y[e], y[e + 1u], y[e + 2u], y[e + 3u]);
+}
