@@ -134,7 +134,7 @@ export interface ProductExtras {
   norm?: Buffer;
   /** ProductOptions.prefetch: the weights to prefetch (a 16-byte buffer for none). */
   next?: Buffer;
-  /** ProductOptions.tail: its counter (a zeroed word), the norm weight ('norm-q8'), its int8 output. */
+  /** ProductOptions.tail: its counters (zeroed words, tailCounterWords), the norm weight ('norm-q8'), its int8 output (or, 'rope-kv', positions, sequences, page table, factors and the K and V caches). */
   tail?: Buffer[];
 }
 

@@ -23,6 +23,7 @@ import ropeVec4 from './rope-vec4.wgsl?raw';
 import angle from './rope-angle.wgsl?raw';
 import type { KvFormat } from './kv-format.ts';
 import type { RopeSettings } from './rope.ts';
+import { fitsVec4Rope } from './rope-kv-store.ts';
 
 export type ProductTail = { kind: 'norm-q8'; mode: XqMode } | { kind: 'glu-q8'; mode: XqMode; activation: Activation } | { kind: 'rope-kv'; kv: KvFormat };
 
@@ -95,6 +96,15 @@ export function tailSuffix(tail: ProductTail | undefined): string {
 }
 
 /**
+ * Whether a RoPE tail can move these heads from token rows `inStride` apart, starting at `inOffset`, in a
+ * kernel whose invocations compute `rowsPerInvocation` weight rows: the vec4 RoPE layout, and each head
+ * whole invocations' rows.
+ */
+export function ropeTailFits(r: RopeTail, inOffset: number, inStride: number, rowsPerInvocation: number): boolean {
+  return fitsVec4Rope({ ...r, tokenStride: inStride }) && inOffset % 4 === 0 && r.headDim % rowsPerInvocation === 0 && r.nRot <= r.headDim;
+}
+
+/**
  * Checks a dispatch's tail against the tail's mode (whole groups, vec4-aligned rows) and the dispatch:
  * a gated tail's gate and up rows are all of the dispatch's `rows`, from row 0 of the matrix.
  */
@@ -104,7 +114,7 @@ export function checkTailParams(label: string, tail: ProductTail, p: TailParams,
     if (!r) throw new Error(`${label}: a RoPE tail needs its heads, paging and rotation`);
     const width = (r.heads + 2 * r.kvHeads) * r.headDim;
     if (rows !== width || rowOffset !== 0) throw new Error(`${label}: a RoPE tail's product is one dispatch of every Q, K and V head (${width} rows), not ${rows} rows from row ${rowOffset}`);
-    if (r.headDim % rowsPerInvocation !== 0 || r.headDim % 4 !== 0 || p.inOffset % 4 !== 0 || p.inStride % 4 !== 0 || r.nRot > r.headDim || r.nRot % (r.neox ? 8 : 4) !== 0) {
+    if (!ropeTailFits(r, p.inOffset, p.inStride, rowsPerInvocation)) {
       throw new Error(`${label}: a RoPE tail needs a head dim that is a multiple of 4 and of ${rowsPerInvocation}, token rows at multiples of 4, and rotated dims a multiple of 4 (8 in NeoX order), at most the head dim`);
     }
     return;

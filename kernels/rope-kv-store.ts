@@ -13,6 +13,15 @@ import { grid2d } from './runtime/grid.ts';
 
 const WG = 64;
 
+/**
+ * Whether heads of `headDim` with token rows `tokenStride` apart and `nRot` rotated dimensions are whole
+ * vec4s of the vec4 kernel's layout (two pairs a vec4 in normal order, four in NeoX order); the QKV
+ * product's RoPE tail reads the same layout (matvec-tail.ts).
+ */
+export function fitsVec4Rope(p: { headDim: number; tokenStride: number; nRot: number; neox: boolean }): boolean {
+  return p.headDim % 4 === 0 && p.tokenStride % 4 === 0 && p.nRot % (p.neox ? 8 : 4) === 0;
+}
+
 export interface RopeKvStoreParams extends RopeSettings {
   tokens: number;
   heads: number;
@@ -68,7 +77,7 @@ export class RopeKvStoreKernel {
     arena.u32[s + 9] = p.tokenStride;
     arena.u32[s + 10] = p.pageSize;
     arena.u32[s + 11] = p.maxPages;
-    const byVec4 = this.vec4 && p.headDim % 4 === 0 && p.tokenStride % 4 === 0 && p.nRot % (p.neox ? 8 : 4) === 0;
+    const byVec4 = this.vec4 && fitsVec4Rope(p);
     if (this.kv === 'f16' && !byVec4) throw new Error(`rope-kv-store: an f16 KV cache needs the vec4 kernel: head dim ${p.headDim}, token stride ${p.tokenStride} and rotated dims ${p.nRot} must be multiples of 4 (8 rotated in NeoX order)`);
     // Items per token: elements of every head and of V, two (scalar) or four (vec4) to an item.
     const perItem = byVec4 ? 4 : 2;

@@ -14,7 +14,7 @@ import type { Activation } from '../../kernels/activation.ts';
 import type { BoundProduct, MatrixIo, MatrixKernels, WeightMatrix } from './matrix.ts';
 import { createQuantizedXProducts } from './quantized-x-products.ts';
 import { xqGroup, type XqMode } from '../../kernels/quantize-x.ts';
-import { tailSuffix, type ProductTail } from '../../kernels/matvec-tail.ts';
+import { tailCounterWords, tailSuffix, type ProductTail } from '../../kernels/matvec-tail.ts';
 
 /** `tails`: let decode products take io.tail where the device's kernels can (EngineOptions.productTails). */
 export function createMatrixKernels(ctx: KernelContext, opts: { tails?: boolean } = {}): MatrixKernels {
@@ -59,6 +59,8 @@ export function createMatrixKernels(ctx: KernelContext, opts: { tails?: boolean 
     // f32 x that a quantize pass can turn into int8 blocks is read that way (quantized-x-products.ts).
     if (!io.xq8 && quantizedX?.applies(w, io)) return quantizedX.bind(w, x, y, io);
     const mm = productFor(w.type, w.bias !== undefined, io.glu?.activation, io.norm !== undefined, io.xq8);
+    // A counter buffer too short for the tail's parts would leave some never run: stale rows, no error.
+    if (io.tail && io.tail.buffers[0].size < 4 * tailCounterWords(io.tail.tail, io.tail.params)) throw new Error(`${w.name}: the tail's counter buffer holds ${io.tail.buffers[0].size / 4} words, not the ${tailCounterWords(io.tail.tail, io.tail.params)} its parts need`);
     // The tail runs in the last shard's dispatch, after the others.
     const withTail = tails && io.tail ? productFor(w.type, w.bias !== undefined, io.glu?.activation, io.norm !== undefined, io.xq8, io.tail.tail) : undefined;
     // Each shard's dispatch prefetches the shard after it, the last one io.next's first.

@@ -25,6 +25,7 @@ import type { BoundProduct, MatrixIo, MatrixKernels, WeightMatrix } from './matr
 import type { LayerWeights, ModelWeights } from './weights.ts';
 import { MAX_PENALTY_ENTRIES, Workspace } from './workspace.ts';
 import { q8RowVec4s, type XqMode } from '../../kernels/quantize-x.ts';
+import { ropeTailFits, type RopeTail } from '../../kernels/matvec-tail.ts';
 import { memoize } from '../../kernels/runtime/memo.ts';
 
 interface LayerPlan {
@@ -92,6 +93,8 @@ export class Transformer implements StepRunner {
   };
   private readonly layers: LayerPlan[];
   private readonly embed: BoundProduct;
+  /** Heads, paging and rotation of the RoPE + KV-store pass and of the QKV products' tail. */
+  private readonly rope: RopeTail;
   /** The counters of the products' tails (MatrixIo.tail), shared: a step's dispatches run in order. */
   private readonly tailCounter: GPUBuffer | undefined;
   private readonly head: { normKernel: RmsNormKernel; norm: GPUBindGroup; product: BoundProduct; sample: SampleGroups; topk: GPUBindGroup; penalties: GPUBindGroup };
@@ -242,20 +245,12 @@ export class Transformer implements StepRunner {
     // vec4s (as the vec4 RoPE/KV-store kernel needs) and whole invocations' rows (8 or 4 a head
     // suffices), no per-head norm between, and the device binds 7 more storage buffers.
     const r = cfg.rope;
-    const ropeTailFits =
-      !cfg.block.qkNorm && cfg.headDim % 8 === 0 && S % 4 === 0 && r.nRot <= cfg.headDim && r.nRot % (r.neox ? 8 : 4) === 0 && ctx.caps.maxStorageBuffersPerStage >= 12;
+    const rope: RopeTail = (this.rope = { heads: cfg.nHeads, kvHeads: cfg.nKvHeads, headDim: cfg.headDim, pageSize: cache.pageSize, maxPages: cache.maxPagesPerSeq, nRot: r.nRot, neox: r.neox, freqBase: r.base, freqScale: r.freqScale, useFactors: weights.ropeFactors !== undefined });
+    // 8 rows an invocation, the most a rows kernel computes (4 divides it too).
+    const ropeTailOk = !cfg.block.qkNorm && ropeTailFits(rope, 0, S, 8) && ctx.caps.maxStorageBuffersPerStage >= 12;
     const ropeTail = (w: LayerWeights, l: number): MatrixIo['tail'] =>
-      counter && ropeTailFits && w.qkv.length === 1 && w.qkv[0].shards.length === 1
-        ? {
-            tail: { kind: 'rope-kv', kv: cache.format },
-            buffers: [counter, ws.positions, ws.slots, cache.pageTable, ropeFactors, cache.k[l], cache.v[l]],
-            params: {
-              n: qDim + 2 * kvDim,
-              inOffset: 0,
-              inStride: S,
-              rope: { heads: cfg.nHeads, kvHeads: cfg.nKvHeads, headDim: cfg.headDim, pageSize: cache.pageSize, maxPages: cache.maxPagesPerSeq, nRot: r.nRot, neox: r.neox, freqBase: r.base, freqScale: r.freqScale, useFactors: weights.ropeFactors !== undefined },
-            },
-          }
+      counter && ropeTailOk && w.qkv.length === 1 && w.qkv[0].shards.length === 1
+        ? { tail: { kind: 'rope-kv', kv: cache.format }, buffers: [counter, ws.positions, ws.slots, cache.pageTable, ropeFactors, cache.k[l], cache.v[l]], params: { n: qDim + 2 * kvDim, inOffset: 0, inStride: S, rope } }
         : undefined;
     const quantizedDown = (w: LayerWeights, next: LayerWeights | undefined) => {
       const mode = downMode(w);
@@ -580,20 +575,7 @@ export class Transformer implements StepRunner {
       lora?.encode(pass, a, l, 'qkv', T);
       // Q heads then K heads of each token, normed where they lie: one dispatch, two weight vectors.
       if (L.qkNorm) k.qkNorm!.encode(pass, a, L.qkNorm, { rows: T * (cfg.nHeads + cfg.nKvHeads), dim: hd, eps: cfg.rmsEps, group: cfg.nHeads + cfg.nKvHeads, xStride: S, wSplit: cfg.nHeads });
-      if (!roped) k.ropeStore.encode(pass, a, L.ropeStore, {
-        tokens: T,
-        heads: cfg.nHeads,
-        kvHeads: cfg.nKvHeads,
-        headDim: hd,
-        nRot: cfg.rope.nRot,
-        neox: cfg.rope.neox,
-        freqBase: cfg.rope.base,
-        freqScale: cfg.rope.freqScale,
-        useFactors: this.weights.ropeFactors !== undefined,
-        tokenStride: S,
-        pageSize: cache.pageSize,
-        maxPages: cache.maxPagesPerSeq,
-      });
+      if (!roped) k.ropeStore.encode(pass, a, L.ropeStore, { ...this.rope, tokens: T, tokenStride: S });
       const quantizedO = !(lora?.adapts(l, 'o') ?? false) ? L.quantizedO : undefined;
       k.attention.encode(pass, a, quantizedO?.attention ?? L.attention, {
         tokens: T,
