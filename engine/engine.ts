@@ -147,7 +147,9 @@ export class WebGpuEngine implements TextEngine {
       throw new Error(`${source.name}: tokenizer has ${tokenizer.vocabSize} tokens but the model's vocabulary is ${cfg.vocabSize}`);
     }
     const ctx = new KernelContext(selected.device, selected.caps);
-    const matrices: MatrixKernels = createMatrixKernels(ctx, { tails: opts.productTails ?? true });
+    // Output widths of a layer's products (stacked QKV, O, gate|up, down), which size the tiled kernels' register blocks.
+    const widths = [(cfg.nHeads + 2 * cfg.nKvHeads) * cfg.headDim, cfg.dim, 2 * cfg.ffnDim, cfg.dim];
+    const matrices: MatrixKernels = createMatrixKernels(ctx, { tails: opts.productTails ?? true, widths });
     const contextLength = Math.min(cfg.contextLength, opts.contextLength ?? 4096);
     if (!(contextLength >= 2)) throw new Error(`contextLength must be at least 2 (got ${opts.contextLength})`);
     const maxSequences = opts.maxSequences ?? 8;

@@ -113,6 +113,8 @@ export interface ProductOptions {
    * invocation, in dispatches whose params ask for it (matvec-tail.ts); its buffers are bound last.
    */
   tail?: ProductTail;
+  /** CPU rasterisers' tiled kernel (matmul.ts): weight rows per invocation, TILED_ROWS (default 16; tiledRowsFor). */
+  tiledRows?: number;
 }
 
 /**

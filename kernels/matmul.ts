@@ -37,6 +37,24 @@ const TILES = { tileN: 64, tileT: 32 };
 // Invocations per workgroup (WG_N) fill at least one SIMD instruction: llvmpipe at 512 bits runs 16
 // (64-token prefill 165 -> 215-228 tok/s against 8 a workgroup, half of each instruction idle).
 const REGS = { WG_N: 8, WG_T: 1, rows: 16, tokens: 8 };
+/** Weight rows per invocation the CPU rasterisers' tiled kernel may be built with (tiledRowsFor). */
+export const TILED_ROWS = [16, 12] as const;
+
+/**
+ * The register block (weight rows per invocation) for a model whose products have these output widths.
+ * A workgroup covers lanes x rows weight rows, and the last one of a product computes its padding in
+ * full (a CPU rasteriser runs masked lanes anyway): SmolLM2-135M's 576-wide O and down products pad to
+ * 768 with 16 rows (256 a workgroup at 16 lanes) and not at all with 12 (192). Fewer rows share each x
+ * load, so a padded row costs about 18 + 48 / rows units (x loads 3 per token and block, 16 tokens,
+ * against 2 weight loads and 16 multiply-add blocks a row): the block with the smaller total wins. On
+ * llvmpipe at 512 bits, SmolLM2-135M's 64-token prefill with 12 rows against 16: 228 against 214 tok/s
+ * (medians of 10 interleaved rounds in one process, 9 of them faster).
+ */
+export function tiledRowsFor(caps: GpuCaps, widths: readonly number[]): number {
+  const lanes = Math.max(REGS.WG_N, caps.cpuLanes);
+  const cost = (rows: number) => widths.reduce((sum, n) => sum + Math.ceil(n / (lanes * rows)) * lanes * rows * (18 + 48 / rows), 0);
+  return TILED_ROWS.reduce((best, rows) => (cost(rows) < cost(best) ? rows : best));
+}
 // The block-walking product reading quantized x (three loads per token and block) takes 16 tokens per invocation
 // in steps of at least that many: 64-token prefill products on llvmpipe 417 -> 350 ms (first compile
 // 9 s, then Mesa's disk cache). Shorter steps (batched decode of 4 to 15 rows) keep 8, which wastes
@@ -66,7 +84,8 @@ export class MatMulKernel {
   ) {
     const store = productStore(opts);
     const decode = wgsl(gpuLayout(type).wgsl, store.code);
-    const label = `matmul-${variant}-${typeName(type)}${store.suffix}`;
+    const rows = opts.tiledRows ?? REGS.rows;
+    const label = `matmul-${variant}-${typeName(type)}${store.suffix}${variant === 'regs' && rows !== REGS.rows ? `-r${rows}` : ''}`;
     if (opts.norm || opts.tail) throw new Error(`${label}: norm-fused products and tails are matrix-vector only (decode-sized batches)`);
     const blocks = BLOCK_WALK_TYPES.has(type) && variant === 'regs';
     if (opts.xq8 && (!blocks || opts.glu)) throw new Error(`${label}: quantized x is read by the block-walking regs kernel only (Q8_0, Q4_0, Q4_K, Q6_K), without a gated input`);
@@ -77,7 +96,8 @@ export class MatMulKernel {
       this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(tiles, common, x4, decode), bindings }), opts.glu);
       ({ tileN: this.tileN, tileT: this.tileT } = TILES);
     } else {
-      const { WG_T, rows, tokens } = REGS;
+      const { WG_T, tokens } = REGS;
+      if (!(TILED_ROWS as readonly number[]).includes(rows)) throw new Error(`${label}: the tiled kernel takes ${TILED_ROWS.join(' or ')} weight rows an invocation, not ${rows}`);
       const WG_N = Math.max(REGS.WG_N, ctx.caps.cpuLanes);
       const blockCode = (t: number) => wgsl(unrollRowsTokens(regsBlocks, rows, t), this.xq8 ? xBlockQ8 : xBlockF32);
       const code = blocks ? blockCode(tokens) : unrollRowsTokens(regs, rows, tokens);

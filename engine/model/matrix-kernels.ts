@@ -4,6 +4,7 @@
  */
 import { EmbeddingKernel } from '../../kernels/embedding.ts';
 import { CPU_Q8_MATVEC_UP_TO, WeightMatmul } from '../../kernels/matmul-select.ts';
+import { tiledRowsFor } from '../../kernels/matmul.ts';
 import { MAX_MATVEC_T, matvecVariant } from '../../kernels/matvec.ts';
 import { BLOCK_WALK_TYPES, gpuLayout } from '../../kernels/quant/layouts.ts';
 import { planRowShards } from '../../kernels/quant/shards.ts';
@@ -16,8 +17,13 @@ import { createQuantizedXProducts } from './quantized-x-products.ts';
 import { xqGroup, type XqMode } from '../../kernels/quantize-x.ts';
 import { tailCounterWords, tailSuffix, type ProductTail } from '../../kernels/matvec-tail.ts';
 
-/** `tails`: let decode products take io.tail where the device's kernels can (EngineOptions.productTails). */
-export function createMatrixKernels(ctx: KernelContext, opts: { tails?: boolean } = {}): MatrixKernels {
+/**
+ * `tails`: let decode products take io.tail where the device's kernels can (EngineOptions.productTails).
+ * `widths`: the model's product output widths, from which CPU rasterisers' tiled products take their
+ * register block (tiledRowsFor).
+ */
+export function createMatrixKernels(ctx: KernelContext, opts: { tails?: boolean; widths?: readonly number[] } = {}): MatrixKernels {
+  const tiledRows = ctx.caps.software && opts.widths ? tiledRowsFor(ctx.caps, opts.widths) : undefined;
   const products = new Map<string, WeightMatmul>();
   // CPU rasterisers' decode products prefetch the next product's weights (io.next); a 16-byte buffer
   // stands in where nothing follows.
@@ -27,7 +33,7 @@ export function createMatrixKernels(ctx: KernelContext, opts: { tails?: boolean 
     const key = `${t}${bias ? '+bias' : ''}${glu ? `+${glu}` : ''}${norm ? '+norm' : ''}${xq8 ? '+xq8' : ''}${tailSuffix(tail)}`;
     let p = products.get(key);
     if (!p) {
-      products.set(key, (p = new WeightMatmul(ctx, t, { bias, glu, norm, xq8, prefetch, tail })));
+      products.set(key, (p = new WeightMatmul(ctx, t, { bias, glu, norm, xq8, prefetch, tail, tiledRows })));
       // Compile every variant (one matvec per row count, plus the tiled product) now, at load, so no
       // request pays for a pipeline the first time a batch of that size occurs. A product with a tail
       // has only the matrix-vector kernels; longer steps take the plain product and the tail's own pass.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { GgmlType, typeName } from '../../ggml/types.ts';
-import { MatMulKernel, type MatMulVariant } from '../../kernels/matmul.ts';
+import { MatMulKernel, tiledRowsFor, type MatMulVariant } from '../../kernels/matmul.ts';
 import { selectMatmul, WeightMatmul } from '../../kernels/matmul-select.ts';
 import { MatVecKernel } from '../../kernels/matvec.ts';
 import { planRowShards } from '../../kernels/quant/index.ts';
@@ -28,6 +28,19 @@ describe.each(WEIGHT_TYPES.map((t) => [typeName(t), t] as const))('tiled matmul 
       await runPass(ctx, (pass, arena) => kern.encode(pass, arena, group, { t, n, k }));
       expect(maxRelError(await readF32(ctx, by, t * n), referenceProduct(w, x, t))).toBeLessThan(TOL);
     });
+
+    if (variant === 'regs') {
+      it('regs with 12 weight rows an invocation (tiledRowsFor), T=37 over more than one workgroup of rows', async () => {
+        const [t, n, k] = [37, 230, colsFor(type)];
+        const w = randomWeights(type, n, k, 53 + type);
+        const x = randomF32(t * k, 18);
+        const kern = new MatMulKernel(ctx, type, variant, { tiledRows: 12 });
+        const by = ctx.storage('y', t * n * 4);
+        const group = kern.bind(uploadRows(ctx, w), ctx.storage('x', x.byteLength, x), by);
+        await runPass(ctx, (pass, arena) => kern.encode(pass, arena, group, { t, n, k }));
+        expect(maxRelError(await readF32(ctx, by, t * n), referenceProduct(w, x, t))).toBeLessThan(TOL);
+      });
+    }
 
     it(`${variant}: row shards, x and y slices, accumulate`, async () => {
       const [t, n, k] = [37, 90, colsFor(type)];
@@ -70,6 +83,15 @@ describe.each(WEIGHT_TYPES.map((t) => [typeName(t), t] as const))('tiled matmul 
 });
 
 describe('kernel selection', () => {
+  it('the tiled register block follows the model: 12 rows where 16 would pad its widths, else 16', () => {
+    const lanes16 = { ...ctx.caps, cpuLanes: 16 };
+    // SmolLM2-135M: QKV 960, O and down 576, gate|up 3072; 16 rows pad 576 to 768.
+    expect(tiledRowsFor(lanes16, [960, 576, 3072, 576])).toBe(12);
+    // A 1B shape: every width a multiple of 256, where 12 rows would pad 2048 to 2112.
+    expect(tiledRowsFor(lanes16, [3072, 2048, 16384, 2048])).toBe(16);
+    expect(() => new MatMulKernel(ctx, GgmlType.Q8_0, 'regs', { tiledRows: 10 })).toThrow(/12 or 16|16 or 12/);
+  });
+
   it('picks matrix-vector kernels for decode and the tiled kernel for prefill, per adapter', () => {
     const mv = selectMatmul(ctx, GgmlType.Q8_0, 3);
     expect(mv).toBeInstanceOf(MatVecKernel);
