@@ -1,6 +1,6 @@
 import source from './embedding.wgsl?raw';
 import { typeName, type GgmlType } from '../ggml/types.ts';
-import { gpuLayout } from './quant/layouts.ts';
+import { deviceLayout } from './quant/layouts.ts';
 import type { ParamArena } from './runtime/arena.ts';
 import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
 import { grid2d } from './runtime/grid.ts';
@@ -37,7 +37,7 @@ export class EmbeddingKernel {
   ) {
     this.kernel = ctx.kernel({
       label: `embedding-${typeName(type)}`,
-      code: wgsl(source, gpuLayout(type).wgsl),
+      code: wgsl(source, deviceLayout(ctx.caps, type).wgsl),
       bindings: ['read', 'read', 'write'],
       constants: { WG: 64 },
     });

@@ -9,7 +9,7 @@ import xBlockQ8 from './matmul-x-block-q8.wgsl?raw';
 import xAligned from './matmul-x-aligned.wgsl?raw';
 import { unrollRowsTokens } from './unroll.ts';
 import tiles from './matmul-tiles.wgsl?raw';
-import { BLOCK_WALK_TYPES, gpuLayout } from './quant/layouts.ts';
+import { BLOCK_WALK_TYPES, deviceLayout } from './quant/layouts.ts';
 import type { ParamArena } from './runtime/arena.ts';
 import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
 import { withUniformX, xWindowBytes, XWindows } from './matmul-x-window.ts';
@@ -83,7 +83,7 @@ export class MatMulKernel {
     private readonly opts: ProductOptions = {},
   ) {
     const store = productStore(opts);
-    const decode = wgsl(gpuLayout(type).wgsl, store.code);
+    const decode = wgsl(deviceLayout(ctx.caps, type).wgsl, store.code);
     const rows = opts.tiledRows ?? REGS.rows;
     const label = `matmul-${variant}-${typeName(type)}${store.suffix}${variant === 'regs' && rows !== REGS.rows ? `-r${rows}` : ''}`;
     if (opts.norm || opts.tail) throw new Error(`${label}: norm-fused products and tails are matrix-vector only (decode-sized batches)`);

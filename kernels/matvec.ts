@@ -13,7 +13,7 @@ import xPlain from './matvec-x-plain.wgsl?raw';
 import prefetchNext from './matvec-prefetch.wgsl?raw';
 import prefetchNone from './matvec-prefetch-none.wgsl?raw';
 import { checkTailParams, tailCode, tailConstants } from './matvec-tail.ts';
-import { BLOCK_WALK_TYPES, gpuLayout } from './quant/layouts.ts';
+import { BLOCK_WALK_TYPES, deviceLayout } from './quant/layouts.ts';
 import type { ParamArena } from './runtime/arena.ts';
 import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
 import { unrollRowsTokens } from './unroll.ts';
@@ -70,7 +70,7 @@ export class MatVecKernel {
     if (!Number.isInteger(t) || t < 1 || t > MAX_MATVEC_T) throw new Error(`matvec: t=${t} is outside 1..${MAX_MATVEC_T}`);
     const store = productStore(opts);
     const BINDINGS = store.bindings;
-    const decode = wgsl(gpuLayout(type).wgsl, store.code);
+    const decode = wgsl(deviceLayout(ctx.caps, type).wgsl, store.code);
     const label = `matvec-${variant}-${typeName(type)}-t${t}${store.suffix}`;
     this.xq8 = opts.xq8 ?? false;
     this.opts = opts;

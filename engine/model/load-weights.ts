@@ -115,7 +115,7 @@ export async function loadWeights(
     const { type } = parts[0];
     const cols = parts[0].dims[0];
     const rows = parts.reduce((n, t) => n + t.dims[1], 0);
-    const { gpuRowBytes, shardRows } = kernels.layout(type, rows, cols);
+    const { gpuRowBytes, shardRows, rowGroup } = kernels.layout(type, rows, cols);
     // Each part's rows: [first, first + count) of the stacked matrix.
     let first = 0;
     const spans = parts.map((t) => {
@@ -125,21 +125,27 @@ export async function loadWeights(
     });
     const label = names.length === 1 ? names[0] : names.join('+');
     const shards: WeightMatrix['shards'] = [];
+    // Every part has the same type and width, so the same bytes a row.
+    const rawRowBytes = spans[0].rawRowBytes;
+    if (spans.some((sp) => sp.rawRowBytes !== rawRowBytes)) throw new Error(`${label}: stacked tensors with rows of different sizes`);
+    // Chunks of whole row groups (the layout may lay rows out in groups, which can straddle two parts).
+    const chunkRows = Math.max(rowGroup, Math.floor(CHUNK_BYTES / rawRowBytes / rowGroup) * rowGroup);
     for (let rowStart = 0; rowStart < rows; rowStart += shardRows) {
       const n = Math.min(shardRows, rows - rowStart);
-      const buffer = ctx.storage(`${label}[${rowStart}:${rowStart + n}]`, n * gpuRowBytes);
+      const buffer = ctx.storage(`${label}[${rowStart}:${rowStart + n}]`, Math.ceil(n / rowGroup) * rowGroup * gpuRowBytes);
       buffers.push(buffer);
-      for (const sp of spans) {
-        const from = Math.max(rowStart, sp.first);
-        const to = Math.min(rowStart + n, sp.first + sp.count);
-        const chunkRows = Math.max(1, Math.floor(CHUNK_BYTES / sp.rawRowBytes));
-        for (let r = from; r < to; r += chunkRows) {
-          const m = Math.min(chunkRows, to - r);
-          const raw = await source.read(sp.t.offset + (r - sp.first) * sp.rawRowBytes, m * sp.rawRowBytes);
-          const packed = kernels.repack(type, raw, m, cols);
-          ctx.device.queue.writeBuffer(buffer, (r - rowStart) * gpuRowBytes, packed.buffer, packed.byteOffset, packed.byteLength);
-          progress(m * sp.rawRowBytes);
+      for (let r = rowStart; r < rowStart + n; r += chunkRows) {
+        const m = Math.min(chunkRows, rowStart + n - r);
+        const pieces: Uint8Array[] = [];
+        for (const sp of spans) {
+          const from = Math.max(r, sp.first);
+          const to = Math.min(r + m, sp.first + sp.count);
+          if (from < to) pieces.push(await source.read(sp.t.offset + (from - sp.first) * rawRowBytes, (to - from) * rawRowBytes));
         }
+        const raw = pieces.length === 1 ? pieces[0] : concatBytes(pieces);
+        const packed = kernels.repack(type, raw, m, cols);
+        ctx.device.queue.writeBuffer(buffer, (r - rowStart) * gpuRowBytes, packed.buffer, packed.byteOffset, packed.byteLength);
+        progress(m * rawRowBytes);
       }
       shards.push({ buffer, rowStart, rows: n });
     }
@@ -184,4 +190,14 @@ export async function loadWeights(
   const ropeFactors = hasRopeFactors ? await vector('rope_freqs.weight') : undefined;
   await ctx.device.queue.onSubmittedWorkDone();
   return { embedding, layers, outputNorm, output, ropeFactors, buffers, bytes: buffers.reduce((s, b) => s + b.size, 0) };
+}
+
+function concatBytes(pieces: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(pieces.reduce((n, p) => n + p.byteLength, 0));
+  let at = 0;
+  for (const p of pieces) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
 }

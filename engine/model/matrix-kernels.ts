@@ -6,7 +6,7 @@ import { EmbeddingKernel } from '../../kernels/embedding.ts';
 import { CPU_Q8_MATVEC_UP_TO, WeightMatmul } from '../../kernels/matmul-select.ts';
 import { tiledRowsFor } from '../../kernels/matmul.ts';
 import { MAX_MATVEC_T, matvecVariant } from '../../kernels/matvec.ts';
-import { BLOCK_WALK_TYPES, gpuLayout } from '../../kernels/quant/layouts.ts';
+import { BLOCK_WALK_TYPES, deviceLayout, gpuLayout, weightRowGroup } from '../../kernels/quant/layouts.ts';
 import { planRowShards } from '../../kernels/quant/shards.ts';
 import type { KernelContext } from '../../kernels/runtime/context.ts';
 import { memoize } from '../../kernels/runtime/memo.ts';
@@ -113,10 +113,11 @@ export function createMatrixKernels(ctx: KernelContext, opts: { tails?: boolean;
     fuseGluUpTo,
     tails,
     layout(type, rows, cols) {
-      const shards = planRowShards(type, rows, cols, maxBinding, ctx.caps.minStorageOffsetAlignment);
-      return { gpuRowBytes: gpuLayout(type).rowBytes(cols), shardRows: shards[0].rows };
+      const rowGroup = weightRowGroup(ctx.caps, type);
+      const shards = planRowShards(type, rows, cols, maxBinding, ctx.caps.minStorageOffsetAlignment, rowGroup);
+      return { gpuRowBytes: gpuLayout(type).rowBytes(cols), shardRows: shards[0].rows, rowGroup };
     },
-    repack: (type, raw, rows, cols) => gpuLayout(type).repack(raw, rows, cols),
+    repack: (type, raw, rows, cols) => deviceLayout(ctx.caps, type).repack(raw, rows, cols),
     product,
     embedding(w, ids, y, scale = 1): BoundProduct {
       const k = lookupFor(w.type);

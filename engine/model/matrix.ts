@@ -67,9 +67,13 @@ export interface BoundProduct {
 }
 
 export interface MatrixKernels {
-  /** GPU bytes of one row of `cols` elements of `type`, and how many rows one shard (binding) may hold. */
-  layout(type: GgmlType, rows: number, cols: number): { gpuRowBytes: number; shardRows: number };
-  /** Raw GGUF bytes of whole rows → the bytes the kernels read (still packed). */
+  /**
+   * GPU bytes of one row of `cols` elements of `type`, how many rows one shard (binding) may hold, and how
+   * many rows the layout keeps together: a shard's buffer then holds whole groups, and repack takes runs of
+   * rows that start at a multiple of it.
+   */
+  layout(type: GgmlType, rows: number, cols: number): { gpuRowBytes: number; shardRows: number; rowGroup: number };
+  /** Raw GGUF bytes of whole rows → the bytes the kernels read (still packed; whole groups of rows). */
   repack(type: GgmlType, raw: Uint8Array, rows: number, cols: number): Uint8Array;
   /** y[t, :] (+)= W · x[t, :] (+ w.bias) for t < tokens. */
   product(w: WeightMatrix, x: GPUBuffer, y: GPUBuffer, io: MatrixIo): BoundProduct;

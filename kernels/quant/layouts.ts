@@ -3,7 +3,8 @@
  *
  * Every layout keeps the file's bytes per block (nothing is dequantized at load) and pads each row to
  * 16 bytes, so a row of `cols` elements takes `rowBytes(cols) = ceil(blocks * gpuBlockBytes / 16) * 16`
- * bytes and rows are independent: any run of whole rows can be repacked, uploaded or bound on its own.
+ * bytes and rows are independent: any run of whole rows can be repacked, uploaded or bound on its own
+ * (on CPU rasterisers Q8_0 rows go in groups of 8, weightRowGroup: any run of whole groups).
  * Rows, blocks and quant words all start on 16-byte boundaries, so kernels fetch whole vec4s.
  *   - F32, Q4_K (144 = 9 x 16 bytes): the file's bytes, rows padded to 16 bytes (a no-op for Q4_K and
  *     for F32 rows of a multiple of 4 elements).
@@ -14,6 +15,7 @@
  */
 import { GgmlType, typeName } from '../../ggml/types.ts';
 import type { XqMode } from '../quantize-x.ts';
+import type { GpuCaps } from '../runtime/caps.ts';
 import common from './common.wgsl?raw';
 import bf16 from './bf16.wgsl?raw';
 import f16 from './f16.wgsl?raw';
@@ -41,6 +43,13 @@ export interface GpuWeightLayout {
   repackInto(raw: Uint8Array, rows: number, cols: number, out: Uint8Array): void;
   /** WGSL decode functions (w_row, w_unit, w_unit_k, w_span, w_elem; see common.wgsl) for this type. */
   readonly wgsl: string;
+  /**
+   * Rows laid out together (1: each row on its own). A matrix's buffer then holds whole groups (bufferBytes),
+   * a run of rows repacked or bound on its own starts at a multiple of it, and rows past the end are zero.
+   */
+  readonly rowGroup: number;
+  /** GPU bytes of `rows` rows of `cols` elements: whole groups of rowGroup rows. */
+  bufferBytes(rows: number, cols: number): number;
 }
 
 const align16 = (n: number) => Math.ceil(n / 16) * 16;
@@ -83,46 +92,60 @@ function padded(type: GgmlType, blockElements: number, blockBytes: number, code:
       return out;
     },
     wgsl: common + '\n' + code,
+    rowGroup: 1,
+    bufferBytes: (rows, cols) => rows * rowBytes(cols),
   };
   return layout;
 }
 
-/** Row-split layouts: the blocks' f16 scales (found at byte `dAt` of each block) first, then the rest. */
-function rowSplit(type: GgmlType, blockElements: number, blockBytes: number, dAt: number, code: string): GpuWeightLayout {
+/**
+ * Row-split layouts: the blocks' f16 scales (found at byte `dAt` of each block) first, then the rest. With
+ * `group` > 1 (rowGroup), rows go in groups: the group's headers in row order, then block 0 of each of its
+ * rows, block 1 of each, and so on; the group takes the bytes of its rows, and its row i's parts sit where
+ * w_row and w_quants (q8_0.wgsl) find them.
+ */
+function rowSplit(type: GgmlType, blockElements: number, blockBytes: number, dAt: number, code: string, group = 1): GpuWeightLayout {
   const rest = blockBytes - 2;
   const rowBytes = (cols: number) => align16((cols / blockElements) * blockBytes);
+  const bufferBytes = (rows: number, cols: number) => Math.ceil(rows / group) * group * rowBytes(cols);
   const layout: GpuWeightLayout = {
     type,
     blockElements,
     gpuBlockBytes: blockBytes,
     rowBytes,
+    rowGroup: group,
+    bufferBytes,
     repackInto(raw, rows, cols, out) {
       const fileRow = checkShape(type, blockElements, blockBytes, raw, rows, cols);
       const gpuRow = rowBytes(cols);
-      if (out.byteLength < rows * gpuRow) throw new Error(`${typeName(type)}: output holds ${out.byteLength} bytes, need ${rows * gpuRow}`);
+      const bytes = bufferBytes(rows, cols);
+      if (out.byteLength < bytes) throw new Error(`${typeName(type)}: output holds ${out.byteLength} bytes, need ${bytes}`);
       const nb = cols / blockElements;
       const head = align16(nb * 2);
+      // Rows past the end of the last group, and the headers' padding.
+      out.fill(0, 0, bytes);
       for (let r = 0; r < rows; r++) {
         const src = r * fileRow;
-        const dst = r * gpuRow;
+        const g = Math.floor(r / group) * group * gpuRow;
+        const i = r % group;
+        const dst = g + i * head;
         for (let b = 0; b < nb; b++) {
           const blk = src + b * blockBytes;
           out[dst + 2 * b] = raw[blk + dAt];
           out[dst + 2 * b + 1] = raw[blk + dAt + 1];
           // The bytes before and after d, in file order (d is first in Q8_0/Q4_0, last in Q6_K).
-          const to = dst + head + b * rest;
+          const to = g + group * head + (b * group + i) * rest;
           out.set(raw.subarray(blk, blk + dAt), to);
           out.set(raw.subarray(blk + dAt + 2, blk + blockBytes), to + dAt);
         }
-        out.fill(0, dst + 2 * nb, dst + head);
       }
     },
     repack(raw, rows, cols) {
-      const out = new Uint8Array(rows * rowBytes(cols));
+      const out = new Uint8Array(bufferBytes(rows, cols));
       layout.repackInto(raw, rows, cols, out);
       return out;
     },
-    wgsl: common + '\n' + code,
+    wgsl: `${common}\n${code}\nconst W_GROUP = ${group}u;\n`,
   };
   return layout;
 }
@@ -152,8 +175,32 @@ export const BLOCK_WALK_TYPES: ReadonlyMap<GgmlType, XqMode> = new Map([
 /** Weight types the GPU kernels can read. */
 export const GPU_WEIGHT_TYPES: readonly GgmlType[] = Object.keys(LAYOUTS).map(Number) as GgmlType[];
 
-export function gpuLayout(type: GgmlType): GpuWeightLayout {
-  const l = LAYOUTS[type];
-  if (!l) throw new Error(`no GPU layout for tensor type ${typeName(type)} (have: ${GPU_WEIGHT_TYPES.map(typeName).join(', ')})`);
+/** Q8_0 in groups of 8 rows (weightRowGroup). */
+const Q8_0_GROUPED = rowSplit(GgmlType.Q8_0, 32, 34, 0, blockWalk + '\n' + q8_0, 8);
+
+/** The layout of `type`, with rows in groups of `group` (weightRowGroup; 1: each row on its own). */
+export function gpuLayout(type: GgmlType, group = 1): GpuWeightLayout {
+  const l = group === 1 ? LAYOUTS[type] : type === GgmlType.Q8_0 && group === Q8_0_GROUPED.rowGroup ? Q8_0_GROUPED : undefined;
+  if (!l) throw new Error(group === 1 ? `no GPU layout for tensor type ${typeName(type)} (have: ${GPU_WEIGHT_TYPES.map(typeName).join(', ')})` : `no GPU layout for ${typeName(type)} in groups of ${group} rows`);
   return l;
+}
+
+/**
+ * Rows a `type` matrix lays out together on this device. CPU rasterisers' Q8_0 decode products compute 8
+ * rows an invocation side by side (matvec-rows-blocks.wgsl); with each row on its own that is 8 short
+ * streams per SIMD lane, which the CPU's prefetchers follow poorly. In groups of 8 (each block of the 8
+ * rows together) a lane reads one stream. On llvmpipe, a SmolLM2-135M decode step's 120 products with
+ * their loads only (no arithmetic) 38 -> 26 ms, and the real kernels 46 -> 32 ms (medians of 20
+ * interleaved rounds; the arithmetic costs nothing beside the loads); 4-row groups 9% slower than 8,
+ * 2-row groups slower than none. Engine decode 20.9 -> 22.5 tok/s (medians of 8 interleaved runs, 7
+ * faster); 64-token prefill unchanged (266 -> 271 tok/s). GPUs keep rows apart, which coalesces their
+ * neighbouring lanes' reads.
+ */
+export function weightRowGroup(caps: Pick<GpuCaps, 'software'>, type: GgmlType): number {
+  return caps.software && type === GgmlType.Q8_0 ? 8 : 1;
+}
+
+/** gpuLayout(type) as this device lays it out (weightRowGroup). */
+export function deviceLayout(caps: Pick<GpuCaps, 'software'>, type: GgmlType): GpuWeightLayout {
+  return gpuLayout(type, weightRowGroup(caps, type));
 }

@@ -1,17 +1,26 @@
 // Q8_0, row-split: a row is its blocks' f16 scales (padded to 16 bytes), then each block's 32 int8
 // quants (two vec4s). Moving the 2-byte scales out of the 34-byte blocks aligns every quant word at
 // no cost in size. Unit u is half a block: 16 consecutive weights, one vec4.
+// In groups of W_GROUP rows (layouts.ts; 1 on GPUs): the group's W_GROUP headers, then block 0 of each
+// of its rows, block 1 of each, and so on, so that a CPU rasteriser's invocation walking W_GROUP rows
+// side by side reads one sequential stream.
 
 fn w_row(n: u32, k: u32) -> vec2u {
   let nb = k / 32u;
   let head = (nb + 7u) / 8u;
-  let base = n * (head + nb * 2u);
-  return vec2u(base, base + head);
+  let base = (n / W_GROUP) * W_GROUP * (head + nb * 2u);
+  let r = n % W_GROUP;
+  return vec2u(base + r * head, base + W_GROUP * head + 2u * r);
+}
+
+// The vec4 of quants j (block j / 2, its half j % 2) of the row with handle r.
+fn w_quants(r: vec2u, j: u32) -> vec4u {
+  return w[r.y + (j >> 1u) * 2u * W_GROUP + (j & 1u)];
 }
 
 fn w_span(r: vec2u, s: u32) -> mat4x4f {
   let d = w_half(r.x, s >> 1u);
-  let q = w[r.y + s];
+  let q = w_quants(r, s);
   return mat4x4f(w_sbytes(q.x) * d, w_sbytes(q.y) * d, w_sbytes(q.z) * d, w_sbytes(q.w) * d);
 }
 
@@ -45,7 +54,7 @@ fn w_block(r: vec2u, b: u32, h: ptr<function, WState>) -> WBlock {
   if ((b & 7u) == 0u) {
     *h = w[r.x + (b >> 3u)];
   }
-  return WBlock(header_scale(*h, b), w[r.y + 2u * b], w[r.y + 2u * b + 1u]);
+  return WBlock(header_scale(*h, b), w_quants(r, 2u * b), w_quants(r, 2u * b + 1u));
 }
 
 // A block's quants dotted with its x values, times both scales.

@@ -12,7 +12,7 @@ export interface RowShard {
   rows: number;
   /** Offset of the shard in the whole matrix's GPU layout (rowBegin * rowBytes). */
   byteOffset: number;
-  /** GPU bytes of the shard (rows * rowBytes). */
+  /** GPU bytes of the shard (rows * rowBytes, in whole groups of rows where the layout groups them). */
   byteSize: number;
 }
 
@@ -24,20 +24,23 @@ function gcd(a: number, b: number): number {
 /**
  * Shards of at most `maxBindingBytes` (pass `ctx.caps.maxStorageBinding`). Where shards can be, their
  * byte offsets are multiples of `offsetAlignment` (the device's minStorageBufferOffsetAlignment), so
- * they may be bound as ranges of one buffer as well as uploaded into buffers of their own.
+ * they may be bound as ranges of one buffer as well as uploaded into buffers of their own. With rows in
+ * groups (`rowGroup`, the layout's), every shard but the last holds whole groups.
  */
-export function planRowShards(type: GgmlType, rows: number, cols: number, maxBindingBytes: number, offsetAlignment = 256): RowShard[] {
-  const rowBytes = gpuLayout(type).rowBytes(cols);
-  if (rowBytes > maxBindingBytes) {
-    throw new Error(`one ${cols}-element row of ${typeName(type)} takes ${rowBytes} bytes, more than a storage binding allows (${maxBindingBytes})`);
+export function planRowShards(type: GgmlType, rows: number, cols: number, maxBindingBytes: number, offsetAlignment = 256, rowGroup = 1): RowShard[] {
+  const layout = gpuLayout(type, rowGroup);
+  const rowBytes = layout.rowBytes(cols);
+  if (rowBytes * rowGroup > maxBindingBytes) {
+    throw new Error(`${rowGroup > 1 ? `a group of ${rowGroup} rows` : 'one row'} of ${cols} elements of ${typeName(type)} takes ${rowBytes * rowGroup} bytes, more than a storage binding allows (${maxBindingBytes})`);
   }
   let perShard = Math.floor(maxBindingBytes / rowBytes);
   const step = offsetAlignment / gcd(rowBytes, offsetAlignment);
   if (perShard < rows && perShard >= step) perShard -= perShard % step;
+  if (perShard < rows) perShard -= perShard % rowGroup;
   const shards: RowShard[] = [];
   for (let rowBegin = 0; rowBegin < rows; rowBegin += perShard) {
     const n = Math.min(perShard, rows - rowBegin);
-    shards.push({ rowBegin, rows: n, byteOffset: rowBegin * rowBytes, byteSize: n * rowBytes });
+    shards.push({ rowBegin, rows: n, byteOffset: rowBegin * rowBytes, byteSize: layout.bufferBytes(n, cols) });
   }
   return shards;
 }

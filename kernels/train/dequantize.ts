@@ -1,6 +1,6 @@
 import source from './dequantize.wgsl?raw';
 import type { GgmlType } from '../../ggml/types.ts';
-import { gpuLayout } from '../quant/layouts.ts';
+import { deviceLayout } from '../quant/layouts.ts';
 import type { ParamArena } from '../runtime/arena.ts';
 import { wgsl, type CompiledKernel, type KernelContext } from '../runtime/context.ts';
 import { grid2d } from '../runtime/grid.ts';
@@ -11,7 +11,7 @@ const WG = 64;
 export class DequantizeKernel {
   readonly kernel: CompiledKernel;
   constructor(ctx: KernelContext, type: GgmlType) {
-    this.kernel = ctx.kernel({ label: `train-dequantize-${type}`, code: wgsl(source, gpuLayout(type).wgsl), bindings: ['read', 'write'], constants: { WG } });
+    this.kernel = ctx.kernel({ label: `train-dequantize-${type}`, code: wgsl(source, deviceLayout(ctx.caps, type).wgsl), bindings: ['read', 'write'], constants: { WG } });
   }
 
   encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: { rows: number; cols: number; srcRow: number; dstRow: number }): void {

@@ -2,6 +2,8 @@
  * Weights larger than one storage binding are split into row shards (a 128256 x 2048 embedding exceeds
  * compatibility mode's 128 MiB). Here the binding limit is forced down to 64 KiB so the small model's
  * tables are sharded and the stacked gate|up matrix splits across its two tensors; the output must not change.
+ * Q8_0 rows go in groups of 8 on CPU rasterisers (weightRowGroup): shards then hold whole groups, and the
+ * loader repacks runs of whole groups that may take rows from two stacked tensors.
  */
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
@@ -28,6 +30,34 @@ describe('row-sharded weights', () => {
       expect(engine.stats().weightShards).toBe(40);
     } finally {
       await engine.dispose();
+    }
+  });
+
+  it('Q8_0 rows in groups over 64 KiB bindings: the tokens and log-probabilities of the unsharded model, to the bit', async () => {
+    const generate = async (engine: WebGpuEngine) => {
+      const out = { tokens: [] as number[], logprobs: [] as number[] };
+      for await (const c of engine.generate({ tokens: [1, 365, 1321, 266, 1167], maxTokens: 24, temperature: 0, stopAtEndOfGeneration: false })) {
+        out.tokens.push(...c.tokens);
+        out.logprobs.push(...c.logprobs);
+      }
+      return out;
+    };
+    const load = async (maxStorageBinding?: number) => {
+      const selected = await openNodeDevice();
+      if (maxStorageBinding) selected.caps = { ...selected.caps, maxStorageBinding };
+      return WebGpuEngine.load(selected, new FileSource(sharedModel('TinyStories-656K-Q8_0.gguf')), { contextLength: 256, maxSequences: 2, maxTokensPerStep: 16 });
+    };
+    const whole = await load();
+    const sharded = await load(65536);
+    try {
+      // More buffers: the 32000-row tables split into many shards, and a stacked matrix or two as well.
+      expect(sharded.stats().weightShards).toBeGreaterThan(whole.stats().weightShards + 4);
+      const [a, b] = [await generate(whole), await generate(sharded)];
+      expect(b.tokens).toEqual(a.tokens);
+      expect(b.logprobs).toEqual(a.logprobs);
+    } finally {
+      await whole.dispose();
+      await sharded.dispose();
     }
   });
 });

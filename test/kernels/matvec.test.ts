@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { GgmlType, typeName } from '../../ggml/types.ts';
 import { MatVecKernel, type MatVecVariant } from '../../kernels/matvec.ts';
-import { gpuLayout, planRowShards } from '../../kernels/quant/index.ts';
+import { deviceLayout, planRowShards } from '../../kernels/quant/index.ts';
 import { readF32, runPass, testContext } from '../helpers/gpu.ts';
 import { maxRelError, randomF32 } from '../helpers/random.ts';
 import { randomWeights, referenceProduct, uploadRows, WEIGHT_TYPES } from '../quant/weights.ts';
@@ -73,8 +73,8 @@ describe.each(WEIGHT_TYPES.map((t) => [typeName(t), t] as const))('matvec %s', (
     it(`${variant}: row shards bound as ranges of one buffer`, async () => {
       const [t, n, k] = [2, 200, colsFor(type)];
       const w = randomWeights(type, n, k, 33 + type);
-      const layout = gpuLayout(type);
-      const shards = planRowShards(type, n, k, 70 * layout.rowBytes(k), ctx.caps.minStorageOffsetAlignment);
+      const layout = deviceLayout(ctx.caps, type);
+      const shards = planRowShards(type, n, k, 70 * layout.rowBytes(k), ctx.caps.minStorageOffsetAlignment, layout.rowGroup);
       expect(shards.length).toBeGreaterThan(1);
       const packed = layout.repack(w.raw, n, k);
       const bw = ctx.storage('w', packed.byteLength, packed);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { dequantize, quantize } from '../../engine/gguf/quant/index.ts';
 import { BLOCK_GEOMETRY, GgmlType, typeName } from '../../ggml/types.ts';
 import { COMPAT_CAPS } from '../../kernels/runtime/caps.ts';
-import { GPU_WEIGHT_TYPES, gpuLayout, planRowShards } from '../../kernels/quant/index.ts';
+import { GPU_WEIGHT_TYPES, gpuLayout, planRowShards, weightRowGroup } from '../../kernels/quant/index.ts';
 import { randomF32 } from '../helpers/random.ts';
 
 /** Undo the row-split layout on the CPU: what the WGSL decoders read, restated independently. */
@@ -57,6 +57,43 @@ describe('GPU weight layouts', () => {
     }
   }
 
+  it('Q8_0 in groups of 8 rows (CPU rasterisers): each group holds its rows\' headers, then block by block the 8 rows\' quants; a partial group is zero-padded', () => {
+    const grouped = gpuLayout(GgmlType.Q8_0, 8);
+    const plain = gpuLayout(GgmlType.Q8_0);
+    expect(grouped.rowGroup).toBe(8);
+    expect(weightRowGroup({ software: true }, GgmlType.Q8_0)).toBe(8);
+    expect(weightRowGroup({ software: false }, GgmlType.Q8_0)).toBe(1);
+    expect(weightRowGroup({ software: true }, GgmlType.Q4_0)).toBe(1);
+    const [rows, cols] = [13, 96];
+    const nb = cols / 32;
+    const raw = quantize(GgmlType.Q8_0, randomF32(rows * cols, 5));
+    const rowBytes = plain.rowBytes(cols);
+    const head = 16;
+    const rows1 = plain.repack(raw, rows, cols);
+    const out = grouped.repack(raw, rows, cols);
+    expect(out.length).toBe(16 * rowBytes);
+    expect(grouped.bufferBytes(rows, cols)).toBe(16 * rowBytes);
+    for (let r = 0; r < 16; r++) {
+      const g = Math.floor(r / 8) * 8 * rowBytes;
+      const i = r % 8;
+      const header = out.subarray(g + i * head, g + (i + 1) * head);
+      const quants = Array.from({ length: nb }, (_, b) => out.subarray(g + 8 * head + (b * 8 + i) * 32, g + 8 * head + (b * 8 + i + 1) * 32));
+      if (r < rows) {
+        expect(Array.from(header)).toEqual(Array.from(rows1.subarray(r * rowBytes, r * rowBytes + head)));
+        quants.forEach((q, b) => expect(Array.from(q)).toEqual(Array.from(rows1.subarray(r * rowBytes + head + 32 * b, r * rowBytes + head + 32 * (b + 1)))));
+      } else {
+        expect(header.every((v) => v === 0) && quants.every((q) => q.every((v) => v === 0))).toBe(true);
+      }
+    }
+    // Runs of whole groups repack on their own to where the whole repack puts them.
+    const fileRow = raw.length / rows;
+    const parts = new Uint8Array(out.length).fill(0xaa);
+    grouped.repackInto(raw.subarray(0, 8 * fileRow), 8, cols, parts);
+    grouped.repackInto(raw.subarray(8 * fileRow), rows - 8, cols, parts.subarray(8 * rowBytes));
+    expect(Buffer.from(parts).equals(Buffer.from(out))).toBe(true);
+    expect(() => gpuLayout(GgmlType.Q4_0, 8)).toThrow(/groups of 8/);
+  });
+
   it('rejects partial rows and short input', () => {
     expect(() => gpuLayout(GgmlType.Q4_K).repack(new Uint8Array(144), 1, 128)).toThrow(/whole rows/);
     expect(() => gpuLayout(GgmlType.Q8_0).repack(new Uint8Array(34), 2, 32)).toThrow(/need 68 bytes/);
@@ -80,6 +117,18 @@ describe('row shards', () => {
       next += s.rows;
     }
     expect(next).toBe(rows);
+  });
+
+  it('with rows in groups, every shard but the last holds whole groups, and its buffer whole groups', () => {
+    const [rows, cols] = [1000, 576];
+    const rowBytes = gpuLayout(GgmlType.Q8_0).rowBytes(cols);
+    const shards = planRowShards(GgmlType.Q8_0, rows, cols, 301 * rowBytes, 16, 8);
+    expect(shards.length).toBe(4);
+    for (const s of shards.slice(0, -1)) expect(s.rows % 8).toBe(0);
+    const last = shards[shards.length - 1];
+    expect(last.rows).toBe(rows - 3 * shards[0].rows);
+    expect(last.byteSize).toBe(Math.ceil(last.rows / 8) * 8 * rowBytes);
+    expect(() => planRowShards(GgmlType.Q8_0, 16, cols, 7 * rowBytes, 16, 8)).toThrow(/a group of 8 rows/);
   });
 
   it('keeps a small tensor whole and refuses a row larger than a binding', () => {

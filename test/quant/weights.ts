@@ -1,7 +1,7 @@
 /** Random packed weights and float64 references for the weight-product and embedding kernel tests. */
 import { dequantize, quantize } from '../../engine/gguf/quant/index.ts';
 import { GgmlType } from '../../ggml/types.ts';
-import { gpuLayout } from '../../kernels/quant/index.ts';
+import { deviceLayout } from '../../kernels/quant/index.ts';
 import type { KernelContext } from '../../kernels/runtime/context.ts';
 import { randomF32 } from '../helpers/random.ts';
 
@@ -28,9 +28,9 @@ export function rawRows(w: TestWeights, begin: number, count: number): Uint8Arra
   return w.raw.subarray(begin * rowBytes, (begin + count) * rowBytes);
 }
 
-/** Upload rows begin .. begin + count in the GPU layout. */
+/** Upload rows begin .. begin + count in the GPU layout of this device (deviceLayout: Q8_0 rows in groups on CPU rasterisers). */
 export function uploadRows(ctx: KernelContext, w: TestWeights, begin = 0, count = w.rows): GPUBuffer {
-  const packed = gpuLayout(w.type).repack(rawRows(w, begin, count), count, w.cols);
+  const packed = deviceLayout(ctx.caps, w.type).repack(rawRows(w, begin, count), count, w.cols);
   return ctx.storage('w', packed.byteLength, packed);
 }
 

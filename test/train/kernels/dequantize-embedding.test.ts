@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { DequantizeKernel } from '../../../kernels/train/dequantize.ts';
 import { TrainEmbeddingKernel } from '../../../kernels/train/embedding.ts';
 import { GatherRowsKernel, NO_ROW } from '../../../kernels/train/gather-rows.ts';
-import { gpuLayout } from '../../../kernels/quant/layouts.ts';
+import { deviceLayout } from '../../../kernels/quant/layouts.ts';
 import { dequantize, quantize } from '../../../engine/gguf/quant/index.ts';
 import { GgmlType, SUPPORTED_TYPES, typeName } from '../../../ggml/types.ts';
 import { runPass, testContext } from '../../helpers/gpu.ts';
@@ -17,7 +17,7 @@ describe('train-dequantize', () => {
       const [rows, cols] = [6, 512];
       const values = Float32Array.from(ref.random(rows * cols, type + 1));
       const raw = quantize(type, values);
-      const packed = gpuLayout(type).repack(raw, rows, cols);
+      const packed = deviceLayout(ctx.caps, type).repack(raw, rows, cols);
       const wb = ctx.storage('w', packed.byteLength, packed);
       const out = zeros(ctx, 8 * cols);
       const k = new DequantizeKernel(ctx, type);
