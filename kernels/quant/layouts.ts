@@ -4,7 +4,7 @@
  * Every layout keeps the file's bytes per block (nothing is dequantized at load) and pads each row to
  * 16 bytes, so a row of `cols` elements takes `rowBytes(cols) = ceil(blocks * gpuBlockBytes / 16) * 16`
  * bytes and rows are independent: any run of whole rows can be repacked, uploaded or bound on its own
- * (on CPU rasterisers Q8_0 rows go in groups of 8, weightRowGroup: any run of whole groups).
+ * (on CPU rasterisers Q8_0 and Q4_0 rows go in groups of 8, weightRowGroup: any run of whole groups).
  * Rows, blocks and quant words all start on 16-byte boundaries, so kernels fetch whole vec4s.
  *   - F32, Q4_K (144 = 9 x 16 bytes): the file's bytes, rows padded to 16 bytes (a no-op for Q4_K and
  *     for F32 rows of a multiple of 4 elements).
@@ -175,29 +175,38 @@ export const BLOCK_WALK_TYPES: ReadonlyMap<GgmlType, XqMode> = new Map([
 /** Weight types the GPU kernels can read. */
 export const GPU_WEIGHT_TYPES: readonly GgmlType[] = Object.keys(LAYOUTS).map(Number) as GgmlType[];
 
-/** Q8_0 in groups of 8 rows (weightRowGroup). */
-const Q8_0_GROUPED = rowSplit(GgmlType.Q8_0, 32, 34, 0, blockWalk + '\n' + q8_0, 8);
+/** Rows a CPU rasteriser's decode invocation computes side by side for the block-walking types (matvec.ts). */
+const ROW_GROUP = 8;
+
+/**
+ * The row-split types whose rows go in groups of ROW_GROUP on CPU rasterisers (weightRowGroup). Not Q6_K:
+ * its decode products measured no faster so (85 -> 90 ms for a step's worth, medians of 20 rounds).
+ */
+const GROUPED: Partial<Record<GgmlType, GpuWeightLayout>> = {
+  [GgmlType.Q8_0]: rowSplit(GgmlType.Q8_0, 32, 34, 0, blockWalk + '\n' + q8_0, ROW_GROUP),
+  [GgmlType.Q4_0]: rowSplit(GgmlType.Q4_0, 32, 18, 0, blockWalk + '\n' + q4_0, ROW_GROUP),
+};
 
 /** The layout of `type`, with rows in groups of `group` (weightRowGroup; 1: each row on its own). */
 export function gpuLayout(type: GgmlType, group = 1): GpuWeightLayout {
-  const l = group === 1 ? LAYOUTS[type] : type === GgmlType.Q8_0 && group === Q8_0_GROUPED.rowGroup ? Q8_0_GROUPED : undefined;
+  const l = group === 1 ? LAYOUTS[type] : group === ROW_GROUP ? GROUPED[type] : undefined;
   if (!l) throw new Error(group === 1 ? `no GPU layout for tensor type ${typeName(type)} (have: ${GPU_WEIGHT_TYPES.map(typeName).join(', ')})` : `no GPU layout for ${typeName(type)} in groups of ${group} rows`);
   return l;
 }
 
 /**
- * Rows a `type` matrix lays out together on this device. CPU rasterisers' Q8_0 decode products compute 8
- * rows an invocation side by side (matvec-rows-blocks.wgsl); with each row on its own that is 8 short
+ * Rows a `type` matrix lays out together on this device. CPU rasterisers' Q8_0 and Q4_0 decode products
+ * compute 8 rows an invocation side by side (matvec-rows-blocks.wgsl); with each row on its own that is 8 short
  * streams per SIMD lane, which the CPU's prefetchers follow poorly. In groups of 8 (each block of the 8
  * rows together) a lane reads one stream. On llvmpipe, a SmolLM2-135M decode step's 120 products with
  * their loads only (no arithmetic) 38 -> 26 ms, and the real kernels 46 -> 32 ms (medians of 20
  * interleaved rounds; the arithmetic costs nothing beside the loads); 4-row groups 9% slower than 8,
- * 2-row groups slower than none. Engine decode 20.9 -> 22.5 tok/s (medians of 8 interleaved runs, 7
+ * 2-row groups slower than none. Q4_0's products at 768 x 2048 shapes 48 -> 36 ms. Engine decode 20.9 -> 22.5 tok/s (medians of 8 interleaved runs, 7
  * faster); 64-token prefill unchanged (266 -> 271 tok/s). GPUs keep rows apart, which coalesces their
  * neighbouring lanes' reads.
  */
 export function weightRowGroup(caps: Pick<GpuCaps, 'software'>, type: GgmlType): number {
-  return caps.software && type === GgmlType.Q8_0 ? 8 : 1;
+  return caps.software && GROUPED[type] ? ROW_GROUP : 1;
 }
 
 /** gpuLayout(type) as this device lays it out (weightRowGroup). */

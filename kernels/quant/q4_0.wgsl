@@ -1,18 +1,20 @@
 // Q4_0, row-split like Q8_0: the row's f16 scales first (padded to 16 bytes), then each block's 16 bytes
 // of nibbles (one vec4). Byte j of a block holds element j (low nibble) and j + 16 (high). Unit
 // u = (block u/2, half h = u%2) uses both nibbles of words 2h, 2h+1: elements 8h.. and 16+8h.. .
+// Rows in groups of W_GROUP as Q8_0's (q8_0.wgsl): block b of a row is b * W_GROUP vec4s after block 0.
 
 fn w_row(n: u32, k: u32) -> vec2u {
   let nb = k / 32u;
   let head = (nb + 7u) / 8u;
-  let base = n * (head + nb);
-  return vec2u(base, base + head);
+  let base = (n / W_GROUP) * W_GROUP * (head + nb);
+  let r = n % W_GROUP;
+  return vec2u(base + r * head, base + W_GROUP * head + r);
 }
 
 fn w_unit(r: vec2u, u: u32) -> mat4x4f {
   let b = u >> 1u;
   let d = w_half(r.x, b);
-  let q = w[r.y + b];
+  let q = w[r.y + b * W_GROUP];
   let hi = (u & 1u) == 1u;
   let a = select(q.x, q.z, hi);
   let c = select(q.y, q.w, hi);
@@ -26,7 +28,7 @@ fn w_unit_k(u: u32) -> vec4u {
 fn w_span(r: vec2u, s: u32) -> mat4x4f {
   let b = s >> 1u;
   let d = w_half(r.x, b);
-  let q = w[r.y + b];
+  let q = w[r.y + b * W_GROUP];
   // Low nibbles are elements 0..15 of the block, high nibbles 16..31.
   let sh = (s & 1u) * 4u;
   return mat4x4f((w_lo4(q.x >> sh) - 8.0) * d, (w_lo4(q.y >> sh) - 8.0) * d, (w_lo4(q.z >> sh) - 8.0) * d, (w_lo4(q.w >> sh) - 8.0) * d);
@@ -52,7 +54,7 @@ fn w_block(r: vec2u, b: u32, h: ptr<function, WState>) -> WBlock {
   if ((b & 7u) == 0u) {
     *h = w[r.x + (b >> 3u)];
   }
-  return WBlock(header_scale(*h, b), w[r.y + b]);
+  return WBlock(header_scale(*h, b), w[r.y + b * W_GROUP]);
 }
 
 // sum((q - 8) x) = sum(q x) - 8 sum(x): the nibbles (0..15) dotted as they are, the offset taken once

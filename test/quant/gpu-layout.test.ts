@@ -63,7 +63,8 @@ describe('GPU weight layouts', () => {
     expect(grouped.rowGroup).toBe(8);
     expect(weightRowGroup({ software: true }, GgmlType.Q8_0)).toBe(8);
     expect(weightRowGroup({ software: false }, GgmlType.Q8_0)).toBe(1);
-    expect(weightRowGroup({ software: true }, GgmlType.Q4_0)).toBe(1);
+    expect(weightRowGroup({ software: true }, GgmlType.Q4_0)).toBe(8);
+    expect(weightRowGroup({ software: true }, GgmlType.Q6_K)).toBe(1);
     const [rows, cols] = [13, 96];
     const nb = cols / 32;
     const raw = quantize(GgmlType.Q8_0, randomF32(rows * cols, 5));
@@ -91,7 +92,7 @@ describe('GPU weight layouts', () => {
     grouped.repackInto(raw.subarray(0, 8 * fileRow), 8, cols, parts);
     grouped.repackInto(raw.subarray(8 * fileRow), rows - 8, cols, parts.subarray(8 * rowBytes));
     expect(Buffer.from(parts).equals(Buffer.from(out))).toBe(true);
-    expect(() => gpuLayout(GgmlType.Q4_0, 8)).toThrow(/groups of 8/);
+    expect(() => gpuLayout(GgmlType.F16, 8)).toThrow(/groups of 8/);
   });
 
   it('rejects partial rows and short input', () => {
