@@ -69,6 +69,12 @@ export function createMatrixKernels(ctx: KernelContext, opts: { tails?: boolean;
     if (io.tail && io.tail.buffers[0].size < 4 * tailCounterWords(io.tail.tail, io.tail.params)) throw new Error(`${w.name}: the tail's counter buffer holds ${io.tail.buffers[0].size / 4} words, not the ${tailCounterWords(io.tail.tail, io.tail.params)} its parts need`);
     // The tail runs in the last shard's dispatch, after the others.
     const withTail = tails && io.tail ? productFor(w.type, w.bias !== undefined, io.glu?.activation, io.norm !== undefined, io.xq8, io.tail.tail) : undefined;
+    // A buffer short of the layout's whole groups would have kernels read past its end (robust access is
+    // off on CPU rasterisers, so that is a crash, not zeros).
+    const layout = deviceLayout(ctx.caps, w.type);
+    for (const s of w.shards) {
+      if (s.buffer.size < layout.bufferBytes(s.rows, w.cols)) throw new Error(`${w.name}: a shard of ${s.rows} rows holds ${s.buffer.size} bytes, not the ${layout.bufferBytes(s.rows, w.cols)} its layout needs`);
+    }
     // Each shard's dispatch prefetches the shard after it, the last one io.next's first.
     const bound = w.shards.map((s, i) => {
       const more = { bias: w.bias, norm: io.norm?.weight, next: prefetch ? ((w.shards[i + 1] ?? io.next?.shards[0])?.buffer ?? prefetchNone) : undefined };

@@ -10,7 +10,7 @@
  */
 import { GgmlType, typeName } from '../../ggml/types.ts';
 import { MatVecKernel, type MatVecVariant } from '../matvec.ts';
-import { BLOCK_WALK_TYPES, gpuLayout } from '../quant/layouts.ts';
+import { BLOCK_WALK_TYPES, deviceLayout, gpuLayout } from '../quant/layouts.ts';
 import { QuantizeXKernel, q8RowVec4s } from '../quantize-x.ts';
 import { ParamArena } from '../runtime/arena.ts';
 import type { KernelContext } from '../runtime/context.ts';
@@ -69,7 +69,8 @@ export function matvecShapes(longBytes = 96 * 2 ** 20): (type: GgmlType) => MatV
  * caller's: kernels/ has no CPU decoders); the first output must equal it before any time counts.
  */
 export async function measureMatVec(ctx: KernelContext, type: GgmlType, variant: MatVecVariant, shapes: MatVecShape[], expectedDot: (k: number) => number, runs = 5): Promise<MatVecRate[]> {
-  const layout = gpuLayout(type);
+  // The device's layout: rows in groups where it keeps them so (weightRowGroup), buffers of whole groups.
+  const layout = deviceLayout(ctx.caps, type);
   // As the engine runs it: CPU rasterisers' block-walking types read x quantized (quantize-x.ts).
   const xq8 = ctx.caps.software && variant === 'rows' && BLOCK_WALK_TYPES.has(type);
   // Also as the engine runs it: the rows kernel prefetches the next product's weights (matvec-prefetch.wgsl).
@@ -89,7 +90,7 @@ export async function measureMatVec(ctx: KernelContext, type: GgmlType, variant:
     if (xq8) bufs.push(x);
     const matrices: { w: GPUBuffer; n: number; k: number }[] = [];
     for (const p of shape.products) {
-      const bytes = p.n * layout.rowBytes(p.k);
+      const bytes = layout.bufferBytes(p.n, p.k);
       for (let c = 0; c < p.copies; c++) {
         const w = ctx.storage('mv-w', bytes, new Uint8Array(bytes).fill(PATTERN));
         bufs.push(w);
