@@ -3,8 +3,10 @@
 // vec4s; their low nibbles are elements 64c..64c+31 (sub-block 2c), high nibbles 64c+32.. (sub-block
 // 2c+1). Unit u = (block u/16, chunk c, word pair i) uses both nibbles of two words.
 
+// Rows in groups of W_GROUP (layouts.ts; 1 on GPUs): block b of each of the group's rows, then block b + 1
+// of each, so block b of a row is b * 9 * W_GROUP vec4s after its block 0.
 fn w_row(n: u32, k: u32) -> vec2u {
-  return vec2u(n * (k / 256u) * 9u);
+  return vec2u((n / W_GROUP) * W_GROUP * (k / 256u) * 9u + (n % W_GROUP) * 9u);
 }
 
 // (d * scale, dmin * min) of sub-blocks j and j+1 (j even) of a block whose first vec4 is `h`, as
@@ -25,7 +27,7 @@ fn q4k_scales(h: vec4u, j: u32) -> vec4f {
 }
 
 fn w_unit(r: vec2u, u: u32) -> mat4x4f {
-  let b = r.y + (u >> 4u) * 9u;
+  let b = r.y + (u >> 4u) * 9u * W_GROUP;
   let c = (u >> 2u) & 3u;
   let s = q4k_scales(w[b], 2u * c);
   let q = w[b + 1u + c * 2u + ((u >> 1u) & 1u)];
@@ -40,7 +42,7 @@ fn w_unit_k(u: u32) -> vec4u {
 }
 
 fn w_span(r: vec2u, s: u32) -> mat4x4f {
-  let b = r.y + (s >> 4u) * 9u;
+  let b = r.y + (s >> 4u) * 9u * W_GROUP;
   let j = (s >> 1u) & 7u;
   let sm = q4k_scales(w[b], j & 6u);
   let odd = (j & 1u) == 1u;
@@ -78,7 +80,7 @@ struct WBlock {
 fn w_block(r: vec2u, b: u32, s: ptr<function, WState>) -> WBlock {
   // The same branches in every lane: b is uniform.
   let j = b & 7u;
-  let base = r.y + (b >> 3u) * 9u;
+  let base = r.y + (b >> 3u) * 9u * W_GROUP;
   if (j == 0u) {
     (*s).h = w[base];
   }

@@ -64,6 +64,7 @@ describe('GPU weight layouts', () => {
     expect(weightRowGroup({ software: true }, GgmlType.Q8_0)).toBe(8);
     expect(weightRowGroup({ software: false }, GgmlType.Q8_0)).toBe(1);
     expect(weightRowGroup({ software: true }, GgmlType.Q4_0)).toBe(8);
+    expect(weightRowGroup({ software: true }, GgmlType.Q4_K)).toBe(8);
     expect(weightRowGroup({ software: true }, GgmlType.Q6_K)).toBe(1);
     const [rows, cols] = [13, 96];
     const nb = cols / 32;
@@ -93,6 +94,22 @@ describe('GPU weight layouts', () => {
     grouped.repackInto(raw.subarray(8 * fileRow), rows - 8, cols, parts.subarray(8 * rowBytes));
     expect(Buffer.from(parts).equals(Buffer.from(out))).toBe(true);
     expect(() => gpuLayout(GgmlType.F16, 8)).toThrow(/groups of 8/);
+  });
+
+  it('Q4_K in groups of 8 rows: block b of the group\'s row i at block index 8b + i; a partial group is zero-padded', () => {
+    const grouped = gpuLayout(GgmlType.Q4_K, 8);
+    const [rows, cols] = [11, 512];
+    const raw = quantize(GgmlType.Q4_K, randomF32(rows * cols, 6));
+    const out = grouped.repack(raw, rows, cols);
+    const rowBytes = 2 * 144;
+    expect(out.length).toBe(16 * rowBytes);
+    for (let r = 0; r < 16; r++) {
+      for (let b = 0; b < 2; b++) {
+        const at = Math.floor(r / 8) * 8 * rowBytes + (b * 8 + (r % 8)) * 144;
+        const got = Array.from(out.subarray(at, at + 144));
+        expect(got).toEqual(r < rows ? Array.from(raw.subarray(r * rowBytes + b * 144, r * rowBytes + (b + 1) * 144)) : new Array(144).fill(0));
+      }
+    }
   });
 
   it('rejects partial rows and short input', () => {
