@@ -4,7 +4,8 @@
  * Every layout keeps the file's bytes per block (nothing is dequantized at load) and pads each row to
  * 16 bytes, so a row of `cols` elements takes `rowBytes(cols) = ceil(blocks * gpuBlockBytes / 16) * 16`
  * bytes and rows are independent: any run of whole rows can be repacked, uploaded or bound on its own
- * (on CPU rasterisers Q8_0, Q4_0 and Q4_K rows go in groups of 8, weightRowGroup: any run of whole groups).
+ * (on CPU rasterisers the block-walking types' rows go in groups of 8, weightRowGroup: any run of whole
+ * groups).
  * Rows, blocks and quant words all start on 16-byte boundaries, so kernels fetch whole vec4s.
  *   - F32, Q4_K (144 = 9 x 16 bytes): the file's bytes, rows padded to 16 bytes (a no-op for Q4_K and
  *     for F32 rows of a multiple of 4 elements).
@@ -215,13 +216,14 @@ export const GPU_WEIGHT_TYPES: readonly GgmlType[] = Object.keys(LAYOUTS).map(Nu
 const ROW_GROUP = 8;
 
 /**
- * The types whose rows go in groups of ROW_GROUP on CPU rasterisers (weightRowGroup). Not Q6_K: its decode
- * products measured no faster so (85 -> 90 ms for a step's worth, medians of 20 rounds).
+ * The block-walking types (BLOCK_WALK_TYPES), whose rows go in groups of ROW_GROUP on CPU rasterisers
+ * (weightRowGroup).
  */
 const GROUPED: Partial<Record<GgmlType, GpuWeightLayout>> = {
   [GgmlType.Q8_0]: rowSplit(GgmlType.Q8_0, 32, 34, 0, blockWalk + '\n' + q8_0, ROW_GROUP),
   [GgmlType.Q4_0]: rowSplit(GgmlType.Q4_0, 32, 18, 0, blockWalk + '\n' + q4_0, ROW_GROUP),
   [GgmlType.Q4_K]: blocksInGroups(GgmlType.Q4_K, 256, 144, blockWalk + '\n' + q4_k, ROW_GROUP),
+  [GgmlType.Q6_K]: rowSplit(GgmlType.Q6_K, 256, 210, 208, blockWalk + '\n' + q6_k, ROW_GROUP),
 };
 
 /** The layout of `type`, with rows in groups of `group` (weightRowGroup; 1: each row on its own). */
@@ -232,13 +234,14 @@ export function gpuLayout(type: GgmlType, group = 1): GpuWeightLayout {
 }
 
 /**
- * Rows a `type` matrix lays out together on this device. CPU rasterisers' Q8_0, Q4_0 and Q4_K decode
- * products compute 8 rows an invocation side by side (matvec-rows-blocks.wgsl); with each row on its own that is 8 short
+ * Rows a `type` matrix lays out together on this device. CPU rasterisers' decode products of the
+ * block-walking types (Q8_0, Q4_0, Q4_K, Q6_K) compute 8 rows an invocation side by side (matvec-rows-blocks.wgsl); with each row on its own that is 8 short
  * streams per SIMD lane, which the CPU's prefetchers follow poorly. In groups of 8 (each block of the 8
  * rows together) a lane reads one stream. On llvmpipe, a SmolLM2-135M decode step's 120 products with
  * their loads only (no arithmetic) 38 -> 26 ms, and the real kernels 46 -> 32 ms (medians of 20
  * interleaved rounds; the arithmetic costs nothing beside the loads); 4-row groups 9% slower than 8,
- * 2-row groups slower than none. At 768 x 2048 shapes, Q4_0's products 48 -> 36 ms, Q4_K's 40 -> 33 ms. Engine decode 20.9 -> 22.5 tok/s (medians of 8 interleaved runs, 7
+ * 2-row groups slower than none. At 768 x 2048 shapes, Q4_0's products 48 -> 36 ms, Q4_K's 40 -> 33 ms,
+ * Q6_K's (whose 6-bit unpacking weighs more than its loads) 76.9 -> 76.7 ms (best 64 -> 60). Engine decode 20.9 -> 22.5 tok/s (medians of 8 interleaved runs, 7
  * faster); 64-token prefill unchanged (266 -> 271 tok/s). GPUs keep rows apart, which coalesces their
  * neighbouring lanes' reads.
  */

@@ -3,11 +3,14 @@
 // In each 128-element half h, byte l < 32 of ql/qh serves elements l, l+32, l+64, l+96, so a unit takes
 // one word of qh and the two ql words it pairs with: 4 columns 32 apart, every bit used.
 
+// Rows in groups of W_GROUP as Q8_0's (q8_0.wgsl): super-block b of a row is b * 13 * W_GROUP vec4s
+// after super-block 0.
 fn w_row(n: u32, k: u32) -> vec2u {
   let nb = k / 256u;
   let head = (nb + 7u) / 8u;
-  let base = n * (head + nb * 13u);
-  return vec2u(base, base + head);
+  let base = (n / W_GROUP) * W_GROUP * (head + nb * 13u);
+  let r = n % W_GROUP;
+  return vec2u(base + r * head, base + W_GROUP * head + 13u * r);
 }
 
 // Signed byte j % 4 of word v, times d.
@@ -21,7 +24,7 @@ fn q6k_col(lo: u32, hi: u32) -> vec4f {
 
 fn w_unit(r: vec2u, u: u32) -> mat4x4f {
   let nb = u >> 4u;
-  let b = r.y + nb * 13u;
+  let b = r.y + nb * 13u * W_GROUP;
   let d = w_half(r.x, nb);
   let h = (u >> 3u) & 1u;
   let l = u & 7u;
@@ -47,7 +50,7 @@ fn w_unit_k(u: u32) -> vec4u {
 
 fn w_span(r: vec2u, s: u32) -> mat4x4f {
   let nb = s >> 4u;
-  let b = r.y + nb * 13u;
+  let b = r.y + nb * 13u * W_GROUP;
   let d = w_half(r.x, nb);
   let v = s & 15u;
   let h = v >> 3u;
@@ -105,7 +108,7 @@ fn w_block(r: vec2u, b: u32, s: ptr<function, WState>) -> WBlock {
   let u = b & 7u;
   let h = u >> 2u;
   let g = u & 3u;
-  let base = r.y + nb * 13u;
+  let base = r.y + nb * 13u * W_GROUP;
   if ((b & 63u) == 0u) {
     (*s).h = w[r.x + (nb >> 3u)];
   }

@@ -65,7 +65,8 @@ describe('GPU weight layouts', () => {
     expect(weightRowGroup({ software: false }, GgmlType.Q8_0)).toBe(1);
     expect(weightRowGroup({ software: true }, GgmlType.Q4_0)).toBe(8);
     expect(weightRowGroup({ software: true }, GgmlType.Q4_K)).toBe(8);
-    expect(weightRowGroup({ software: true }, GgmlType.Q6_K)).toBe(1);
+    expect(weightRowGroup({ software: true }, GgmlType.Q6_K)).toBe(8);
+    expect(weightRowGroup({ software: true }, GgmlType.F16)).toBe(1);
     const [rows, cols] = [13, 96];
     const nb = cols / 32;
     const raw = quantize(GgmlType.Q8_0, randomF32(rows * cols, 5));
