@@ -104,7 +104,8 @@ function padded(type: GgmlType, blockElements: number, blockBytes: number, code:
  * rows, then block 1 of each, and so on (w_row in q4_k.wgsl); rows past the end are zero.
  */
 function blocksInGroups(type: GgmlType, blockElements: number, blockBytes: number, code: string, group: number): GpuWeightLayout {
-  const rowBytes = (cols: number) => (cols / blockElements) * blockBytes;
+  // As padded()'s: whole blocks of a multiple of 16 bytes need no padding.
+  const rowBytes = (cols: number) => align16((cols / blockElements) * blockBytes);
   const bufferBytes = (rows: number, cols: number) => Math.ceil(rows / group) * group * rowBytes(cols);
   const layout: GpuWeightLayout = {
     type,
