@@ -9,6 +9,7 @@ import type { Matcher } from './constraint.ts';
 import { GrammarEngineError } from './errors.ts';
 import { UTF8_INVALID, Utf8State, utf8Run } from './utf8-guard.ts';
 import type { GrammarVocabulary } from './vocabulary.ts';
+import { concatBytes } from '../bytes.ts';
 
 /**
  * Within this many tokens of the budget (beyond the shortest answer's own length), the constraint keeps a
@@ -263,14 +264,4 @@ function endsWith(v: GrammarVocabulary, m: Matcher, text: string, stop: number, 
     if (steps > 0) m.rollBack(steps);
     return ends;
   }, onAbort);
-}
-
-function concatBytes(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }

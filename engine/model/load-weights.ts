@@ -10,6 +10,7 @@ import type { ModelSource } from '../loader/source.ts';
 import type { KernelContext } from '../../kernels/runtime/context.ts';
 import type { MatrixKernels, WeightMatrix } from './matrix.ts';
 import type { LayerWeights, ModelWeights } from './weights.ts';
+import { concatBytes } from '../bytes.ts';
 
 const CHUNK_BYTES = 8 << 20;
 
@@ -190,14 +191,4 @@ export async function loadWeights(
   const ropeFactors = hasRopeFactors ? await vector('rope_freqs.weight') : undefined;
   await ctx.device.queue.onSubmittedWorkDone();
   return { embedding, layers, outputNorm, output, ropeFactors, buffers, bytes: buffers.reduce((s, b) => s + b.size, 0) };
-}
-
-function concatBytes(pieces: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(pieces.reduce((n, p) => n + p.byteLength, 0));
-  let at = 0;
-  for (const p of pieces) {
-    out.set(p, at);
-    at += p.byteLength;
-  }
-  return out;
 }

@@ -100,50 +100,13 @@ function padded(type: GgmlType, blockElements: number, blockBytes: number, code:
 }
 
 /**
- * Whole blocks of a multiple of 16 bytes (Q4_K) in groups of `group` rows: block 0 of each of the group's
- * rows, then block 1 of each, and so on (w_row in q4_k.wgsl); rows past the end are zero.
+ * Writes one row of a repack: its file bytes start at `src` in `raw`, its group at byte `g` of `out`, it
+ * is row `i` of that group, and it has `nb` blocks.
  */
-function blocksInGroups(type: GgmlType, blockElements: number, blockBytes: number, code: string, group: number): GpuWeightLayout {
-  // As padded()'s: whole blocks of a multiple of 16 bytes need no padding.
-  const rowBytes = (cols: number) => align16((cols / blockElements) * blockBytes);
-  const bufferBytes = (rows: number, cols: number) => Math.ceil(rows / group) * group * rowBytes(cols);
-  const layout: GpuWeightLayout = {
-    type,
-    blockElements,
-    gpuBlockBytes: blockBytes,
-    rowBytes,
-    rowGroup: group,
-    bufferBytes,
-    repackInto(raw, rows, cols, out) {
-      const fileRow = checkShape(type, blockElements, blockBytes, raw, rows, cols);
-      const bytes = bufferBytes(rows, cols);
-      if (out.byteLength < bytes) throw new Error(`${typeName(type)}: output holds ${out.byteLength} bytes, need ${bytes}`);
-      const nb = cols / blockElements;
-      out.fill(0, rows * fileRow, bytes);
-      for (let r = 0; r < rows; r++) {
-        const g = Math.floor(r / group) * group * fileRow;
-        const i = r % group;
-        for (let b = 0; b < nb; b++) out.set(raw.subarray(r * fileRow + b * blockBytes, r * fileRow + (b + 1) * blockBytes), g + (b * group + i) * blockBytes);
-      }
-    },
-    repack(raw, rows, cols) {
-      const out = new Uint8Array(bufferBytes(rows, cols));
-      layout.repackInto(raw, rows, cols, out);
-      return out;
-    },
-    wgsl: `${common}\n${code}\nconst W_GROUP = ${group}u;\n`,
-  };
-  return layout;
-}
+type PlaceRow = (raw: Uint8Array, src: number, out: Uint8Array, g: number, i: number, nb: number) => void;
 
-/**
- * Row-split layouts: the blocks' f16 scales (found at byte `dAt` of each block) first, then the rest. With
- * `group` > 1 (rowGroup), rows go in groups: the group's headers in row order, then block 0 of each of its
- * rows, block 1 of each, and so on; the group takes the bytes of its rows, and its row i's parts sit where
- * w_row and w_quants (q8_0.wgsl) find them.
- */
-function rowSplit(type: GgmlType, blockElements: number, blockBytes: number, dAt: number, code: string, group = 1): GpuWeightLayout {
-  const rest = blockBytes - 2;
+/** What layouts with rows in groups of `group` (1: each row alone) share: sizes, checks, repack, WGSL. */
+function grouped(type: GgmlType, blockElements: number, blockBytes: number, code: string, group: number, placeRow: PlaceRow): GpuWeightLayout {
   const rowBytes = (cols: number) => align16((cols / blockElements) * blockBytes);
   const bufferBytes = (rows: number, cols: number) => Math.ceil(rows / group) * group * rowBytes(cols);
   const layout: GpuWeightLayout = {
@@ -158,25 +121,9 @@ function rowSplit(type: GgmlType, blockElements: number, blockBytes: number, dAt
       const gpuRow = rowBytes(cols);
       const bytes = bufferBytes(rows, cols);
       if (out.byteLength < bytes) throw new Error(`${typeName(type)}: output holds ${out.byteLength} bytes, need ${bytes}`);
-      const nb = cols / blockElements;
-      const head = align16(nb * 2);
-      // Rows past the end of the last group, and the headers' padding.
+      // Rows past the end of the last group, and any padding.
       out.fill(0, 0, bytes);
-      for (let r = 0; r < rows; r++) {
-        const src = r * fileRow;
-        const g = Math.floor(r / group) * group * gpuRow;
-        const i = r % group;
-        const dst = g + i * head;
-        for (let b = 0; b < nb; b++) {
-          const blk = src + b * blockBytes;
-          out[dst + 2 * b] = raw[blk + dAt];
-          out[dst + 2 * b + 1] = raw[blk + dAt + 1];
-          // The bytes before and after d, in file order (d is first in Q8_0/Q4_0, last in Q6_K).
-          const to = g + group * head + (b * group + i) * rest;
-          out.set(raw.subarray(blk, blk + dAt), to);
-          out.set(raw.subarray(blk + dAt + 2, blk + blockBytes), to + dAt);
-        }
-      }
+      for (let r = 0; r < rows; r++) placeRow(raw, r * fileRow, out, Math.floor(r / group) * group * gpuRow, r % group, cols / blockElements);
     },
     repack(raw, rows, cols) {
       const out = new Uint8Array(bufferBytes(rows, cols));
@@ -186,6 +133,39 @@ function rowSplit(type: GgmlType, blockElements: number, blockBytes: number, dAt
     wgsl: `${common}\n${code}\nconst W_GROUP = ${group}u;\n`,
   };
   return layout;
+}
+
+/**
+ * Whole blocks of a multiple of 16 bytes (Q4_K) in groups of `group` rows: block 0 of each of the group's
+ * rows, then block 1 of each, and so on (w_row in q4_k.wgsl).
+ */
+function blocksInGroups(type: GgmlType, blockElements: number, blockBytes: number, code: string, group: number): GpuWeightLayout {
+  return grouped(type, blockElements, blockBytes, code, group, (raw, src, out, g, i, nb) => {
+    for (let b = 0; b < nb; b++) out.set(raw.subarray(src + b * blockBytes, src + (b + 1) * blockBytes), g + (b * group + i) * blockBytes);
+  });
+}
+
+/**
+ * Row-split layouts: the blocks' f16 scales (found at byte `dAt` of each block) first, then the rest. With
+ * `group` > 1 (rowGroup), rows go in groups: the group's headers in row order, then block 0 of each of its
+ * rows, block 1 of each, and so on; the group takes the bytes of its rows, and its row i's parts sit where
+ * w_row and w_quants (q8_0.wgsl) find them.
+ */
+function rowSplit(type: GgmlType, blockElements: number, blockBytes: number, dAt: number, code: string, group = 1): GpuWeightLayout {
+  const rest = blockBytes - 2;
+  return grouped(type, blockElements, blockBytes, code, group, (raw, src, out, g, i, nb) => {
+    const head = align16(nb * 2);
+    const dst = g + i * head;
+    for (let b = 0; b < nb; b++) {
+      const blk = src + b * blockBytes;
+      out[dst + 2 * b] = raw[blk + dAt];
+      out[dst + 2 * b + 1] = raw[blk + dAt + 1];
+      // The bytes before and after d, in file order (d is first in Q8_0/Q4_0, last in Q6_K).
+      const to = g + group * head + (b * group + i) * rest;
+      out.set(raw.subarray(blk, blk + dAt), to);
+      out.set(raw.subarray(blk + dAt + 2, blk + blockBytes), to + dAt);
+    }
+  });
 }
 
 const LAYOUTS: Partial<Record<GgmlType, GpuWeightLayout>> = {
