@@ -48,14 +48,17 @@ const LAYERS = 30;
 export function matvecShapes(longBytes = 96 * 2 ** 20): (type: GgmlType) => MatVecShape[] {
   return (type) => {
     const row = gpuLayout(type).rowBytes(1536);
+    // Rows are whole blocks: K-quants' 256-element blocks take SmolLM2's 576 as 768.
+    const blocks = gpuLayout(type).blockElements;
+    const d = Math.ceil(576 / blocks) * blocks;
     return [
       { label: 'long 1536-wide', products: [{ n: Math.floor(longBytes / row), k: 1536, copies: 1 }] },
       {
         label: `model ${LAYERS} layers`,
         products: [
-          { n: 576, k: 576, copies: 2 * LAYERS },
-          { n: 192, k: 576, copies: 2 * LAYERS },
-          { n: 1536, k: 576, copies: 2 * LAYERS },
+          { n: 576, k: d, copies: 2 * LAYERS },
+          { n: 192, k: d, copies: 2 * LAYERS },
+          { n: 1536, k: d, copies: 2 * LAYERS },
           { n: 576, k: 1536, copies: LAYERS },
         ],
       },
