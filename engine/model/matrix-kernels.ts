@@ -6,7 +6,7 @@ import { EmbeddingKernel } from '../../kernels/embedding.ts';
 import { CPU_Q8_MATVEC_UP_TO, WeightMatmul } from '../../kernels/matmul-select.ts';
 import { tiledRowsFor } from '../../kernels/matmul.ts';
 import { MAX_MATVEC_T, matvecVariant } from '../../kernels/matvec.ts';
-import { BLOCK_WALK_TYPES, deviceLayout, gpuLayout, weightRowGroup } from '../../kernels/quant/layouts.ts';
+import { BLOCK_WALK_TYPES, deviceLayout } from '../../kernels/quant/layouts.ts';
 import { planRowShards } from '../../kernels/quant/shards.ts';
 import type { KernelContext } from '../../kernels/runtime/context.ts';
 import { memoize } from '../../kernels/runtime/memo.ts';
@@ -119,9 +119,9 @@ export function createMatrixKernels(ctx: KernelContext, opts: { tails?: boolean;
     fuseGluUpTo,
     tails,
     layout(type, rows, cols) {
-      const rowGroup = weightRowGroup(ctx.caps, type);
-      const shards = planRowShards(type, rows, cols, maxBinding, ctx.caps.minStorageOffsetAlignment, rowGroup);
-      return { gpuRowBytes: gpuLayout(type).rowBytes(cols), shardRows: shards[0].rows, rowGroup };
+      const layout = deviceLayout(ctx.caps, type);
+      const shards = planRowShards(type, rows, cols, maxBinding, ctx.caps.minStorageOffsetAlignment, layout.rowGroup);
+      return { gpuRowBytes: layout.rowBytes(cols), shardRows: shards[0].rows, rowGroup: layout.rowGroup };
     },
     repack: (type, raw, rows, cols) => deviceLayout(ctx.caps, type).repack(raw, rows, cols),
     product,
