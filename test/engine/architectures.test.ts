@@ -309,6 +309,27 @@ describe.each([
   });
 });
 
+describe('llama Q8_0 with one KV head of 12: stacked Q|K|V rows straddle the CPU layout\'s 8-row groups', () => {
+  // 8 query heads of 12 are 96 rows, then 12 K rows and 12 V rows: on CPU rasterisers, where Q8_0 rows go
+  // in groups of 8 (kernels/quant/layouts.ts), the group of rows 104..111 holds K's last four and V's first
+  // four, which the loader takes from two tensors into one repack. Probabilities are compared along
+  // llama.cpp's greedy path (no near-tie can flip a token here), at the quantized-x tolerance.
+  it('next-token probabilities stay close to llama.cpp\'s', async () => {
+    const preset: ModelPreset = { ...PRESETS.tiny, heads: 8, headDim: 12, kvHeads: 1, init: INIT };
+    const name = 'tiny-q8_0-hd12-kv1';
+    const synth = synthModel(preset, 'q8_0', 1, name);
+    const path = join(dir, `${name}.gguf`);
+    await writeFileAtomically(path, (sink) => writeGguf(sink, synth.spec, synth.tensorData));
+    const refs = await llamaCppReference(llama, path, [[311, 408, 5, 102], [457, 54, 151, 248, 345]], preset.vocab, 12);
+    const engine = await loadEngine({ model: path, contextLength: 256, maxSequences: 2, kvCache: 'f32' });
+    try {
+      for (const ref of refs) expect(await largestProbDifference(engine, ref)).toBeLessThan(quantizedTolerance(engine));
+    } finally {
+      await engine.dispose();
+    }
+  });
+});
+
 describe('llama with K-quant block matrices (Q4_K, and Q6_K for attn_v and ffn_down as in Q4_K_M files) agrees with llama.cpp', () => {
   // Q4_K rows are whole 256-element blocks: the tiny shape widened. x for these products is quantized as
   // llama.cpp's Q8_K (256 values to an f32 scale); with 32-value blocks and f16 scales instead, or with
