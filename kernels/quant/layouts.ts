@@ -105,9 +105,12 @@ function padded(type: GgmlType, blockElements: number, blockBytes: number, code:
  */
 type PlaceRow = (raw: Uint8Array, src: number, out: Uint8Array, g: number, i: number, nb: number) => void;
 
-/** What layouts with rows in groups of `group` (1: each row alone) share: sizes, checks, repack, WGSL. */
-function grouped(type: GgmlType, blockElements: number, blockBytes: number, code: string, group: number, placeRow: PlaceRow): GpuWeightLayout {
-  const rowBytes = (cols: number) => align16((cols / blockElements) * blockBytes);
+/**
+ * What layouts with rows in groups of `group` (1: each row alone) share: sizes, checks, repack, WGSL.
+ * Rows are padded to `rowAlign` bytes (16, or a float type's 32-byte units).
+ */
+function grouped(type: GgmlType, blockElements: number, blockBytes: number, code: string, group: number, placeRow: PlaceRow, rowAlign = 16): GpuWeightLayout {
+  const rowBytes = (cols: number) => Math.ceil(((cols / blockElements) * blockBytes) / rowAlign) * rowAlign;
   const bufferBytes = (rows: number, cols: number) => Math.ceil(rows / group) * group * rowBytes(cols);
   const layout: GpuWeightLayout = {
     type,
@@ -143,6 +146,24 @@ function blocksInGroups(type: GgmlType, blockElements: number, blockBytes: numbe
   return grouped(type, blockElements, blockBytes, code, group, (raw, src, out, g, i, nb) => {
     for (let b = 0; b < nb; b++) out.set(raw.subarray(src + b * blockBytes, src + (b + 1) * blockBytes), g + (b * group + i) * blockBytes);
   });
+}
+
+/**
+ * F16 in groups of `group` rows: rows padded to whole units of 16 halves (32 bytes), then unit 0 of each of
+ * the group's rows, unit 1 of each, and so on (w_row and w_vec in f16.wgsl).
+ */
+function halvesInGroups(code: string, group: number): GpuWeightLayout {
+  return grouped(
+    GgmlType.F16,
+    1,
+    2,
+    code,
+    group,
+    (raw, src, out, g, i, nb) => {
+      for (let s = 0; s * 16 < nb; s++) out.set(raw.subarray(src + 32 * s, src + 2 * Math.min(nb, 16 * (s + 1))), g + (s * group + i) * 32);
+    },
+    32,
+  );
 }
 
 /**
@@ -197,10 +218,11 @@ export const GPU_WEIGHT_TYPES: readonly GgmlType[] = Object.keys(LAYOUTS).map(Nu
 const ROW_GROUP = 8;
 
 /**
- * The block-walking types (BLOCK_WALK_TYPES), whose rows go in groups of ROW_GROUP on CPU rasterisers
- * (weightRowGroup).
+ * The types whose rows go in groups on CPU rasterisers (weightRowGroup), each in groups of the rows its
+ * decode invocation computes: ROW_GROUP for the block-walking types, 4 for F16 (matvec.ts).
  */
 const GROUPED: Partial<Record<GgmlType, GpuWeightLayout>> = {
+  [GgmlType.F16]: halvesInGroups(f16, 4),
   [GgmlType.Q8_0]: rowSplit(GgmlType.Q8_0, 32, 34, 0, blockWalk + '\n' + q8_0, ROW_GROUP),
   [GgmlType.Q4_0]: rowSplit(GgmlType.Q4_0, 32, 18, 0, blockWalk + '\n' + q4_0, ROW_GROUP),
   [GgmlType.Q4_K]: blocksInGroups(GgmlType.Q4_K, 256, 144, blockWalk + '\n' + q4_k, ROW_GROUP),
@@ -209,25 +231,28 @@ const GROUPED: Partial<Record<GgmlType, GpuWeightLayout>> = {
 
 /** The layout of `type`, with rows in groups of `group` (weightRowGroup; 1: each row on its own). */
 export function gpuLayout(type: GgmlType, group = 1): GpuWeightLayout {
-  const l = group === 1 ? LAYOUTS[type] : group === ROW_GROUP ? GROUPED[type] : undefined;
+  const l = group === 1 ? LAYOUTS[type] : GROUPED[type]?.rowGroup === group ? GROUPED[type] : undefined;
   if (!l) throw new Error(group === 1 ? `no GPU layout for tensor type ${typeName(type)} (have: ${GPU_WEIGHT_TYPES.map(typeName).join(', ')})` : `no GPU layout for ${typeName(type)} in groups of ${group} rows`);
   return l;
 }
 
 /**
  * Rows a `type` matrix lays out together on this device. CPU rasterisers' decode products of the
- * block-walking types (Q8_0, Q4_0, Q4_K, Q6_K) compute 8 rows an invocation side by side (matvec-rows-blocks.wgsl); with each row on its own that is 8 short
- * streams per SIMD lane, which the CPU's prefetchers follow poorly. In groups of 8 (each block of the 8
- * rows together) a lane reads one stream. On llvmpipe, a SmolLM2-135M decode step's 120 products with
- * their loads only (no arithmetic) 38 -> 26 ms, and the real kernels 46 -> 32 ms (medians of 20
- * interleaved rounds; the arithmetic costs nothing beside the loads); 4-row groups 9% slower than 8,
- * 2-row groups slower than none. At 768 x 2048 shapes, Q4_0's products 48 -> 36 ms, Q4_K's 40 -> 33 ms,
- * Q6_K's (whose 6-bit unpacking weighs more than its loads) 76.9 -> 76.7 ms (best 64 -> 60). Engine decode 20.9 -> 22.5 tok/s (medians of 8 interleaved runs, 7
- * faster); 64-token prefill unchanged (266 -> 271 tok/s). GPUs keep rows apart, which coalesces their
- * neighbouring lanes' reads.
+ * block-walking types (Q8_0, Q4_0, Q4_K, Q6_K) compute 8 rows an invocation side by side
+ * (matvec-rows-blocks.wgsl), F16's 4 (matvec-rows.wgsl); with each row on its own that is 8 (or 4) short
+ * streams per SIMD lane, which the CPU's prefetchers follow poorly. In groups (each block or 16-half unit
+ * of the group's rows together) a lane reads one stream. GPUs keep rows apart, which coalesces their
+ * neighbouring lanes' reads. Measured on llvmpipe, variants alternated in one process (medians):
+ *   - Q8_0, a SmolLM2-135M decode step's 120 products: 46 -> 32 ms (loads only, no arithmetic: 38 -> 26;
+ *     the arithmetic costs nothing beside the loads); 4-row groups 9% slower than 8, 2-row groups slower
+ *     than none; engine decode 20.9 -> 22.5 tok/s, 64-token prefill unchanged (266 -> 271 tok/s).
+ *   - At 768 x 2048 shapes: Q4_0 48 -> 36 ms, Q4_K 40 -> 33 ms, Q6_K 76.9 -> 76.7 ms (best 64 -> 60; its
+ *     6-bit unpacking weighs more than its loads).
+ *   - F16 in groups of 4, SmolLM2 shapes: 43.8 -> 33.9 ms (30 rounds; per-round ratio 0.89, 0.95 in a
+ *     shorter run); 64-token tiled products unchanged.
  */
 export function weightRowGroup(caps: Pick<GpuCaps, 'software'>, type: GgmlType): number {
-  return caps.software && GROUPED[type] ? ROW_GROUP : 1;
+  return caps.software ? (GROUPED[type]?.rowGroup ?? 1) : 1;
 }
 
 /** gpuLayout(type) as this device lays it out (weightRowGroup). */

@@ -66,7 +66,8 @@ describe('GPU weight layouts', () => {
     expect(weightRowGroup({ software: true }, GgmlType.Q4_0)).toBe(8);
     expect(weightRowGroup({ software: true }, GgmlType.Q4_K)).toBe(8);
     expect(weightRowGroup({ software: true }, GgmlType.Q6_K)).toBe(8);
-    expect(weightRowGroup({ software: true }, GgmlType.F16)).toBe(1);
+    expect(weightRowGroup({ software: true }, GgmlType.F16)).toBe(4);
+    expect(weightRowGroup({ software: true }, GgmlType.BF16)).toBe(1);
     const [rows, cols] = [13, 96];
     const nb = cols / 32;
     const raw = quantize(GgmlType.Q8_0, randomF32(rows * cols, 5));
@@ -95,6 +96,7 @@ describe('GPU weight layouts', () => {
     grouped.repackInto(raw.subarray(8 * fileRow), rows - 8, cols, parts.subarray(8 * rowBytes));
     expect(Buffer.from(parts).equals(Buffer.from(out))).toBe(true);
     expect(() => gpuLayout(GgmlType.F16, 8)).toThrow(/groups of 8/);
+    expect(() => gpuLayout(GgmlType.BF16, 4)).toThrow(/groups of 4/);
   });
 
   it('Q4_K in groups of 8 rows: block b of the group\'s row i at block index 8b + i; a partial group is zero-padded', () => {
@@ -109,6 +111,24 @@ describe('GPU weight layouts', () => {
         const at = Math.floor(r / 8) * 8 * rowBytes + (b * 8 + (r % 8)) * 144;
         const got = Array.from(out.subarray(at, at + 144));
         expect(got).toEqual(r < rows ? Array.from(raw.subarray(r * rowBytes + b * 144, r * rowBytes + (b + 1) * 144)) : new Array(144).fill(0));
+      }
+    }
+  });
+
+  it('F16 in groups of 4 rows: rows padded to whole units of 16 halves, unit s of the group\'s row i at unit index 4s + i', () => {
+    const grouped = gpuLayout(GgmlType.F16, 4);
+    const [rows, cols] = [6, 40];
+    const raw = quantize(GgmlType.F16, randomF32(rows * cols, 7));
+    const out = grouped.repack(raw, rows, cols);
+    // 40 halves: two whole units, then one of 8 halves and 8 of padding: 3 units of 32 bytes a row.
+    expect(grouped.rowBytes(cols)).toBe(96);
+    expect(out.length).toBe(8 * 96);
+    for (let r = 0; r < 8; r++) {
+      for (let s = 0; s < 3; s++) {
+        const at = Math.floor(r / 4) * 4 * 96 + (s * 4 + (r % 4)) * 32;
+        const want = new Array(32).fill(0);
+        if (r < rows) Array.from(raw.subarray(r * 80 + 32 * s, r * 80 + Math.min(80, 32 * (s + 1)))).forEach((v, j) => (want[j] = v));
+        expect(Array.from(out.subarray(at, at + 32))).toEqual(want);
       }
     }
   });
