@@ -116,7 +116,7 @@ export async function loadWeights(
     const { type } = parts[0];
     const cols = parts[0].dims[0];
     const rows = parts.reduce((n, t) => n + t.dims[1], 0);
-    const { gpuRowBytes, shardRows, rowGroup } = kernels.layout(type, rows, cols);
+    const { gpuRowBytes, shardRows, rowGroup, bufferBytes } = kernels.layout(type, rows, cols);
     // Each part's rows: [first, first + count) of the stacked matrix.
     let first = 0;
     const spans = parts.map((t) => {
@@ -133,7 +133,7 @@ export async function loadWeights(
     const chunkRows = Math.max(rowGroup, Math.floor(CHUNK_BYTES / rawRowBytes / rowGroup) * rowGroup);
     for (let rowStart = 0; rowStart < rows; rowStart += shardRows) {
       const n = Math.min(shardRows, rows - rowStart);
-      const buffer = ctx.storage(`${label}[${rowStart}:${rowStart + n}]`, Math.ceil(n / rowGroup) * rowGroup * gpuRowBytes);
+      const buffer = ctx.storage(`${label}[${rowStart}:${rowStart + n}]`, bufferBytes(n));
       buffers.push(buffer);
       for (let r = rowStart; r < rowStart + n; r += chunkRows) {
         const m = Math.min(chunkRows, rowStart + n - r);

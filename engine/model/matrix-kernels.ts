@@ -121,7 +121,7 @@ export function createMatrixKernels(ctx: KernelContext, opts: { tails?: boolean;
     layout(type, rows, cols) {
       const layout = deviceLayout(ctx.caps, type);
       const shards = planRowShards(type, rows, cols, maxBinding, ctx.caps.minStorageOffsetAlignment, layout.rowGroup);
-      return { gpuRowBytes: layout.rowBytes(cols), shardRows: shards[0].rows, rowGroup: layout.rowGroup };
+      return { gpuRowBytes: layout.rowBytes(cols), shardRows: shards[0].rows, rowGroup: layout.rowGroup, bufferBytes: (n) => layout.bufferBytes(n, cols) };
     },
     repack: (type, raw, rows, cols) => deviceLayout(ctx.caps, type).repack(raw, rows, cols),
     product,

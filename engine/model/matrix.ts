@@ -68,11 +68,11 @@ export interface BoundProduct {
 
 export interface MatrixKernels {
   /**
-   * GPU bytes of one row of `cols` elements of `type`, how many rows one shard (binding) may hold, and how
-   * many rows the layout keeps together: a shard's buffer then holds whole groups, and repack takes runs of
-   * rows that start at a multiple of it.
+   * GPU bytes of one row of `cols` elements of `type`, how many rows one shard (binding) may hold, how
+   * many rows the layout keeps together (repack takes runs of rows that start at a multiple of it), and
+   * the bytes a buffer of `n` rows needs (whole groups).
    */
-  layout(type: GgmlType, rows: number, cols: number): { gpuRowBytes: number; shardRows: number; rowGroup: number };
+  layout(type: GgmlType, rows: number, cols: number): { gpuRowBytes: number; shardRows: number; rowGroup: number; bufferBytes(n: number): number };
   /** Raw GGUF bytes of whole rows → the bytes the kernels read (still packed; whole groups of rows). */
   repack(type: GgmlType, raw: Uint8Array, rows: number, cols: number): Uint8Array;
   /** y[t, :] (+)= W · x[t, :] (+ w.bias) for t < tokens. */

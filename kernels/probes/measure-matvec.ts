@@ -47,10 +47,10 @@ const LAYERS = 30;
 
 export function matvecShapes(longBytes = 96 * 2 ** 20): (type: GgmlType) => MatVecShape[] {
   return (type) => {
-    const row = gpuLayout(type).rowBytes(1536);
+    const plain = gpuLayout(type);
+    const row = plain.rowBytes(1536);
     // Rows are whole blocks: K-quants' 256-element blocks take SmolLM2's 576 as 768.
-    const blocks = gpuLayout(type).blockElements;
-    const d = Math.ceil(576 / blocks) * blocks;
+    const d = Math.ceil(576 / plain.blockElements) * plain.blockElements;
     return [
       { label: 'long 1536-wide', products: [{ n: Math.floor(longBytes / row), k: 1536, copies: 1 }] },
       {
