@@ -11,6 +11,7 @@ import { Scheduler } from './generate/scheduler.ts';
 import { Sequence } from './generate/sequence.ts';
 import type { SelectedDevice } from './gpu/select.ts';
 import { parseGguf, type GgufFile } from './gguf/parse.ts';
+import { attentionPositionLimit } from '../kernels/attention.ts';
 import { kvFormatFor, kvValueBytes, type KvFormat } from '../kernels/kv-format.ts';
 import { PagedKvCache } from './kv/paged-cache.ts';
 import { PrefixCache, type PrefixCacheStats } from './kv/prefix-cache.ts';
@@ -152,6 +153,12 @@ export class WebGpuEngine implements TextEngine {
     const matrices: MatrixKernels = createMatrixKernels(ctx, { tails: opts.productTails ?? true, widths });
     const contextLength = Math.min(cfg.contextLength, opts.contextLength ?? 4096);
     if (!(contextLength >= 2)) throw new Error(`contextLength must be at least 2 (got ${opts.contextLength})`);
+    const positionLimit = attentionPositionLimit(selected.caps, cfg.headDim);
+    if (contextLength > positionLimit) {
+      throw new Error(
+        `contextLength ${contextLength} is more than attention can cover on this adapter: ${positionLimit} positions (llvmpipe stops a shader after ${selected.caps.loopBudget} loop iterations); ask for a shorter context or use another adapter`,
+      );
+    }
     const maxSequences = opts.maxSequences ?? 8;
     const maxTokensPerStep = opts.maxTokensPerStep ?? (selected.caps.software ? 64 : 256);
     const pageSize = opts.pageSize ?? 16;

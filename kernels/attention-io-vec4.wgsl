@@ -8,9 +8,6 @@
 
 // Invocations a workgroup (AttentionKernel sets it).
 override WG: u32 = 8u;
-// llvmpipe ends any single shader loop after 65535 iterations without an error (kernels/probes/
-// loop-cap.ts), so positions are walked in chunks of at most this many: nested loops each stay under it.
-override POS_CHUNK: u32 = 32768u;
 
 const MAX_HEAD_VEC: u32 = MAX_HEAD_DIM / 4u;
 // head_dim / 4, fixed per pipeline: loops over a head with a constant trip count are unrolled by the

@@ -34,9 +34,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   }
   var m$r = -3.4e38;
   var l$r = 0.0;
-  for (var c = first; c <= last; c += POS_CHUNK) {
-  let chunk_end = min(last, c + (POS_CHUNK - 1u));
-  for (var p = c; p <= chunk_end; p++) {
+  for (var p = first; p <= last; p++) {
     let page = page_table[seq * params.max_pages + p / params.page_size];
     let base = (page * params.page_size + p % params.page_size) * kv_vec + kh * hv;
     var s4$r = vec4f();
@@ -57,8 +55,6 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
     { let v = v_pair(base, 2u * $pu); acc$r[2u * $pu] = acc$r[2u * $pu] * rescale$r + w$r * v[0]; acc$r[2u * $pu + 1u] = acc$r[2u * $pu + 1u] * rescale$r + w$r * v[1]; }
     acc$r[HV - 1u] = acc$r[HV - 1u] * rescale$r + w$r * v_one(base, HV - 1u); // odd head ($q)
     m$r = m_new$r;
-  }
-  if (chunk_end == last) { break; }
   }
   store_head(t, h0 + $ru, &acc$r, l$r);
 }

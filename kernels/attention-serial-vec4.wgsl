@@ -28,9 +28,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   }
   var m = -3.4e38;
   var l = 0.0;
-  for (var c = first; c <= last; c += POS_CHUNK) {
-  let chunk_end = min(last, c + (POS_CHUNK - 1u));
-  for (var p = c; p <= chunk_end; p++) {
+  for (var p = first; p <= last; p++) {
     let page = page_table[seq * params.max_pages + p / params.page_size];
     let base = (page * params.page_size + p % params.page_size) * kv_vec + kh * hv;
     var s4 = vec4f();
@@ -48,8 +46,6 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
     { let v = v_pair(base, 2u * $pu); acc[2u * $pu] = acc[2u * $pu] * rescale + w * v[0]; acc[2u * $pu + 1u] = acc[2u * $pu + 1u] * rescale + w * v[1]; }
     acc[HV - 1u] = acc[HV - 1u] * rescale + w * v_one(base, HV - 1u); // odd head ($q)
     m = m_new;
-  }
-  if (chunk_end == last) { break; }
   }
   store_head(t, h, &acc, l);
 }

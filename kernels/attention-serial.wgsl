@@ -4,9 +4,6 @@
 // attention-io.wgsl, as for attention.wgsl.
 
 override WG: u32 = 16u;
-// llvmpipe ends any single shader loop after 65535 iterations without an error (kernels/probes/
-// loop-cap.ts), so positions are walked in chunks of at most this many: nested loops each stay under it.
-override POS_CHUNK: u32 = 32768u;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
@@ -26,9 +23,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   for (var d = 0u; d < hd; d++) { acc[d] = 0.0; }
   var m = -3.4e38;
   var l = 0.0;
-  for (var c = first; c <= last; c += POS_CHUNK) {
-  let chunk_end = min(last, c + (POS_CHUNK - 1u));
-  for (var p = c; p <= chunk_end; p++) {
+  for (var p = first; p <= last; p++) {
     let page = page_table[seq * params.max_pages + p / params.page_size];
     let base = (page * params.page_size + p % params.page_size) * kv_dim + kh * hd;
     var s = 0.0;
@@ -41,8 +36,6 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
     l = l * rescale + w;
     for (var d = 0u; d < hd; d++) { acc[d] = acc[d] * rescale + w * v_cache[base + d]; }
     m = m_new;
-  }
-  if (chunk_end == last) { break; }
   }
   let ob = params.out_offset + t * params.out_stride + h * hd;
   for (var d = 0u; d < hd; d++) { out[ob + d] = acc[d] / l; }

@@ -11,6 +11,7 @@ import serial from './attention-serial.wgsl?raw';
 import serialGrouped from './attention-serial-grouped.wgsl?raw';
 import serialVec4 from './attention-serial-vec4.wgsl?raw';
 import type { ParamArena } from './runtime/arena.ts';
+import type { GpuCaps } from './runtime/caps.ts';
 import { type CompiledKernel, type KernelContext, wgsl } from './runtime/context.ts';
 import { grid2d } from './runtime/grid.ts';
 import xqBlock from './quantize-x-block.wgsl?raw';
@@ -34,6 +35,20 @@ export function groupedHeads(heads: number, kvHeads: number, headDim: number): n
   return best;
 }
 const BINDINGS = ['read', 'read', 'read', 'read', 'read', 'read', 'write'] as const;
+
+/**
+ * The most positions a sequence may hold for the attention kernels on this adapter. A serial kernel walks
+ * all of a token's positions in one invocation, and on llvmpipe every loop iteration of an invocation
+ * counts against GpuCaps.loopBudget (runtime/loop-budget.ts): one a position for heads of whole vec4s (the
+ * head's lines are written out), 2 · (headDim + 1) + 1 for the scalar kernel, whose two loops over the
+ * head count too (a loop's last, exiting pass counts as well). The rest of an invocation (its head's loads
+ * and stores) is bounded by 4 · headDim + 64.
+ */
+export function attentionPositionLimit(caps: GpuCaps, headDim: number): number {
+  if (!caps.software || !Number.isFinite(caps.loopBudget)) return Infinity;
+  const perPosition = headDim % 4 === 0 ? 1 : 2 * headDim + 3;
+  return Math.floor((caps.loopBudget - 4 * headDim - 64) / perPosition);
+}
 
 export interface AttentionParams {
   tokens: number;
@@ -73,17 +88,14 @@ export class AttentionKernel {
    */
   private readonly serialVec4 = new Map<string, CompiledKernel>();
   private readonly ctx: KernelContext;
-  private readonly posChunk: number;
   /**
-   * `posChunk` (serial only): positions per inner loop, below llvmpipe's 65535-iteration loop cap; tests make
-   * it tiny. `minGroupedItems` (serial only): the fewest invocations for which query heads sharing a KV head
+   * `minGroupedItems` (serial only): the fewest invocations for which query heads sharing a KV head
    * are computed together (below it, one invocation per query head keeps both of a small CPU's threads
    * busy in single-sequence decode); tests set it to force either kernel.
    */
   constructor(
     ctx: KernelContext,
     variant: 'serial' | 'workgroup' = ctx.caps.software ? 'serial' : 'workgroup',
-    posChunk = 32768,
     private readonly minGroupedItems = SERIAL_WG,
     /** The KV cache's format (kv-format.ts): 'f16' is read by the serial vec4 kernels only. */
     readonly kv: KvFormat = 'f32',
@@ -91,10 +103,9 @@ export class AttentionKernel {
     if (kv === 'f16' && variant !== 'serial') throw new Error('attention: an f16 KV cache is read by the serial (CPU) kernels only');
     this.serial = variant === 'serial';
     this.kernel = this.serial
-      ? ctx.kernel({ label: 'attention-serial', code: wgsl(io, ioF32, serial), bindings: BINDINGS, constants: { WG: SERIAL_WG, POS_CHUNK: posChunk } })
+      ? ctx.kernel({ label: 'attention-serial', code: wgsl(io, ioF32, serial), bindings: BINDINGS, constants: { WG: SERIAL_WG } })
       : ctx.kernel({ label: 'attention', code: wgsl(io, ioF32, source), bindings: BINDINGS });
     this.ctx = ctx;
-    this.posChunk = posChunk;
   }
 
   /**
@@ -111,7 +122,7 @@ export class AttentionKernel {
     const key = `${headDim}/${group}/${output}`;
     let k = this.serialVec4.get(key);
     if (!k) {
-      const constants = { WG: this.wgFor(group), POS_CHUNK: this.posChunk, HV: headDim / 4, ...(output === 'q8_0' ? { XQ_GROUP: 32 } : {}) };
+      const constants = { WG: this.wgFor(group), HV: headDim / 4, ...(output === 'q8_0' ? { XQ_GROUP: 32 } : {}) };
       const hv = headDim / 4;
       // A head's pairs written out, not looped: llvmpipe left a loop over the f16 cache's pairs rolled (its
       // body grew with the unpacking), and a rolled loop keeps the head's arrays in memory, 3x slower.

@@ -178,7 +178,7 @@ export class Transformer implements StepRunner {
       rmsnorm: new RmsNormKernel(ctx),
       qkNorm: cfg.block.qkNorm ? new RmsNormKernel(ctx, undefined, 'in-place') : undefined,
       ropeStore: new RopeKvStoreKernel(ctx, 'auto', cache.format),
-      attention: new AttentionKernel(ctx, undefined, undefined, undefined, cache.format),
+      attention: new AttentionKernel(ctx, undefined, undefined, cache.format),
       swiglu: new SwiGluKernel(ctx, cfg.block.activation),
       headNorm: new RmsNormKernel(ctx, undefined, 'gather'),
       sample: new SampleKernel(ctx),

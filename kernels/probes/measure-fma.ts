@@ -1,7 +1,7 @@
 import { ParamArena } from '../runtime/arena.ts';
 import type { KernelContext } from '../runtime/context.ts';
 import { FmaProbe, fmaReference } from './fma.ts';
-import { MAX_LOOP_ITERS } from './loop-cap.ts';
+import { LLVMPIPE_LOOP_BUDGET } from '../runtime/loop-budget.ts';
 import { readWords } from './readback.ts';
 import { bestOf, onePass, submitMs } from './timing.ts';
 
@@ -65,7 +65,7 @@ export async function measureFma(ctx: KernelContext, o: FmaOptions): Promise<Fma
           const ms = await once(iters, workgroups);
           if (ms >= o.targetMs) break;
           const grow = Math.min(64, Math.max(2, Math.ceil(o.targetMs / Math.max(ms, 0.01))));
-          if (iters < MAX_LOOP_ITERS) iters = Math.min(MAX_LOOP_ITERS, iters * grow);
+          if (iters < LLVMPIPE_LOOP_BUDGET) iters = Math.min(LLVMPIPE_LOOP_BUDGET, iters * grow);
           else if (workgroups < MAX_WORKGROUPS) workgroups = Math.min(MAX_WORKGROUPS, workgroups * grow);
           else break;
         }

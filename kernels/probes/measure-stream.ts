@@ -1,6 +1,6 @@
 import { ParamArena } from '../runtime/arena.ts';
 import type { KernelContext } from '../runtime/context.ts';
-import { MAX_LOOP_ITERS } from './loop-cap.ts';
+import { LLVMPIPE_LOOP_BUDGET } from '../runtime/loop-budget.ts';
 import { readWords } from './readback.ts';
 import { StreamReadProbe, xorWords, type StreamLayout } from './stream-read.ts';
 import { bestOf, onePass, submitMs } from './timing.ts';
@@ -54,8 +54,8 @@ export async function measureStreamRead(ctx: KernelContext, o: StreamReadOptions
   fillPattern(words, 0x9e3779b9);
   const want = xorWords(words);
   src.unmap();
-  // Enough workgroups that no invocation loops more than the cap, even at the smallest workgroup size.
-  const workgroups = Math.max(o.workgroups, Math.ceil(vec4s / (MAX_LOOP_ITERS * Math.min(...o.workgroupSizes))));
+  // Enough workgroups that no invocation loops more than llvmpipe allows, even at the smallest workgroup size.
+  const workgroups = Math.max(o.workgroups, Math.ceil(vec4s / (LLVMPIPE_LOOP_BUDGET * Math.min(...o.workgroupSizes))));
   const maxInvocations = workgroups * Math.max(...o.workgroupSizes);
   const out = ctx.storage('probe-stream-out', maxInvocations * 4);
   const arena = new ParamArena(ctx, MAX_REPS);

@@ -2,6 +2,8 @@
  * What the engine may rely on from a device, read once after it is created.
  * Kernels choose their variants from this, never from the adapter name.
  */
+import { LLVMPIPE_LOOP_BUDGET } from './loop-budget.ts';
+
 export interface GpuCaps {
   /** `shader-f16` is enabled on the device. */
   f16: boolean;
@@ -36,6 +38,13 @@ export interface GpuCaps {
    * (SwiftShader: memory_order_relaxed) promise no such order. Product tails (matvec-tail.ts) need it.
    */
   orderedAtomics: boolean;
+  /**
+   * Loop iterations one invocation may run, all its loops counted together (kernels/runtime/loop-budget.ts):
+   * LLVMPIPE_LOOP_BUDGET on llvmpipe, which ends every loop of an invocation, without an error, once this
+   * many iterations have run; Infinity where nothing stops a loop. Kernels whose loops grow with their
+   * input check their worst case against it (checkLoopBudget).
+   */
+  loopBudget: number;
 }
 
 /**
@@ -75,6 +84,7 @@ export function readCaps(device: GPUDevice, adapterInfo: GPUAdapterInfo | undefi
     software,
     cpuLanes: software ? cpuLanesOf(adapterInfo) : 0,
     orderedAtomics: software && isLlvmpipe(adapterInfo),
+    loopBudget: software && isLlvmpipe(adapterInfo) ? LLVMPIPE_LOOP_BUDGET : Infinity,
   };
 }
 
@@ -98,4 +108,6 @@ export const COMPAT_CAPS: GpuCaps = {
   software: true,
   cpuLanes: 0,
   orderedAtomics: false,
+  // Kernels must fit llvmpipe's budget to work everywhere.
+  loopBudget: LLVMPIPE_LOOP_BUDGET,
 };

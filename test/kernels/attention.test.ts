@@ -3,46 +3,21 @@ import { AttentionKernel, groupedHeads } from '../../kernels/attention.ts';
 import { KvStoreKernel } from '../../kernels/kv-store.ts';
 import { QuantizeXKernel, q8RowVec4s } from '../../kernels/quantize-x.ts';
 import { readF32, readU32, runPass, testContext } from '../helpers/gpu.ts';
+import { attentionRef } from '../helpers/attention-ref.ts';
 import { maxRelError, randomF32 } from '../helpers/random.ts';
 
-/**
- * Two sequences share a paged cache with scattered pages. Sequence 0 already holds `past` positions; a
- * batch of new tokens from both sequences is stored and attended to in one pass, as in batched decode
- * and chunked prefill.
- */
-function attentionRef(q: Float32Array, keys: Float32Array[], values: Float32Array[], heads: number, kvHeads: number, hd: number, scale: number, window = 0): Float32Array {
-  const out = new Float32Array(heads * hd);
-  const group = heads / kvHeads;
-  const first = window > 0 ? Math.max(0, keys.length - window) : 0;
-  for (let h = 0; h < heads; h++) {
-    const kh = Math.floor(h / group);
-    const scores: number[] = [];
-    for (let p = first; p < keys.length; p++) {
-      let d = 0;
-      for (let i = 0; i < hd; i++) d += q[h * hd + i] * keys[p][kh * hd + i];
-      scores.push(d * scale);
-    }
-    const m = Math.max(...scores);
-    const w = scores.map((s) => Math.exp(s - m));
-    const sum = w.reduce((a, b) => a + b, 0);
-    for (let i = 0; i < hd; i++) {
-      let acc = 0;
-      for (let j = 0; j < w.length; j++) acc += w[j] * values[first + j][kh * hd + i];
-      out[h * hd + i] = acc / sum;
-    }
-  }
-  return out;
-}
-
-// The serial kernel walks positions in chunks under llvmpipe's loop cap; 7-position chunks check the seams.
-// Head dimensions that are multiples of 4 run its vec4 kernels, dim 6 the scalar one; with more (token, KV
-// head) pairs than `minGrouped`, query heads sharing a KV head run together (0: always, Infinity: never).
+// Two sequences share a paged cache with scattered pages. Sequence 0 already holds `past` positions; a
+// batch of new tokens from both sequences is stored and attended to in one pass, as in batched decode
+// and chunked prefill.
+// Head dimensions that are multiples of 4 run the serial vec4 kernels, dim 6 the scalar one; with more
+// (token, KV head) pairs than `minGrouped`, query heads sharing a KV head run together (0: always,
+// Infinity: never).
 describe.each([
-  ['workgroup', undefined, undefined],
-  ['serial', undefined, undefined],
-  ['serial', 7, 0],
-  ['serial', 7, Infinity],
-] as const)('paged KV store + attention kernels (%s, position chunk %s, grouped from %s pairs)', (variant, posChunk, minGrouped) => {
+  ['workgroup', undefined],
+  ['serial', undefined],
+  ['serial', 0],
+  ['serial', Infinity],
+] as const)('paged KV store + attention kernels (%s, grouped from %s pairs)', (variant, minGrouped) => {
   for (const { heads, kvHeads, hd, pageSize, past0, new0, new1, window } of [
     { heads: 8, kvHeads: 4, hd: 8, pageSize: 16, past0: 5, new0: 1, new1: 3, window: 0 },
     { heads: 4, kvHeads: 1, hd: 64, pageSize: 4, past0: 150, new0: 2, new1: 70, window: 0 },
@@ -75,7 +50,7 @@ describe.each([
       const past = Array.from({ length: past0 }, (_, p) => ({ seq: 0, pos: p }));
 
       const kv = new KvStoreKernel(ctx);
-      const att = new AttentionKernel(ctx, variant, posChunk, minGrouped);
+      const att = new AttentionKernel(ctx, variant, minGrouped);
       const kCache = ctx.storage('k', numPages * pageSize * kvDim * 4);
       const vCache = ctx.storage('v', numPages * pageSize * kvDim * 4);
       const bPages = ctx.storage('pages', pageTable.byteLength, pageTable);
@@ -139,7 +114,7 @@ describe('grouped-query attention on the serial kernels', () => {
     for (const extra of [{}, { softcap: 0.5 }, { window: 24 }]) {
       const outs: Float32Array[] = [];
       for (const minGrouped of [0, Infinity]) {
-        const att = new AttentionKernel(ctx, 'serial', 32768, minGrouped);
+        const att = new AttentionKernel(ctx, 'serial', minGrouped);
         const out = ctx.storage('out', tokens * heads * hd * 4);
         await runPass(ctx, (pass, arena) => att.encode(pass, arena, att.bind(q, kCache, vCache, pages, pos, seq, out), { tokens, heads, kvHeads, headDim: hd, pageSize, maxPages, scale: 0.125, ...extra }));
         outs.push(await readF32(ctx, out, tokens * heads * hd));

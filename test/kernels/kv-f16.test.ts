@@ -82,7 +82,7 @@ describe('f16 KV cache', () => {
     const out: Float32Array[] = [];
     for (const kv of ['f16', 'f32'] as const) {
       const cache = (h: Uint16Array) => (kv === 'f16' ? ctx.storage('c', h.byteLength, h) : ctx.storage('c', h.length * 4, Float32Array.from(h, halfToFloat)));
-      const att = new AttentionKernel(ctx, 'serial', 32768, undefined, kv);
+      const att = new AttentionKernel(ctx, 'serial', undefined, kv);
       const o = ctx.storage('out', tokens * heads * hd * 4);
       await runPass(ctx, (pass, arena) => att.encode(pass, arena, att.bind(q, cache(kh), cache(vh), pages, pos, seq, o), { tokens, heads, kvHeads, headDim: hd, pageSize, maxPages, scale: 0.125 }));
       out.push(await readF32(ctx, o, tokens * heads * hd));
@@ -101,6 +101,6 @@ describe('f16 KV cache', () => {
     expect(() => kvFormatFor(gpu, { headDim: 64, nRot: 64 }, 'f16')).toThrow(/CPU rasterisers' kernels only/);
     expect(() => kvFormatFor(cpu, { headDim: 12, nRot: 12 }, 'f16')).toThrow(/multiples of 8 \(this model: 12 and 12\)/);
     expect(() => new RopeKvStoreKernel(ctx, 'scalar', 'f16')).toThrow(/vec4 kernel only/);
-    expect(() => new AttentionKernel(ctx, 'workgroup', 32768, undefined, 'f16')).toThrow(/serial \(CPU\) kernels only/);
+    expect(() => new AttentionKernel(ctx, 'workgroup', undefined, 'f16')).toThrow(/serial \(CPU\) kernels only/);
   });
 });
