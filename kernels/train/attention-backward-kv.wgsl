@@ -1,7 +1,8 @@
 // Attention backward, keys and values: for (token s, KV head), over the later tokens t of its sequence and
 // the query heads sharing this KV head: dK = scale · Σ dS · Q and dV = Σ P · dO, with P and dS recomputed
 // from the saved log-sum-exp and D (stats). HD, V, HDV and vdot are put in front of this file by the
-// wrapper (see attention-forward.wgsl); Params, q, k, v, span and the index helpers are in attention-io.wgsl.
+// wrapper, which writes out the `$d` lines (see attention-forward.wgsl); Params, q, k, v, span and the index
+// helpers are in attention-io.wgsl.
 
 @group(0) @binding(4) var<storage, read> dout: array<V>;
 @group(0) @binding(5) var<storage, read> stats: array<f32>;
@@ -32,16 +33,12 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
       let qb = qh * HDV;
       var score = 0.0;
       var dp = 0.0;
-      for (var d = 0u; d < HDV; d++) {
-        score += vdot(q[qb + d], kv[d]);
-        dp += vdot(dout[qb + d], vv[d]);
-      }
+      score += vdot(q[qb + $du], kv[$du]);
+      dp += vdot(dout[qb + $du], vv[$du]);
       let p = exp(score * params.scale - stats[2u * qh]);
       let ds = p * (dp - stats[2u * qh + 1u]) * params.scale;
-      for (var d = 0u; d < HDV; d++) {
-        dkv[d] += ds * q[qb + d];
-        dvv[d] += p * dout[qb + d];
-      }
+      dkv[$du] += ds * q[qb + $du];
+      dvv[$du] += p * dout[qb + $du];
     }
   }
   for (var d = 0u; d < HDV; d++) {

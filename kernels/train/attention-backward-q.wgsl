@@ -1,7 +1,7 @@
 // Attention backward, queries: for (token t, head h), with P recomputed from the saved log-sum-exp,
 // D = dO · O (kept in stats[2i+1] for the key/value pass), dS = P ∘ (dO · Vᵀ − D) and dQ = scale · dS · K.
-// HD, V, HDV and vdot are put in front of this file by the wrapper (see attention-forward.wgsl); Params, q, k,
-// v, span and the index helpers are in attention-io.wgsl.
+// HD, V, HDV and vdot are put in front of this file by the wrapper, which writes out the `$d` lines (see
+// attention-forward.wgsl); Params, q, k, v, span and the index helpers are in attention-io.wgsl.
 
 @group(0) @binding(4) var<storage, read> o: array<V>;
 @group(0) @binding(5) var<storage, read> dout: array<V>;
@@ -31,13 +31,11 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
     let kb = (s * params.kv_heads + kvh) * HDV;
     var score = 0.0;
     var dp = 0.0;
-    for (var d = 0u; d < HDV; d++) {
-      score += vdot(qv[d], k[kb + d]);
-      dp += vdot(dov[d], v[kb + d]);
-    }
+    score += vdot(qv[$du], k[kb + $du]);
+    dp += vdot(dov[$du], v[kb + $du]);
     let p = exp(score * params.scale - lse);
     let ds = p * (dp - dsum) * params.scale;
-    for (var d = 0u; d < HDV; d++) { acc[d] += ds * k[kb + d]; }
+    acc[$du] += ds * k[kb + $du];
   }
   for (var d = 0u; d < HDV; d++) { dq[idx * HDV + d] = acc[d]; }
 }

@@ -3,7 +3,9 @@
 // log-sum-exp of the scores (stats[2i]) so the backward pass recomputes probabilities instead of storing
 // T² of them. HD (the head size), V (vec4f when HD is a multiple of 4, else f32: one load per 4 values
 // where it can), HDV = HD / width and vdot are put in front of this file by the wrapper: private arrays
-// need a constant length.
+// need a constant length. It also writes lines holding `$d` once per vector of the head
+// (kernels/unroll.ts): a loop there would count against llvmpipe's loop budget at every key
+// (runtime/loop-budget.ts), and the shader compiler leaves a head of 64 vec4s a loop.
 // Params, q, k, v, span and the index helpers are in attention-io.wgsl.
 
 @group(0) @binding(4) var<storage, read_write> out: array<V>;
@@ -24,13 +26,13 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   for (var s = sequence_start(t); s <= t; s++) {
     let kb = (s * params.kv_heads + kvh) * HDV;
     var score = 0.0;
-    for (var d = 0u; d < HDV; d++) { score += vdot(qv[d], k[kb + d]); }
+    score += vdot(qv[$du], k[kb + $du]);
     score *= params.scale;
     let m_new = max(m, score);
     let corr = exp(m - m_new);
     let p = exp(score - m_new);
     l = l * corr + p;
-    for (var d = 0u; d < HDV; d++) { acc[d] = acc[d] * corr + p * v[kb + d]; }
+    acc[$du] = acc[$du] * corr + p * v[kb + $du];
     m = m_new;
   }
   for (var d = 0u; d < HDV; d++) { out[idx * HDV + d] = acc[d] / l; }

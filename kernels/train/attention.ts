@@ -3,8 +3,11 @@ import backwardQ from './attention-backward-q.wgsl?raw';
 import backwardKv from './attention-backward-kv.wgsl?raw';
 import io from './attention-io.wgsl?raw';
 import type { ParamArena } from '../runtime/arena.ts';
+import type { GpuCaps } from '../runtime/caps.ts';
 import { wgsl, type CompiledKernel, type KernelContext } from '../runtime/context.ts';
 import { grid2d } from '../runtime/grid.ts';
+import { checkLoopBudget } from '../runtime/loop-budget.ts';
+import { unrollLines } from '../unroll.ts';
 
 const WG = 64;
 
@@ -33,23 +36,40 @@ export class TrainAttentionKernels {
     if (!Number.isInteger(headDim) || headDim <= 0 || headDim > 256) throw new Error(`training attention supports head sizes 1..256, not ${headDim}`);
     // Head vectors as vec4s where the head size allows: a quarter of the loads, each a gather on CPU
     // rasterisers.
+    const hdv = headDim % 4 === 0 ? headDim / 4 : headDim;
     const hd =
       headDim % 4 === 0
         ? `const HD: u32 = ${headDim}u;\nalias V = vec4f;\nconst HDV: u32 = ${headDim / 4}u;\nfn vdot(a: V, b: V) -> f32 { return dot(a, b); }`
         : `const HD: u32 = ${headDim}u;\nalias V = f32;\nconst HDV: u32 = ${headDim}u;\nfn vdot(a: V, b: V) -> f32 { return a * b; }`;
-    this.forward = ctx.kernel({ label: `train-attention-forward-${headDim}`, code: wgsl(hd, io, forward), bindings: ['read', 'read', 'read', 'read', 'write', 'write'], constants: { WG } });
+    this.forward = ctx.kernel({ label: `train-attention-forward-${headDim}`, code: wgsl(hd, io, unrollLines(forward, '$d', hdv)), bindings: ['read', 'read', 'read', 'read', 'write', 'write'], constants: { WG } });
     this.backwardQ = ctx.kernel({
       label: `train-attention-backward-q-${headDim}`,
-      code: wgsl(hd, io, backwardQ),
+      code: wgsl(hd, io, unrollLines(backwardQ, '$d', hdv)),
       bindings: ['read', 'read', 'read', 'read', 'read', 'read', 'write', 'write'],
       constants: { WG },
     });
     this.backwardKv = ctx.kernel({
       label: `train-attention-backward-kv-${headDim}`,
-      code: wgsl(hd, io, backwardKv),
+      code: wgsl(hd, io, unrollLines(backwardKv, '$d', hdv)),
       bindings: ['read', 'read', 'read', 'read', 'read', 'read', 'write', 'write'],
       constants: { WG },
     });
+  }
+
+  /**
+   * Loop passes one invocation runs for sequences of up to `tokens` tokens, the most of the three kernels
+   * (runtime/loop-budget.ts): the key/value pass walks, for its token, every later token of the sequence
+   * and each query head sharing its KV head (group + 2 passes a token); the head's own loads and stores,
+   * still loops, add at most 8 · (HDV + 1).
+   */
+  loopPasses(tokens: number, heads: number, kvHeads: number): number {
+    const hdv = this.headDim % 4 === 0 ? this.headDim / 4 : this.headDim;
+    return tokens * (heads / kvHeads + 2) + 8 * (hdv + 1) + 16;
+  }
+
+  /** Refuses sequences of `tokens` tokens where this adapter would end the kernels' loops early. */
+  checkSequenceTokens(caps: GpuCaps, tokens: number, heads: number, kvHeads: number): void {
+    checkLoopBudget(caps, `training attention over a sequence of ${tokens} tokens (lower maxTokens)`, this.loopPasses(tokens, heads, kvHeads));
   }
 
   encode(pass: GPUComputePassEncoder, arena: ParamArena, which: 'forward' | 'backwardQ' | 'backwardKv', group: GPUBindGroup, p: TrainAttentionParams): void {

@@ -1,7 +1,7 @@
 // Sum (mode 0) or sum of squares (mode 1) of x[0..n): workgroup w adds up its `per_group` elements and
 // writes out[out_index + w], or adds to it when accumulating. Two dispatches reduce any length: partial
-// sums per workgroup, then one workgroup over the partials. Each invocation's loop stays short, since
-// llvmpipe ends shader loops after 65535 iterations.
+// sums per workgroup, then one workgroup over the partials. Each invocation's loop stays short, within
+// llvmpipe's loop budget (runtime/loop-budget.ts).
 
 struct Params {
   n: u32,

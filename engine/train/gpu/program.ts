@@ -52,6 +52,7 @@ export class TrainProgram {
     this.normB = new TrainRmsNormBackward(ctx);
     this.rope = new TrainRopeKernel(ctx);
     this.attention = new TrainAttentionKernels(ctx, cfg.headDim);
+    this.attention.checkSequenceTokens(ctx.caps, ws.maxTokens, cfg.nHeads, cfg.nKvHeads);
     this.swiglu = new TrainSwiGluKernels(ctx);
     this.ce = new CrossEntropyKernel(ctx);
     this.reduce = new ReduceKernel(ctx);

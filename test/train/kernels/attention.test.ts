@@ -46,4 +46,44 @@ describe('train-attention', () => {
       expect(relError(await read(ctx, dvb, v.length), grads.dv)).toBeLessThan(1e-5);
     });
   }
+
+  // A head of 64 vec4s is past what the shader compiler unrolls; written as a loop inside the loop over
+  // keys it cost llvmpipe 129 loop passes a key, and 600 keys ran out its loop budget
+  // (runtime/loop-budget.ts): output 0.22 and dV 1.0 away from the reference.
+  it('a head of 256 over one 600-token sequence', async () => {
+    const ctx = await testContext();
+    const [heads, kvHeads, hd, T] = [1, 1, 256, 600];
+    const k = new TrainAttentionKernels(ctx, hd);
+    expect(() => k.checkSequenceTokens(ctx.caps, T, heads, kvHeads)).not.toThrow();
+    const spans = Array.from({ length: T }, (): [number, number] => [0, T]);
+    const a = { heads, kvHeads, headDim: hd, spans };
+    const q = ref.random(T * heads * hd, 1, 2);
+    const kk = ref.random(T * kvHeads * hd, 2, 2);
+    const v = ref.random(T * kvHeads * hd, 3);
+    const dout = ref.random(T * heads * hd, 4);
+    const want = ref.attention(q, kk, v, a);
+    const grads = ref.attentionBackward(q, kk, v, dout, a);
+    const [qb, kb, vb, db, sb] = [f32(ctx, q), f32(ctx, kk), f32(ctx, v), f32(ctx, dout), u32(ctx, spans.flat())];
+    const [ob, stb, dqb, dkb, dvb] = [zeros(ctx, q.length), zeros(ctx, 2 * T * heads), zeros(ctx, q.length), zeros(ctx, kk.length), zeros(ctx, v.length)];
+    const p = { tokens: T, heads, kvHeads };
+    await runPass(ctx, (pass, arena) => {
+      k.encode(pass, arena, 'forward', k.forward.bind([qb, kb, vb, sb, ob, stb]), p);
+      k.encode(pass, arena, 'backwardQ', k.backwardQ.bind([qb, kb, vb, sb, ob, db, stb, dqb]), p);
+      k.encode(pass, arena, 'backwardKv', k.backwardKv.bind([qb, kb, vb, sb, db, stb, dkb, dvb]), p);
+    });
+    expect(relError(await read(ctx, ob, q.length), want.out)).toBeLessThan(1e-5);
+    expect(relError(await read(ctx, dqb, q.length), grads.dq)).toBeLessThan(1e-5);
+    expect(relError(await read(ctx, dkb, kk.length), grads.dk)).toBeLessThan(1e-5);
+    expect(relError(await read(ctx, dvb, v.length), grads.dv)).toBeLessThan(1e-5);
+  });
+
+  it('refuses sequences whose loops would outrun the adapter’s loop budget', async () => {
+    const ctx = await testContext();
+    const k = new TrainAttentionKernels(ctx, 64);
+    // SmolLM2's 9 heads over 3 KV heads: 5 passes a token in the key/value kernel.
+    expect(k.loopPasses(1000, 9, 3)).toBe(1000 * 5 + 8 * 17 + 16);
+    const caps = { ...ctx.caps, loopBudget: 65535 };
+    expect(() => k.checkSequenceTokens(caps, 13000, 9, 3)).not.toThrow();
+    expect(() => k.checkSequenceTokens(caps, 14000, 9, 3)).toThrow(/training attention over a sequence of 14000 tokens \(lower maxTokens\) needs 70152 loop iterations/);
+  });
 });
