@@ -32,6 +32,8 @@ export function readTopKRow(u32: Uint32Array, f32: Float32Array, row: number): T
  */
 export class TopKKernel extends RowSamplingKernel {
   constructor(ctx: KernelContext) {
-    super(ctx, 'topk', source, { K: TOPK_MAX });
+    // topk.wgsl's workgroup of 128 walks the vocabulary once for the maximum, once per bisection step
+    // (28) and once to collect.
+    super(ctx, 'topk', source, 128, 30, { K: TOPK_MAX });
   }
 }

@@ -26,7 +26,7 @@ function maskOf(vocab: number, rows: ((i: number) => boolean)[]): { words: numbe
 }
 
 function logSumExp(v: number[]): number {
-  const m = Math.max(...v);
+  const m = v.reduce((a, x) => Math.max(a, x), -Infinity);
   return m + Math.log(v.reduce((a, x) => a + Math.exp(x - m), 0));
 }
 
@@ -109,10 +109,13 @@ describe('sample kernel', () => {
   });
 });
 
+const loopBudgeted = Number.isFinite((await testContext()).caps.loopBudget);
+
 describe('top-k kernel', () => {
   it('returns exactly the K best allowed tokens and the log-sum-exp', async () => {
     const ctx = await testContext();
-    for (const vocab of [50, 3000, 32000]) {
+    // 262144 (Gemma 3's vocabulary) takes 61 534 of llvmpipe's 65 535 loop passes an invocation.
+    for (const vocab of [50, 3000, 32000, 262144]) {
       const logits = randomF32(2 * vocab, vocab, 8);
       const mask = maskOf(vocab, [() => true, (i) => i % 3 !== 0]);
       const rows = [{ temperature: 0, seed: 0, counter: 0, useMask: false }, { temperature: 0.5, seed: 0, counter: 0, useMask: true }];
@@ -133,6 +136,18 @@ describe('top-k kernel', () => {
         expect(got.logSumExp).toBeCloseTo(logSumExp(sorted.map((s) => s[1])), 3);
       }
     }
+  });
+  it.skipIf(!loopBudgeted)('refuses a vocabulary whose walks would outrun llvmpipe’s loop budget', async () => {
+    const ctx = await testContext();
+    const vocab = 300000;
+    const k = new TopKKernel(ctx);
+    const out = ctx.storage('out', TOPK_ROW_WORDS * 4);
+    const logits = ctx.storage('logits', vocab * 4);
+    const mask = maskOf(vocab, [() => true]);
+    const group = k.bind(logits, ctx.storage('mask', mask.data.byteLength, mask.data), settingsBuffer(ctx, [{ temperature: 1, seed: 0, counter: 0, useMask: false }]), out);
+    await expect(runPass(ctx, (pass, arena) => k.encode(pass, arena, group, { rows: 1, vocab, logitsStride: vocab, maskWords: mask.words }))).rejects.toThrow(
+      /topk over a vocabulary of 300000 needs 70414 loop iterations in one shader invocation/,
+    );
   });
 });
 
