@@ -20,8 +20,6 @@ struct Params {
   glu_up: u32,
   // Norm-fused products only (matvec-x-norm.wgsl): the RMSNorm epsilon.
   norm_eps: f32,
-  // Always 0: see keep_loads().
-  zero: u32,
   // Products with a tail (matvec-tail.wgsl) only: 1 where this dispatch runs it; the tail's epsilon, its
   // values per row, where its input rows start in y and their distance, and (GLU) up's distance from gate.
   tail_on: u32,
@@ -56,8 +54,3 @@ struct Params {
 
 // store(t, n, v) comes from matmul-store.wgsl or, for products with a bias, matmul-store-bias.wgsl.
 
-// v unchanged, with `bits` ORed in times params.zero (always 0): no compiler can prove that adds nothing,
-// so loads whose only use is `bits` (matvec-prefetch.wgsl's) are not dropped.
-fn keep_loads(v: f32, bits: u32) -> f32 {
-  return bitcast<f32>(bitcast<u32>(v) | (bits * params.zero));
-}

@@ -57,22 +57,21 @@ export function writeMatmulParams(arena: ParamArena, p: MatmulParams): number {
   arena.u32[s + 8] = (p.biasOffset ?? 0) + (p.rowOffset ?? 0);
   arena.u32[s + 9] = p.gluUp ?? 0;
   arena.f32[s + 10] = p.normEps ?? 0;
-  arena.u32[s + 11] = 0;
   if (p.tail) {
-    arena.u32[s + 12] = 1;
-    arena.f32[s + 13] = p.tail.eps ?? 0;
-    arena.u32[s + 14] = p.tail.n;
-    arena.u32[s + 15] = p.tail.inOffset;
-    arena.u32[s + 16] = p.tail.inStride;
-    arena.u32[s + 17] = p.tail.up ?? 0;
+    arena.u32[s + 11] = 1;
+    arena.f32[s + 12] = p.tail.eps ?? 0;
+    arena.u32[s + 13] = p.tail.n;
+    arena.u32[s + 14] = p.tail.inOffset;
+    arena.u32[s + 15] = p.tail.inStride;
+    arena.u32[s + 16] = p.tail.up ?? 0;
     const r = p.tail.rope;
     if (r) {
-      arena.u32[s + 18] = r.heads;
-      arena.u32[s + 19] = r.kvHeads;
-      arena.u32[s + 20] = r.headDim;
-      arena.u32[s + 21] = r.pageSize;
-      arena.u32[s + 22] = r.maxPages;
-      writeRopeSettings(arena, s + 23, r);
+      arena.u32[s + 17] = r.heads;
+      arena.u32[s + 18] = r.kvHeads;
+      arena.u32[s + 19] = r.headDim;
+      arena.u32[s + 20] = r.pageSize;
+      arena.u32[s + 21] = r.maxPages;
+      writeRopeSettings(arena, s + 22, r);
     }
   }
   return s;
@@ -103,12 +102,6 @@ export interface ProductOptions {
    */
   xq8?: boolean;
   /**
-   * CPU rasterisers' matrix-vector kernels (variant 'rows') read one word of each cache line of a further
-   * weight buffer, bound last, so the step's next product finds its weights in cache (matvec-prefetch.wgsl).
-   * The other kernels of the product take the binding and ignore it, so one bind group serves them all.
-   */
-  prefetch?: boolean;
-  /**
    * CPU rasterisers' matrix-vector kernels (variant 'rows') run this pass after the product in its last
    * invocation, in dispatches whose params ask for it (matvec-tail.ts); its buffers are bound last.
    */
@@ -118,13 +111,13 @@ export interface ProductOptions {
 }
 
 /**
- * The store() a product kernel is built with, and its bindings: W, x, y, then the bias, the norm weight,
- * the next weights and the tail's buffers, each if it has them; `tailBinding`, the tail's first.
+ * The store() a product kernel is built with, and its bindings: W, x, y, then the bias, the norm weight
+ * and the tail's buffers, each if it has them; `tailBinding`, the tail's first.
  */
 export function productStore(opts: ProductOptions): { code: string; bindings: readonly BindingKind[]; suffix: string; tailBinding: number } {
   const glu = opts.glu ? `-glu-${opts.glu}` : '';
-  const after = `${opts.norm ? '-norm' : ''}${opts.xq8 ? '-xq8' : ''}${opts.prefetch ? '-pf' : ''}${tailSuffix(opts.tail)}`;
-  const own: BindingKind[] = ['read', 'read', 'write', ...(opts.bias ? (['read'] as const) : []), ...(opts.norm ? (['read'] as const) : []), ...(opts.prefetch ? (['read'] as const) : [])];
+  const after = `${opts.norm ? '-norm' : ''}${opts.xq8 ? '-xq8' : ''}${tailSuffix(opts.tail)}`;
+  const own: BindingKind[] = ['read', 'read', 'write', ...(opts.bias ? (['read'] as const) : []), ...(opts.norm ? (['read'] as const) : [])];
   return { code: opts.bias ? storeBias : store, bindings: [...own, ...tailBindings(opts.tail)], suffix: `${opts.bias ? '-bias' : ''}${glu}${after}`, tailBinding: own.length };
 }
 
@@ -134,21 +127,19 @@ type Buffer = GPUBuffer | GPUBufferBinding;
 export interface ProductExtras {
   bias?: Buffer;
   norm?: Buffer;
-  /** ProductOptions.prefetch: the weights to prefetch (a 16-byte buffer for none). */
-  next?: Buffer;
   /** ProductOptions.tail: its counters (zeroed words, tailCounterWords), the norm weight ('norm-q8'), its int8 output (or, 'rope-kv', positions, sequences, page table, factors and the K and V caches). */
   tail?: Buffer[];
 }
 
 /** The buffers of a product's bind group in binding order, checked against how it was built. */
 export function productBuffers(label: string, opts: ProductOptions, w: Buffer, x: Buffer, y: Buffer, more: ProductExtras): Buffer[] {
-  for (const [name, flag] of [['bias', opts.bias], ['norm', opts.norm], ['next', opts.prefetch]] as const) {
+  for (const [name, flag] of [['bias', opts.bias], ['norm', opts.norm]] as const) {
     const given = more[name] !== undefined;
     if (given !== (flag ?? false)) throw new Error(`${label}: ${flag ? `needs a ${name} buffer` : `built without a ${name} buffer`}`);
   }
   const tail = tailBindings(opts.tail).length;
   if ((more.tail?.length ?? 0) !== tail) throw new Error(`${label}: ${tail ? `needs ${tail} tail buffers` : 'built without a tail'}`);
-  return [w, x, y, ...[more.bias, more.norm, more.next].filter((b): b is Buffer => b !== undefined), ...(more.tail ?? [])];
+  return [w, x, y, ...[more.bias, more.norm].filter((b): b is Buffer => b !== undefined), ...(more.tail ?? [])];
 }
 
 /**

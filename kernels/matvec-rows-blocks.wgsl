@@ -6,9 +6,8 @@
 // Q4_0) plus its scale header vec4 (8 blocks' scales) once per 8 blocks, and each row of x eight loads
 // per block (three when quantized), shared by all the invocation's weight rows.
 //
-// After its rows, each invocation prefetches its share of the next product's weights (prefetch_next() from
-// matvec-prefetch.wgsl, or matvec-prefetch-none.wgsl's, which does nothing), then counts itself done
-// for the product's tail (after_rows(): see matvec-tail.wgsl).
+// After its rows, each invocation counts itself done for the product's tail (after_rows(): see
+// matvec-tail.wgsl).
 //
 // Template: a line containing `$r` is written once per weight row (0 .. R-1), one containing `$t` once
 // per row of x (0 .. t-1), one containing both once per pair (kernels/unroll.ts).
@@ -38,7 +37,6 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
     let x$t = x_block(xb$t, b);
     acc$r_$t += block_dot(k$r, x$t);
   }
-  acc0_0 = keep_loads(acc0_0, prefetch_next(n0 / $ROWSu, (params.n + $ROWSu - 1u) / $ROWSu));
   if (n0 + $ru < params.n) { store($tu, n0 + $ru, acc$r_$t); }
   after_rows(nwg, n0);
 }

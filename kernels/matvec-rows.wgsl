@@ -2,8 +2,7 @@
 // weight rows, with no workgroup memory and no barriers. Every weight unit is decoded once for all rows
 // of x, and every x load serves the four weight rows, so a batch of decode sequences streams W once.
 //
-// After its rows, each invocation prefetches its share of the next product's weights (prefetch_next(),
-// see matvec-prefetch.wgsl), then counts itself done for the product's tail (after_rows(): see
+// After its rows, each invocation counts itself done for the product's tail (after_rows(): see
 // matvec-tail.wgsl).
 //
 // Template: the wrapper (matvec.ts, through kernels/unroll.ts) writes each line containing `$t` once per
@@ -57,7 +56,6 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
     let v = vec4f(w_elem(r0, e), w_elem(r1, e), w_elem(r2, e), w_elem(r3, e));
     acc$t += v * x1(xb$t + e);
   }
-  acc0.x = keep_loads(acc0.x, prefetch_next(n0 / 4u, (params.n + 3u) / 4u));
   store4($tu, n0, acc$t);
   after_rows(nwg, n0);
 }

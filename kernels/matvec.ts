@@ -10,8 +10,6 @@ import xBlockQ8 from './matmul-x-block-q8.wgsl?raw';
 import subgroup from './matvec-subgroup.wgsl?raw';
 import xNorm from './matvec-x-norm.wgsl?raw';
 import xPlain from './matvec-x-plain.wgsl?raw';
-import prefetchNext from './matvec-prefetch.wgsl?raw';
-import prefetchNone from './matvec-prefetch-none.wgsl?raw';
 import { checkTailParams, tailCode, tailConstants } from './matvec-tail.ts';
 import { BLOCK_WALK_TYPES, deviceLayout } from './quant/layouts.ts';
 import type { ParamArena } from './runtime/arena.ts';
@@ -39,11 +37,11 @@ const LANES = 16;
 // The rows variant: invocations per workgroup, each computing 4 or BLOCK_ROWS weight rows. Small
 // workgroups give a CPU rasteriser enough of them to spread over its threads.
 const ROWS_WG = 32;
-// Weight rows per invocation of the block-walking kernel. 8 against 4, once decode products prefetched
-// their successor's weights (interleaved pairs on llvmpipe, SmolLM2-135M): Q8_0 decode +6-8% (7 of 7
-// pairs at 512 bits), Q4_0 19.1/17.2 -> 19.9/19.0 tok/s; step-shaped products Q4_K 28-33 -> 24-27 ms,
-// Q6_K 59-66 -> 45-52 ms; first compile no slower. Earlier, without the prefetch, 8 and 16 had measured
-// no faster than 4.
+// Weight rows per invocation of the block-walking kernel, and the rows CPU layouts group together
+// (quant/layouts.ts). 8 against 4, measured while decode products still prefetched their successor's
+// weights (interleaved pairs on llvmpipe, SmolLM2-135M): Q8_0 decode +6-8% (7 of 7 pairs at 512 bits),
+// Q4_0 19.1/17.2 -> 19.9/19.0 tok/s; step-shaped products Q4_K 28-33 -> 24-27 ms, Q6_K 59-66 -> 45-52 ms.
+// Groups of 8 rows then took 0.92x the time of groups of 4.
 const BLOCK_ROWS = 8;
 
 /**
@@ -74,7 +72,6 @@ export class MatVecKernel {
     const label = `matvec-${variant}-${typeName(type)}-t${t}${store.suffix}`;
     this.xq8 = opts.xq8 ?? false;
     this.opts = opts;
-    if (opts.prefetch && variant !== 'rows') throw new Error(`${label}: only the rows variant (CPU rasterisers) prefetches`);
     if (this.xq8 && (variant !== 'rows' || !BLOCK_WALK_TYPES.has(type) || opts.glu)) throw new Error(`${label}: quantized x is read by the block-walking rows kernel only (Q8_0, Q4_0, Q4_K, Q6_K), without a gated input`);
     if (opts.norm && (variant === 'rows' || opts.glu)) throw new Error(`${label}: a norm-fused product needs a GPU variant (coop, subgroup) and no GLU`);
     if (opts.tail && (variant !== 'rows' || opts.glu)) throw new Error(`${label}: a tail runs in the rows variant (CPU rasterisers) of a product without a gated input`);
@@ -94,10 +91,9 @@ export class MatVecKernel {
       this.rowsPerInvocation = blocks ? BLOCK_ROWS : 4;
       this.rowsPerGroup = ROWS_WG * this.rowsPerInvocation;
       const code = blocks ? wgsl(unrollRowsTokens(rowsBlocks, BLOCK_ROWS, t), this.xq8 ? xBlockQ8 : xBlockF32) : unrollRowsTokens(rows, 1, t);
-      const prefetch = opts.prefetch ? prefetchNext.replaceAll('PREFETCH_BINDING', String(store.tailBinding - 1)) : prefetchNone;
       const tail = tailCode(opts.tail, store.tailBinding);
       const constants = { WG: ROWS_WG, ...tailConstants(opts.tail, this.rowsPerInvocation) };
-      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(code, common, x4, decode, prefetch, tail), bindings: BINDINGS, constants }), opts.glu);
+      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(code, common, x4, decode, tail), bindings: BINDINGS, constants }), opts.glu);
     }
   }
 

@@ -25,15 +25,12 @@ import { tailCounterWords, tailSuffix, type ProductTail } from '../../kernels/ma
 export function createMatrixKernels(ctx: KernelContext, opts: { tails?: boolean; widths?: readonly number[] } = {}): MatrixKernels {
   const tiledRows = ctx.caps.software && opts.widths ? tiledRowsFor(ctx.caps, opts.widths) : undefined;
   const products = new Map<string, WeightMatmul>();
-  // CPU rasterisers' decode products prefetch the next product's weights (io.next); a 16-byte buffer
-  // stands in where nothing follows.
-  const prefetch = matvecVariant(ctx.caps) === 'rows';
-  const prefetchNone = prefetch ? ctx.storage('prefetch.none', 16) : undefined;
+  const rowsVariant = matvecVariant(ctx.caps) === 'rows';
   const productFor = (t: GgmlType, bias: boolean, glu: Activation | undefined, norm: boolean, xq8 = false, tail?: ProductTail) => {
     const key = `${t}${bias ? '+bias' : ''}${glu ? `+${glu}` : ''}${norm ? '+norm' : ''}${xq8 ? '+xq8' : ''}${tailSuffix(tail)}`;
     let p = products.get(key);
     if (!p) {
-      products.set(key, (p = new WeightMatmul(ctx, t, { bias, glu, norm, xq8, prefetch, tail, tiledRows })));
+      products.set(key, (p = new WeightMatmul(ctx, t, { bias, glu, norm, xq8, tail, tiledRows })));
       // Compile every variant (one matvec per row count, plus the tiled product) now, at load, so no
       // request pays for a pipeline the first time a batch of that size occurs. A product with a tail
       // has only the matrix-vector kernels; longer steps take the plain product and the tail's own pass.
@@ -45,7 +42,7 @@ export function createMatrixKernels(ctx: KernelContext, opts: { tails?: boolean;
   // Decode products on CPU rasterisers fold the pass after them into their last invocations
   // (kernels/matvec-tail.ts): on llvmpipe a dispatch costs 25-60 µs, mostly waking its threads. Only
   // where atomics order the stores before them (GpuCaps.orderedAtomics).
-  const tails = prefetch && ctx.caps.orderedAtomics && (opts.tails ?? true);
+  const tails = rowsVariant && ctx.caps.orderedAtomics && (opts.tails ?? true);
   // The norm folds into the GPU matrix-vector variants only; CPU rasterisers keep the norm pass (there a
   // second pass over x per invocation would cost more than the dispatch it saves).
   const fuseNormUpTo = matvecVariant(ctx.caps) === 'rows' ? 0 : MAX_MATVEC_T;
@@ -75,9 +72,8 @@ export function createMatrixKernels(ctx: KernelContext, opts: { tails?: boolean;
     for (const s of w.shards) {
       if (s.buffer.size < layout.bufferBytes(s.rows, w.cols)) throw new Error(`${w.name}: a shard of ${s.rows} rows holds ${s.buffer.size} bytes, not the ${layout.bufferBytes(s.rows, w.cols)} its layout needs`);
     }
-    // Each shard's dispatch prefetches the shard after it, the last one io.next's first.
     const bound = w.shards.map((s, i) => {
-      const more = { bias: w.bias, norm: io.norm?.weight, next: prefetch ? ((w.shards[i + 1] ?? io.next?.shards[0])?.buffer ?? prefetchNone) : undefined };
+      const more = { bias: w.bias, norm: io.norm?.weight };
       const last = i === w.shards.length - 1;
       return {
         group: mm.bind(s.buffer, x, y, more),

@@ -46,12 +46,6 @@ export interface MatrixIo {
    */
   xq8?: boolean;
   /**
-   * The weights the step reads after this product's (the next product's). Where kernels prefetch (CPU
-   * rasterisers' decode products, kernels/matvec-prefetch.wgsl), each shard's dispatch brings the next
-   * shard into cache, and the last one these.
-   */
-  next?: WeightMatrix;
-  /**
    * The pass that follows the product, folded into its last invocation where the device's decode kernels
    * can (MatrixKernels.tails): `buffers` are its counters (tailCounterWords zeroed words, which the tails of
    * one step's products may share), the norm weight for 'norm-q8', and its int8 output; `params` where it

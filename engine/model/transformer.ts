@@ -148,8 +148,6 @@ export class Transformer implements StepRunner {
 
   readonly maxTokensPerStep: number;
   readonly maxRowsPerStep: number;
-  /** Each weight matrix's successor in the order steps read them (MatrixIo.next, for prefetching). */
-  private readonly nextWeights: Map<WeightMatrix, WeightMatrix>;
 
   constructor(
     private readonly ctx: KernelContext,
@@ -166,9 +164,6 @@ export class Transformer implements StepRunner {
     private readonly yieldBetweenLayers?: () => Promise<void>,
   ) {
     this.segments = new SegmentPlanner(cfg.nLayers, MAX_MATVEC_T, limits.yieldEveryMs);
-    // The order a decode step reads its weights in; the output head's successor is the next step's first.
-    const order = [...weights.layers.flatMap((w) => [...w.qkv, w.o, ...w.gateUp, w.down]), weights.output];
-    this.nextWeights = new Map(order.map((m, i) => [m, order[(i + 1) % order.length]]));
     this.fuseNormUpTo = cfg.dim % 4 === 0 ? matrices.fuseNormUpTo : 0;
     this.fuseGluUpTo = matrices.fuseGluUpTo;
     this.maxTokensPerStep = limits.maxTokensPerStep;
@@ -203,7 +198,7 @@ export class Transformer implements StepRunner {
     const side = (ms: WeightMatrix[], x: GPUBuffer, y: GPUBuffer, xStride: number, yStride: number, norm?: GPUBuffer, xq8?: boolean, tail?: MatrixIo['tail']) => {
       let col = 0;
       return ms.map((m) => {
-        const p = this.product(m, x, y, { ...io(xStride, col, yStride), norm: norm && { weight: norm, eps: cfg.rmsEps }, xq8, tail: ms.length === 1 ? tail : undefined });
+        const p = this.matrices.product(m, x, y, { ...io(xStride, col, yStride), norm: norm && { weight: norm, eps: cfg.rmsEps }, xq8, tail: ms.length === 1 ? tail : undefined });
         col += m.rows;
         return p;
       });
@@ -257,7 +252,7 @@ export class Transformer implements StepRunner {
       if (!mode || !actQ8) return undefined;
       const kernel = activationFor(mode);
       const tail = next && normTail(next.qkv, next.attnNorm);
-      return { kernel, swiglu: kernel.bind(ws.gateUp, ws.gateUp, actQ8), down: this.product(w.down, actQ8, ws.x, { ...io(q8RowVec4s(F), 0, D, true), xq8: true, tail }) };
+      return { kernel, swiglu: kernel.bind(ws.gateUp, ws.gateUp, actQ8), down: this.matrices.product(w.down, actQ8, ws.x, { ...io(q8RowVec4s(F), 0, D, true), xq8: true, tail }) };
     };
     const oQuantized = (w: LayerWeights) => modeOf([w.o]) === 'q8_0' && cfg.headDim % 32 === 0 && this.k.attention.serial;
     const attnQ8 = weights.layers.some(oQuantized) ? xq8Buffer(ctx, 'act.attn.q8', limits.maxTokensPerStep * q8RowVec4s(qDim) * 16) : undefined;
@@ -274,12 +269,12 @@ export class Transformer implements StepRunner {
         qkNorm: w.qkNorm && this.k.qkNorm?.bind(ws.qkv, w.qkNorm),
         ropeStore: this.k.ropeStore.bind(ws.qkv, ws.positions, ws.slots, cache.pageTable, ropeFactors, cache.k[l], cache.v[l]),
         attention: this.k.attention.bind(ws.qkv, cache.k[l], cache.v[l], cache.pageTable, ws.positions, ws.slots, ws.attn),
-        o: this.product(w.o, ws.attn, ws.x, { ...io(qDim, 0, D, true), tail: ffnTail }),
+        o: this.matrices.product(w.o, ws.attn, ws.x, { ...io(qDim, 0, D, true), tail: ffnTail }),
         quantizedO:
           attnQ8 && oQuantized(w)
             ? {
                 attention: this.k.attention.bind(ws.qkv, cache.k[l], cache.v[l], cache.pageTable, ws.positions, ws.slots, attnQ8),
-                o: this.product(w.o, attnQ8, ws.x, { ...io(q8RowVec4s(qDim), 0, D, true), xq8: true, tail: ffnTail }),
+                o: this.matrices.product(w.o, attnQ8, ws.x, { ...io(q8RowVec4s(qDim), 0, D, true), xq8: true, tail: ffnTail }),
               }
             : undefined,
         ffnNorm: this.k.rmsnorm.bind(ws.x, w.ffnNorm, ws.xNorm),
@@ -291,10 +286,10 @@ export class Transformer implements StepRunner {
         // only steps whose adapters adapt it, so no GLU-fused product is built.
         ...(fuseGlu && !qDown
           ? {
-              down: this.product(w.down, ws.gateUp, ws.x, { ...io(2 * F, 0, D, true), glu: { activation: cfg.block.activation, upOffset: F } }),
+              down: this.matrices.product(w.down, ws.gateUp, ws.x, { ...io(2 * F, 0, D, true), glu: { activation: cfg.block.activation, upOffset: F } }),
               unfusedDown: Number.isFinite(this.fuseGluUpTo) ? this.unfusedDown(w) : undefined,
             }
-          : { swiglu: this.k.swiglu.bind(ws.gateUp, ws.gateUp, ws.act), down: this.product(w.down, ws.act, ws.x, io(F, 0, D, true)) }),
+          : { swiglu: this.k.swiglu.bind(ws.gateUp, ws.gateUp, ws.act), down: this.matrices.product(w.down, ws.act, ws.x, io(F, 0, D, true)) }),
       };
     });
     const headNormQ8 = headMode && new RmsNormKernel(ctx, 'serial', 'gather-q8', headMode);
@@ -303,12 +298,12 @@ export class Transformer implements StepRunner {
         ? {
             normKernel: headNormQ8,
             norm: headNormQ8.bind(ws.x, weights.outputNorm, xLastNormQ8, ws.lastIndex),
-            product: this.product(weights.output, xLastNormQ8, ws.logits, { ...io(q8RowVec4s(D), 0, cfg.vocabSize), xq8: true }),
+            product: this.matrices.product(weights.output, xLastNormQ8, ws.logits, { ...io(q8RowVec4s(D), 0, cfg.vocabSize), xq8: true }),
           }
         : {
             normKernel: this.k.headNorm,
             norm: this.k.headNorm.bind(ws.x, weights.outputNorm, ws.xLastNorm, ws.lastIndex),
-            product: this.product(weights.output, ws.xLastNorm, ws.logits, io(D, 0, cfg.vocabSize)),
+            product: this.matrices.product(weights.output, ws.xLastNorm, ws.logits, io(D, 0, cfg.vocabSize)),
           }),
       sample: this.k.sample.bind(ws.logits, ws.mask, ws.sampleSettings, ws.samplePartials, ws.sampleOut),
       topk: this.k.topk.bind(ws.logits, ws.mask, ws.sampleSettings, ws.topkOut),
@@ -334,17 +329,12 @@ export class Transformer implements StepRunner {
     this.topkF32 = new Float32Array(this.topkU32.buffer);
   }
 
-  /** A product over `m`, told which weights the step reads next. */
-  private product(m: WeightMatrix, x: GPUBuffer, y: GPUBuffer, io: MatrixIo): BoundProduct {
-    return this.matrices.product(m, x, y, { ...io, next: this.nextWeights.get(m) });
-  }
-
   /** The gated activation as its own pass, then the down product on its output (see fuseGluUpTo). */
   private unfusedDown(w: LayerWeights): { swiglu: GPUBindGroup; down: BoundProduct } {
     const ws = this.ws;
     return {
       swiglu: this.k.swiglu.bind(ws.gateUp, ws.gateUp, ws.act),
-      down: this.product(w.down, ws.act, ws.x, { xOffset: 0, xStride: this.cfg.ffnDim, yOffset: 0, yStride: this.cfg.dim, accumulate: true }),
+      down: this.matrices.product(w.down, ws.act, ws.x, { xOffset: 0, xStride: this.cfg.ffnDim, yOffset: 0, yStride: this.cfg.dim, accumulate: true }),
     };
   }
 

@@ -3,8 +3,7 @@
  * the adapter's streaming-read limit (measure-stream.ts). Two shapes per weight type:
  *   - "long": one product over a matrix bigger than the CPU's last-level cache (the kernel's own rate);
  *   - "model": a decode step's products for SmolLM2-135M-like layers (576 wide, 1536 FFN), each layer
- *     with its own weights, so the short dispatches and their launch cost count as they do in decode;
- *     where the kernel prefetches (CPU rasterisers), each product the next one's weights, as in a step.
+ *     with its own weights, so the short dispatches and their launch cost count as they do in decode.
  * The weights are a constant byte pattern (every scale a small normal f16), so timing does not depend
  * on the values; correctness is the kernel tests' job.
  */
@@ -76,9 +75,7 @@ export async function measureMatVec(ctx: KernelContext, type: GgmlType, variant:
   const layout = deviceLayout(ctx.caps, type);
   // As the engine runs it: CPU rasterisers' block-walking types read x quantized (quantize-x.ts).
   const xq8 = ctx.caps.software && variant === 'rows' && BLOCK_WALK_TYPES.has(type);
-  // Also as the engine runs it: the rows kernel prefetches the next product's weights (matvec-prefetch.wgsl).
-  const prefetch = variant === 'rows';
-  const kernel = new MatVecKernel(ctx, type, 1, variant, { xq8, prefetch });
+  const kernel = new MatVecKernel(ctx, type, 1, variant, { xq8 });
   const out: MatVecRate[] = [];
   for (const shape of shapes) {
     const bufs: GPUBuffer[] = [];
@@ -101,12 +98,7 @@ export async function measureMatVec(ctx: KernelContext, type: GgmlType, variant:
         weightBytes += bytes;
       }
     }
-    // Each product prefetches the next one's weights (the last the first's, as a step's head does the
-    // next step's first layer); a lone product has none to prefetch.
-    const none = ctx.storage('mv-prefetch-none', 16);
-    bufs.push(none);
-    const nextOf = (i: number) => (matrices.length > 1 ? matrices[(i + 1) % matrices.length].w : none);
-    for (const [i, m] of matrices.entries()) jobs.push({ group: kernel.bind(m.w, x, y, prefetch ? { next: nextOf(i) } : {}), n: m.n, k: m.k });
+    for (const m of matrices) jobs.push({ group: kernel.bind(m.w, x, y), n: m.n, k: m.k });
     const arena = new ParamArena(ctx, jobs.length);
     const once = () => {
       const commands = onePass(ctx.device, (pass) => {
