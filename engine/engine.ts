@@ -87,7 +87,7 @@ export interface EngineStats {
   /** How the KV cache holds values (kernels/kv-format.ts). */
   kvFormat: KvFormat;
   workspaceBytes: number;
-  /** GPU buffers holding weight matrices (more than one per matrix when a matrix exceeds a binding). */
+  /** Weight stores (buffers, or textures on llvmpipe) holding weight matrices and vectors (more than one per matrix when a matrix exceeds a binding). */
   weightShards: number;
   /** Dispatches in the last step (a decode step of one sequence = dispatches per token). */
   lastStepDispatches: number;

@@ -4,6 +4,7 @@ import { deviceLayout } from './quant/layouts.ts';
 import type { ParamArena } from './runtime/arena.ts';
 import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
 import { grid2d } from './runtime/grid.ts';
+import type { WeightStore } from './runtime/weights.ts';
 
 export interface EmbeddingParams {
   /** Tokens to look up. */
@@ -38,12 +39,12 @@ export class EmbeddingKernel {
     this.kernel = ctx.kernel({
       label: `embedding-${typeName(type)}`,
       code: wgsl(source, deviceLayout(ctx.caps, type).wgsl),
-      bindings: ['read', 'read', 'write'],
+      bindings: ['weights', 'read', 'write'],
       constants: { WG: 64 },
     });
   }
 
-  bind(w: GPUBuffer | GPUBufferBinding, ids: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding): GPUBindGroup {
+  bind(w: WeightStore, ids: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding): GPUBindGroup {
     return this.kernel.bind([w, ids, y]);
   }
 

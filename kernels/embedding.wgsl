@@ -17,7 +17,7 @@ struct Params {
 
 override WG: u32 = 64u;
 
-@group(0) @binding(0) var<storage, read> w: array<vec4u>;
+// Binding 0 is the weights, declared by KernelContext for the device (runtime/weights.ts): w_ld(i).
 @group(0) @binding(1) var<storage, read> ids: array<u32>;
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
 @group(1) @binding(0) var<uniform> params: Params;

@@ -42,7 +42,7 @@ struct Params {
   tail_use_factors: u32,
 }
 
-@group(0) @binding(0) var<storage, read> w: array<vec4u>;
+// Binding 0 is the weights, declared by KernelContext for the device (runtime/weights.ts): w_ld(i).
 // x is read four floats at a time: on CPU rasterisers one vec4 load costs about what one f32 load does.
 @group(0) @binding(1) var<storage, read> x: array<vec4f>;
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;

@@ -1,6 +1,7 @@
 /** Parameters shared by the weight-product kernels (matvec-*.wgsl, matmul-*.wgsl; struct in matmul-common.wgsl). */
 import type { ParamArena } from './runtime/arena.ts';
-import { wgsl, type BindingKind, type CompiledKernel, type KernelContext, type KernelSpec } from './runtime/context.ts';
+import { wgsl, type BindingKind, type BindingResource, type CompiledKernel, type KernelContext, type KernelSpec } from './runtime/context.ts';
+import type { WeightStore } from './runtime/weights.ts';
 import store from './matmul-store.wgsl?raw';
 import storeBias from './matmul-store-bias.wgsl?raw';
 import xAligned from './matmul-x-aligned.wgsl?raw';
@@ -117,7 +118,7 @@ export interface ProductOptions {
 export function productStore(opts: ProductOptions): { code: string; bindings: readonly BindingKind[]; suffix: string; tailBinding: number } {
   const glu = opts.glu ? `-glu-${opts.glu}` : '';
   const after = `${opts.norm ? '-norm' : ''}${opts.xq8 ? '-xq8' : ''}${tailSuffix(opts.tail)}`;
-  const own: BindingKind[] = ['read', 'read', 'write', ...(opts.bias ? (['read'] as const) : []), ...(opts.norm ? (['read'] as const) : [])];
+  const own: BindingKind[] = ['weights', 'read', 'write', ...(opts.bias ? (['read'] as const) : []), ...(opts.norm ? (['read'] as const) : [])];
   return { code: opts.bias ? storeBias : store, bindings: [...own, ...tailBindings(opts.tail)], suffix: `${opts.bias ? '-bias' : ''}${glu}${after}`, tailBinding: own.length };
 }
 
@@ -132,7 +133,7 @@ export interface ProductExtras {
 }
 
 /** The buffers of a product's bind group in binding order, checked against how it was built. */
-export function productBuffers(label: string, opts: ProductOptions, w: Buffer, x: Buffer, y: Buffer, more: ProductExtras): Buffer[] {
+export function productBuffers(label: string, opts: ProductOptions, w: WeightStore, x: Buffer, y: Buffer, more: ProductExtras): BindingResource[] {
   for (const [name, flag] of [['bias', opts.bias], ['norm', opts.norm]] as const) {
     const given = more[name] !== undefined;
     if (given !== (flag ?? false)) throw new Error(`${label}: ${flag ? `needs a ${name} buffer` : `built without a ${name} buffer`}`);

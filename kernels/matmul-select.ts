@@ -8,6 +8,7 @@ import type { MatmulParams, ProductExtras, ProductOptions } from './matmul-param
 import { MAX_MATVEC_T, MatVecKernel } from './matvec.ts';
 import type { ParamArena } from './runtime/arena.ts';
 import type { KernelContext } from './runtime/context.ts';
+import type { WeightStore } from './runtime/weights.ts';
 
 /**
  * On CPU rasterisers the Q8_0 tiled kernel (16 weight rows x 8 tokens per invocation) beats the
@@ -57,7 +58,7 @@ export class WeightMatmul {
   }
 
   /** W, x, y, and the bias, norm weight, next weights and tail buffers where the product was built with them. */
-  bind(w: GPUBuffer | GPUBufferBinding, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding, more: ProductExtras = {}): GPUBindGroup {
+  bind(w: WeightStore, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding, more: ProductExtras = {}): GPUBindGroup {
     const k = this.kernelFor(1);
     if (!(k instanceof MatVecKernel)) throw new Error('WeightMatmul: no matrix-vector kernel for one row');
     const group = k.bind(w, x, y, more);

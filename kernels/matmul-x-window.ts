@@ -15,7 +15,8 @@
  * noise).
  */
 import type { GpuCaps } from './runtime/caps.ts';
-import type { CompiledKernel, KernelContext } from './runtime/context.ts';
+import type { BindingResource, CompiledKernel, KernelContext } from './runtime/context.ts';
+import { isTexture } from './runtime/weights.ts';
 
 /** The declaration of x in matmul-common.wgsl that the windowed kernels replace. */
 const STORAGE_X = '@group(0) @binding(1) var<storage, read> x: array<vec4f>;';
@@ -50,7 +51,7 @@ export type XWidth = 'narrow' | 'wide';
  * buffer without uniform usage, an x offset, or a step whose x does not fit one window.
  */
 export class XWindows {
-  private readonly attached = new WeakMap<GPUBindGroup, { buffers: readonly (GPUBuffer | GPUBufferBinding)[]; window?: GPUBindGroup }>();
+  private readonly attached = new WeakMap<GPUBindGroup, { buffers: readonly BindingResource[]; window?: GPUBindGroup }>();
   private readonly size: number;
 
   constructor(
@@ -61,7 +62,7 @@ export class XWindows {
     this.size = xWindowBytes(ctx.caps);
   }
 
-  attach(group: GPUBindGroup, buffers: readonly (GPUBuffer | GPUBufferBinding)[]): void {
+  attach(group: GPUBindGroup, buffers: readonly BindingResource[]): void {
     this.attached.set(group, { buffers });
   }
 
@@ -69,7 +70,7 @@ export class XWindows {
     const a = this.attached.get(group);
     const x = a?.buffers[1];
     const size = this.size;
-    if (!a || !x || 'buffer' in x || (x.usage & GPUBufferUsage.UNIFORM) === 0 || xOffset !== 0 || t * xStride * 16 > size || x.size < size) return undefined;
+    if (!a || !x || 'buffer' in x || isTexture(x) || (x.usage & GPUBufferUsage.UNIFORM) === 0 || xOffset !== 0 || t * xStride * 16 > size || x.size < size) return undefined;
     const kernel = this.kernels[width]();
     a.window ??= kernel.bind(
       a.buffers.map((b, i) => (i === 1 ? { buffer: x, offset: 0, size } : b)),

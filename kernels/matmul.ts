@@ -14,6 +14,7 @@ import type { ParamArena } from './runtime/arena.ts';
 import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
 import { withUniformX, xWindowBytes, XWindows } from './matmul-x-window.ts';
 import { q8RowVec4s } from './quantize-x.ts';
+import type { WeightStore } from './runtime/weights.ts';
 
 /**
  * regs: 4x4 register blocks per invocation, no workgroup memory (CPU rasterisers, where barriers are
@@ -125,7 +126,7 @@ export class MatMulKernel {
   }
 
   /** The bind group serves this kernel's every variant; x's binding size must be a multiple of 16 bytes (ctx.storage sizes are). */
-  bind(w: GPUBuffer | GPUBufferBinding, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding, more: ProductExtras = {}): GPUBindGroup {
+  bind(w: WeightStore, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding, more: ProductExtras = {}): GPUBindGroup {
     const group = this.kernel.bind(productBuffers(this.kernel.label, this.opts, w, x, y, more));
     this.attach(group, w, x, y, more);
     return group;
@@ -136,7 +137,7 @@ export class MatMulKernel {
    * product: WeightMatmul binds once for all), so its steps can read quantized x through a uniform
    * window of it (matmul-x-window.ts).
    */
-  attach(group: GPUBindGroup, w: GPUBuffer | GPUBufferBinding, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding, more: ProductExtras = {}): void {
+  attach(group: GPUBindGroup, w: WeightStore, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding, more: ProductExtras = {}): void {
     this.xWindows?.attach(group, productBuffers(this.kernel.label, this.opts, w, x, y, more));
   }
 

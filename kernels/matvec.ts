@@ -16,6 +16,7 @@ import type { ParamArena } from './runtime/arena.ts';
 import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
 import { unrollRowsTokens } from './unroll.ts';
 import { grid2d } from './runtime/grid.ts';
+import type { WeightStore } from './runtime/weights.ts';
 
 /** Most rows of x a matrix-vector kernel takes; more go to the tiled kernel. */
 export const MAX_MATVEC_T = 8;
@@ -102,7 +103,7 @@ export class MatVecKernel {
   }
 
   /** The bind group serves this kernel's every variant; x's binding size must be a multiple of 16 bytes (ctx.storage sizes are). */
-  bind(w: GPUBuffer | GPUBufferBinding, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding, more: ProductExtras = {}): GPUBindGroup {
+  bind(w: WeightStore, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding, more: ProductExtras = {}): GPUBindGroup {
     return this.kernel.bind(productBuffers(this.kernel.label, this.opts, w, x, y, more));
   }
 

@@ -11,6 +11,7 @@ import type { KernelContext } from '../../kernels/runtime/context.ts';
 import type { MatrixKernels, WeightMatrix } from './matrix.ts';
 import type { LayerWeights, ModelWeights } from './weights.ts';
 import { concatBytes } from '../bytes.ts';
+import { createWeightStore, weightStoreBytes, writeWeights, type WeightStore } from '../../kernels/runtime/weights.ts';
 
 const CHUNK_BYTES = 8 << 20;
 
@@ -25,7 +26,7 @@ export async function loadWeights(
   onProgress?: LoadProgress,
 ): Promise<ModelWeights> {
   const byName = new Map(gguf.tensors.map((t) => [t.name, t]));
-  const buffers: GPUBuffer[] = [];
+  const buffers: WeightStore[] = [];
   const qDim = cfg.nHeads * cfg.headDim;
   const kvDim = cfg.nKvHeads * cfg.headDim;
 
@@ -133,8 +134,8 @@ export async function loadWeights(
     const chunkRows = Math.max(rowGroup, Math.floor(CHUNK_BYTES / rawRowBytes / rowGroup) * rowGroup);
     for (let rowStart = 0; rowStart < rows; rowStart += shardRows) {
       const n = Math.min(shardRows, rows - rowStart);
-      const buffer = ctx.storage(`${label}[${rowStart}:${rowStart + n}]`, bufferBytes(n));
-      buffers.push(buffer);
+      const store = createWeightStore(ctx.device, ctx.caps, `${label}[${rowStart}:${rowStart + n}]`, bufferBytes(n));
+      buffers.push(store);
       for (let r = rowStart; r < rowStart + n; r += chunkRows) {
         const m = Math.min(chunkRows, rowStart + n - r);
         const pieces: Uint8Array[] = [];
@@ -145,10 +146,10 @@ export async function loadWeights(
         }
         const raw = pieces.length === 1 ? pieces[0] : concatBytes(pieces);
         const packed = kernels.repack(type, raw, m, cols);
-        ctx.device.queue.writeBuffer(buffer, (r - rowStart) * gpuRowBytes, packed.buffer, packed.byteOffset, packed.byteLength);
+        writeWeights(ctx.device, store, (r - rowStart) * gpuRowBytes, packed);
         progress(m * rawRowBytes);
       }
-      shards.push({ buffer, rowStart, rows: n });
+      shards.push({ store, rowStart, rows: n });
     }
     return { name: label, type, rows, cols, shards, bytes: rows * gpuRowBytes };
   };
@@ -190,5 +191,5 @@ export async function loadWeights(
   }
   const ropeFactors = hasRopeFactors ? await vector('rope_freqs.weight') : undefined;
   await ctx.device.queue.onSubmittedWorkDone();
-  return { embedding, layers, outputNorm, output, ropeFactors, buffers, bytes: buffers.reduce((s, b) => s + b.size, 0) };
+  return { embedding, layers, outputNorm, output, ropeFactors, buffers, bytes: buffers.reduce((s, b) => s + weightStoreBytes(b), 0) };
 }

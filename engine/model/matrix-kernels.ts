@@ -16,6 +16,7 @@ import type { BoundProduct, MatrixIo, MatrixKernels, WeightMatrix } from './matr
 import { createQuantizedXProducts } from './quantized-x-products.ts';
 import { xqGroup, type XqMode } from '../../kernels/quantize-x.ts';
 import { tailCounterWords, tailSuffix, type ProductTail } from '../../kernels/matvec-tail.ts';
+import { maxWeightStoreBytes, weightStoreBytes } from '../../kernels/runtime/weights.ts';
 
 /**
  * `tails`: let decode products take io.tail where the device's kernels can (EngineOptions.productTails).
@@ -70,14 +71,15 @@ export function createMatrixKernels(ctx: KernelContext, opts: { tails?: boolean;
     // off on CPU rasterisers, so that is a crash, not zeros).
     const layout = deviceLayout(ctx.caps, w.type);
     for (const s of w.shards) {
-      if (s.buffer.size < layout.bufferBytes(s.rows, w.cols)) throw new Error(`${w.name}: a shard of ${s.rows} rows holds ${s.buffer.size} bytes, not the ${layout.bufferBytes(s.rows, w.cols)} its layout needs`);
+      const held = weightStoreBytes(s.store);
+      if (held < layout.bufferBytes(s.rows, w.cols)) throw new Error(`${w.name}: a shard of ${s.rows} rows holds ${held} bytes, not the ${layout.bufferBytes(s.rows, w.cols)} its layout needs`);
     }
     const bound = w.shards.map((s, i) => {
       const more = { bias: w.bias, norm: io.norm?.weight };
       const last = i === w.shards.length - 1;
       return {
-        group: mm.bind(s.buffer, x, y, more),
-        tailGroup: last && withTail ? withTail.bind(s.buffer, x, y, { ...more, tail: io.tail!.buffers }) : undefined,
+        group: mm.bind(s.store, x, y, more),
+        tailGroup: last && withTail ? withTail.bind(s.store, x, y, { ...more, tail: io.tail!.buffers }) : undefined,
         rowOffset: s.rowStart,
         n: s.rows,
       };
@@ -107,7 +109,7 @@ export function createMatrixKernels(ctx: KernelContext, opts: { tails?: boolean;
     };
   };
   const quantizedX = createQuantizedXProducts(ctx, quantizedXMode, product);
-  const maxBinding = Math.min(ctx.caps.maxStorageBinding, ctx.caps.maxBufferSize);
+  const maxBinding = maxWeightStoreBytes(ctx.caps);
 
   return {
     quantizedX: quantizedXMode,
@@ -123,7 +125,7 @@ export function createMatrixKernels(ctx: KernelContext, opts: { tails?: boolean;
     product,
     embedding(w, ids, y, scale = 1): BoundProduct {
       const k = lookupFor(w.type);
-      const bound = w.shards.map((s) => ({ group: k.bind(s.buffer, ids, y), rowBegin: s.rowStart, rows: s.rows }));
+      const bound = w.shards.map((s) => ({ group: k.bind(s.store, ids, y), rowBegin: s.rowStart, rows: s.rows }));
       return {
         encode(pass, arena, tokens) {
           for (const b of bound) k.encode(pass, arena, b.group, { count: tokens, dim: w.cols, rowBegin: b.rowBegin, rows: b.rows, scale });

@@ -7,6 +7,7 @@ import type { XqMode } from '../../kernels/quantize-x.ts';
 import type { ParamArena } from '../../kernels/runtime/arena.ts';
 import type { Activation } from '../../kernels/activation.ts';
 import type { ProductTail, TailParams } from '../../kernels/matvec-tail.ts';
+import type { WeightStore } from '../../kernels/runtime/weights.ts';
 
 /** A 2-D GGUF weight: `rows` output rows of `cols` inputs, split into row shards that fit one binding. */
 export interface WeightMatrix {
@@ -14,7 +15,7 @@ export interface WeightMatrix {
   type: GgmlType;
   rows: number;
   cols: number;
-  shards: { buffer: GPUBuffer; rowStart: number; rows: number }[];
+  shards: { store: WeightStore; rowStart: number; rows: number }[];
   bytes: number;
   /** One f32 per row, added to every product's output (qwen2's Q/K/V biases); stacked like the rows. */
   bias?: GPUBuffer;

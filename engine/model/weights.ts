@@ -1,5 +1,6 @@
 /** The model's weights on the GPU, by role. Matrices stay packed; norm vectors are f32. */
 import type { WeightMatrix } from './matrix.ts';
+import type { WeightStore } from '../../kernels/runtime/weights.ts';
 
 export interface LayerWeights {
   attnNorm: GPUBuffer;
@@ -25,7 +26,7 @@ export interface ModelWeights {
   output: WeightMatrix;
   /** Per-pair RoPE frequency divisors (`rope_freqs.weight`), if the model has them. */
   ropeFactors: GPUBuffer | undefined;
-  /** Every buffer, for destroy() and memory accounting. */
-  buffers: GPUBuffer[];
+  /** Every weight store (buffers; textures for matrices on llvmpipe), for destroy() and memory accounting. */
+  buffers: WeightStore[];
   bytes: number;
 }

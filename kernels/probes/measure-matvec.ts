@@ -13,6 +13,7 @@ import { BLOCK_WALK_TYPES, deviceLayout, gpuLayout } from '../quant/layouts.ts';
 import { QuantizeXKernel, q8RowVec4s } from '../quantize-x.ts';
 import { ParamArena } from '../runtime/arena.ts';
 import type { KernelContext } from '../runtime/context.ts';
+import { createWeightStore, writeWeights, type WeightStore } from '../runtime/weights.ts';
 import { readWords } from './readback.ts';
 import { bestOf, onePass, submitMs } from './timing.ts';
 
@@ -78,7 +79,7 @@ export async function measureMatVec(ctx: KernelContext, type: GgmlType, variant:
   const kernel = new MatVecKernel(ctx, type, 1, variant, { xq8 });
   const out: MatVecRate[] = [];
   for (const shape of shapes) {
-    const bufs: GPUBuffer[] = [];
+    const bufs: WeightStore[] = [];
     const jobs: { group: GPUBindGroup; n: number; k: number }[] = [];
     let weightBytes = 0;
     const maxK = Math.max(...shape.products.map((p) => p.k));
@@ -88,11 +89,13 @@ export async function measureMatVec(ctx: KernelContext, type: GgmlType, variant:
     bufs.push(xf, y);
     const x = xq8 ? await quantized(ctx, xf, maxK) : xf;
     if (xq8) bufs.push(x);
-    const matrices: { w: GPUBuffer; n: number; k: number }[] = [];
+    const matrices: { w: WeightStore; n: number; k: number }[] = [];
     for (const p of shape.products) {
       const bytes = layout.bufferBytes(p.n, p.k);
       for (let c = 0; c < p.copies; c++) {
-        const w = ctx.storage('mv-w', bytes, new Uint8Array(bytes).fill(PATTERN));
+        // In the device's weight store (a texture on llvmpipe), as the engine keeps them.
+        const w = createWeightStore(ctx.device, ctx.caps, 'mv-w', bytes);
+        writeWeights(ctx.device, w, 0, new Uint8Array(Math.ceil(bytes / 16) * 16).fill(PATTERN));
         bufs.push(w);
         matrices.push({ w, n: p.n, k: p.k });
         weightBytes += bytes;

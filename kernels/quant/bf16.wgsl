@@ -10,8 +10,8 @@ fn w_bf16x4(v: vec2u) -> vec4f {
 }
 
 fn w_span(r: vec2u, s: u32) -> mat4x4f {
-  let a = w[r.y + s * 2u];
-  let b = w[r.y + s * 2u + 1u];
+  let a = w_ld(r.y + s * 2u);
+  let b = w_ld(r.y + s * 2u + 1u);
   return mat4x4f(w_bf16x4(a.xy), w_bf16x4(a.zw), w_bf16x4(b.xy), w_bf16x4(b.zw));
 }
 
@@ -24,6 +24,6 @@ fn w_unit_k(u: u32) -> vec4u {
 }
 
 fn w_elem(r: vec2u, i: u32) -> f32 {
-  let v = w[r.y + i / 8u][(i / 2u) % 4u];
+  let v = w_ld(r.y + i / 8u)[(i / 2u) % 4u];
   return bitcast<f32>(select(v << 16u, v & 0xffff0000u, (i & 1u) == 1u));
 }

@@ -1,5 +1,6 @@
-// Shared by every weight decoder. A kernel that includes a decoder declares
-//   @group(0) @binding(0) var<storage, read> w: array<vec4u>;
+// Shared by every weight decoder. A kernel that includes a decoder has a 'weights' binding, whose
+// declaration KernelContext writes for the device (kernels/runtime/weights.ts): vec4 i of the matrix is
+// w_ld(i), from a storage buffer or an rgba32uint texture.
 // Every structure in the layouts (rows, scale headers, blocks) starts on a 16-byte boundary, so decoders
 // fetch whole vec4s: one load instead of four on CPU rasterisers, 128-bit loads on GPUs.
 // A weight row is addressed through a handle from w_row(): x = first vec4 of the row's f16 scale
@@ -14,7 +15,7 @@
 
 // The i-th f16 of the header starting at vec4 h.
 fn w_half(h: u32, i: u32) -> f32 {
-  return unpack2x16float(w[h + (i >> 3u)][(i >> 1u) & 3u])[i & 1u];
+  return unpack2x16float(w_ld(h + (i >> 3u))[(i >> 1u) & 3u])[i & 1u];
 }
 
 fn w_bytes(v: u32) -> vec4u {

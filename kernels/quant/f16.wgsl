@@ -13,7 +13,7 @@ fn w_row(n: u32, k: u32) -> vec2u {
 
 // The row's vec4 j (halves 8j .. 8j + 7).
 fn w_vec(r: vec2u, j: u32) -> vec4u {
-  return w[r.y + (j >> 1u) * 2u * W_GROUP + (j & 1u)];
+  return w_ld(r.y + (j >> 1u) * 2u * W_GROUP + (j & 1u));
 }
 
 fn w_span(r: vec2u, s: u32) -> mat4x4f {

@@ -6,7 +6,7 @@ fn w_row(n: u32, k: u32) -> vec2u {
 
 fn w_span(r: vec2u, s: u32) -> mat4x4f {
   let i = r.y + s * 4u;
-  return mat4x4f(bitcast<vec4f>(w[i]), bitcast<vec4f>(w[i + 1u]), bitcast<vec4f>(w[i + 2u]), bitcast<vec4f>(w[i + 3u]));
+  return mat4x4f(bitcast<vec4f>(w_ld(i)), bitcast<vec4f>(w_ld(i + 1u)), bitcast<vec4f>(w_ld(i + 2u)), bitcast<vec4f>(w_ld(i + 3u)));
 }
 
 fn w_unit(r: vec2u, u: u32) -> mat4x4f {
@@ -18,5 +18,5 @@ fn w_unit_k(u: u32) -> vec4u {
 }
 
 fn w_elem(r: vec2u, i: u32) -> f32 {
-  return bitcast<f32>(w[r.y + i / 4u][i % 4u]);
+  return bitcast<f32>(w_ld(r.y + i / 4u)[i % 4u]);
 }

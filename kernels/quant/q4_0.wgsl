@@ -14,7 +14,7 @@ fn w_row(n: u32, k: u32) -> vec2u {
 fn w_unit(r: vec2u, u: u32) -> mat4x4f {
   let b = u >> 1u;
   let d = w_half(r.x, b);
-  let q = w[r.y + b * W_GROUP];
+  let q = w_ld(r.y + b * W_GROUP);
   let hi = (u & 1u) == 1u;
   let a = select(q.x, q.z, hi);
   let c = select(q.y, q.w, hi);
@@ -28,7 +28,7 @@ fn w_unit_k(u: u32) -> vec4u {
 fn w_span(r: vec2u, s: u32) -> mat4x4f {
   let b = s >> 1u;
   let d = w_half(r.x, b);
-  let q = w[r.y + b * W_GROUP];
+  let q = w_ld(r.y + b * W_GROUP);
   // Low nibbles are elements 0..15 of the block, high nibbles 16..31.
   let sh = (s & 1u) * 4u;
   return mat4x4f((w_lo4(q.x >> sh) - 8.0) * d, (w_lo4(q.y >> sh) - 8.0) * d, (w_lo4(q.z >> sh) - 8.0) * d, (w_lo4(q.w >> sh) - 8.0) * d);
@@ -52,9 +52,9 @@ struct WBlock {
 fn w_block(r: vec2u, b: u32, h: ptr<function, WState>) -> WBlock {
   // The same branch in every lane: b is uniform.
   if ((b & 7u) == 0u) {
-    *h = w[r.x + (b >> 3u)];
+    *h = w_ld(r.x + (b >> 3u));
   }
-  return WBlock(header_scale(*h, b), w[r.y + b * W_GROUP]);
+  return WBlock(header_scale(*h, b), w_ld(r.y + b * W_GROUP));
 }
 
 // sum((q - 8) x) = sum(q x) - 8 sum(x): the nibbles (0..15) dotted as they are, the offset taken once

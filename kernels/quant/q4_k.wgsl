@@ -29,8 +29,8 @@ fn q4k_scales(h: vec4u, j: u32) -> vec4f {
 fn w_unit(r: vec2u, u: u32) -> mat4x4f {
   let b = r.y + (u >> 4u) * 9u * W_GROUP;
   let c = (u >> 2u) & 3u;
-  let s = q4k_scales(w[b], 2u * c);
-  let q = w[b + 1u + c * 2u + ((u >> 1u) & 1u)];
+  let s = q4k_scales(w_ld(b), 2u * c);
+  let q = w_ld(b + 1u + c * 2u + ((u >> 1u) & 1u));
   let odd = (u & 1u) == 1u;
   let a = select(q.x, q.z, odd);
   let e = select(q.y, q.w, odd);
@@ -44,11 +44,11 @@ fn w_unit_k(u: u32) -> vec4u {
 fn w_span(r: vec2u, s: u32) -> mat4x4f {
   let b = r.y + (s >> 4u) * 9u * W_GROUP;
   let j = (s >> 1u) & 7u;
-  let sm = q4k_scales(w[b], j & 6u);
+  let sm = q4k_scales(w_ld(b), j & 6u);
   let odd = (j & 1u) == 1u;
   let d = select(sm.x, sm.z, odd);
   let m = select(sm.y, sm.w, odd);
-  let q = w[b + 1u + (j >> 1u) * 2u + (s & 1u)];
+  let q = w_ld(b + 1u + (j >> 1u) * 2u + (s & 1u));
   let sh = select(0u, 4u, odd);
   return mat4x4f(w_lo4(q.x >> sh) * d - m, w_lo4(q.y >> sh) * d - m, w_lo4(q.z >> sh) * d - m, w_lo4(q.w >> sh) * d - m);
 }
@@ -82,12 +82,12 @@ fn w_block(r: vec2u, b: u32, s: ptr<function, WState>) -> WBlock {
   let j = b & 7u;
   let base = r.y + (b >> 3u) * 9u * W_GROUP;
   if (j == 0u) {
-    (*s).h = w[base];
+    (*s).h = w_ld(base);
   }
   if ((j & 1u) == 0u) {
     (*s).sm = q4k_scales((*s).h, j);
-    (*s).q0 = w[base + 1u + j];
-    (*s).q1 = w[base + 2u + j];
+    (*s).q0 = w_ld(base + 1u + j);
+    (*s).q1 = w_ld(base + 2u + j);
   }
   let odd = (j & 1u) == 1u;
   return WBlock(select((*s).sm.x, (*s).sm.z, odd), select((*s).sm.y, (*s).sm.w, odd), (*s).q0, (*s).q1, select(0u, 4u, odd));

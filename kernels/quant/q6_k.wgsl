@@ -28,11 +28,11 @@ fn w_unit(r: vec2u, u: u32) -> mat4x4f {
   let d = w_half(r.x, nb);
   let h = (u >> 3u) & 1u;
   let l = u & 7u;
-  let q0 = w[b + h * 4u + l / 4u][l % 4u];
-  let q1 = w[b + h * 4u + 2u + l / 4u][l % 4u];
-  let qh = w[b + 8u + h * 2u + l / 4u][l % 4u];
+  let q0 = w_ld(b + h * 4u + l / 4u)[l % 4u];
+  let q1 = w_ld(b + h * 4u + 2u + l / 4u)[l % 4u];
+  let qh = w_ld(b + 8u + h * 2u + l / 4u)[l % 4u];
   // Scales of columns 0, 1 (sub-blocks j, j+2) share a word; so do those of columns 2, 3 (j+4, j+6).
-  let sc = w[b + 12u];
+  let sc = w_ld(b + 12u);
   let j = l / 4u;
   let s01 = select(sc.x, sc.z, h == 1u);
   let s23 = select(sc.y, sc.w, h == 1u);
@@ -56,10 +56,10 @@ fn w_span(r: vec2u, s: u32) -> mat4x4f {
   let h = v >> 3u;
   let g = (v >> 1u) & 3u;     // which of the four 32-element columns of the half
   let odd = v & 1u;           // first or second 16 of them
-  let ql = w[b + h * 4u + (g & 1u) * 2u + odd];
-  let qh = w[b + 8u + h * 2u + odd];
+  let ql = w_ld(b + h * 4u + (g & 1u) * 2u + odd);
+  let qh = w_ld(b + 8u + h * 2u + odd);
   // Sub-block 8h + odd + 2g: byte (odd + 2g) % 4 of scale word 2h + g / 2.
-  let sc = q6k_scale(w[b + 12u][h * 2u + g / 2u], odd + 2u * g, d);
+  let sc = q6k_scale(w_ld(b + 12u)[h * 2u + g / 2u], odd + 2u * g, d);
   let lsh = (g >> 1u) * 4u;
   let hsh = g * 2u;
   return mat4x4f(
@@ -110,19 +110,19 @@ fn w_block(r: vec2u, b: u32, s: ptr<function, WState>) -> WBlock {
   let g = u & 3u;
   let base = r.y + nb * 13u * W_GROUP;
   if ((b & 63u) == 0u) {
-    (*s).h = w[r.x + (nb >> 3u)];
+    (*s).h = w_ld(r.x + (nb >> 3u));
   }
   if (u == 0u) {
     (*s).d = header_scale((*s).h, nb);
-    (*s).sc = w[base + 12u];
+    (*s).sc = w_ld(base + 12u);
   }
   if (g == 0u) {
-    (*s).l0 = w[base + h * 4u];
-    (*s).l1 = w[base + h * 4u + 1u];
-    (*s).l2 = w[base + h * 4u + 2u];
-    (*s).l3 = w[base + h * 4u + 3u];
-    (*s).q0 = w[base + 8u + h * 2u];
-    (*s).q1 = w[base + 9u + h * 2u];
+    (*s).l0 = w_ld(base + h * 4u);
+    (*s).l1 = w_ld(base + h * 4u + 1u);
+    (*s).l2 = w_ld(base + h * 4u + 2u);
+    (*s).l3 = w_ld(base + h * 4u + 3u);
+    (*s).q0 = w_ld(base + 8u + h * 2u);
+    (*s).q1 = w_ld(base + 9u + h * 2u);
   }
   let second = (g & 1u) == 1u;
   // Sub-blocks 8h + 2g and 8h + 2g + 1: bytes 2g % 4 and (2g + 1) % 4 of scale word 2h + g / 2.

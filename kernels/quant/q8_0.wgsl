@@ -15,7 +15,7 @@ fn w_row(n: u32, k: u32) -> vec2u {
 
 // The vec4 of quants j (block j / 2, its half j % 2) of the row with handle r.
 fn w_quants(r: vec2u, j: u32) -> vec4u {
-  return w[r.y + (j >> 1u) * 2u * W_GROUP + (j & 1u)];
+  return w_ld(r.y + (j >> 1u) * 2u * W_GROUP + (j & 1u));
 }
 
 fn w_span(r: vec2u, s: u32) -> mat4x4f {
@@ -52,7 +52,7 @@ struct WBlock {
 fn w_block(r: vec2u, b: u32, h: ptr<function, WState>) -> WBlock {
   // The same branch in every lane: b is uniform.
   if ((b & 7u) == 0u) {
-    *h = w[r.x + (b >> 3u)];
+    *h = w_ld(r.x + (b >> 3u));
   }
   return WBlock(header_scale(*h, b), w_quants(r, 2u * b), w_quants(r, 2u * b + 1u));
 }

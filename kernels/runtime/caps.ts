@@ -45,6 +45,12 @@ export interface GpuCaps {
    * input check their worst case against it (checkLoopBudget).
    */
   loopBudget: number;
+  /**
+   * Packed weight matrices live in `rgba32uint` textures rather than storage buffers (runtime/weights.ts):
+   * llvmpipe, whose texel fetches are branchless gathers and its storage loads a branch per lane.
+   */
+  weightTextures: boolean;
+  maxTextureDimension2D: number;
 }
 
 /**
@@ -85,6 +91,8 @@ export function readCaps(device: GPUDevice, adapterInfo: GPUAdapterInfo | undefi
     cpuLanes: software ? cpuLanesOf(adapterInfo) : 0,
     orderedAtomics: software && isLlvmpipe(adapterInfo),
     loopBudget: software && isLlvmpipe(adapterInfo) ? LLVMPIPE_LOOP_BUDGET : Infinity,
+    weightTextures: software && isLlvmpipe(adapterInfo),
+    maxTextureDimension2D: l.maxTextureDimension2D,
   };
 }
 
@@ -110,4 +118,6 @@ export const COMPAT_CAPS: GpuCaps = {
   orderedAtomics: false,
   // Kernels must fit llvmpipe's budget to work everywhere.
   loopBudget: LLVMPIPE_LOOP_BUDGET,
+  weightTextures: false,
+  maxTextureDimension2D: 8192,
 };

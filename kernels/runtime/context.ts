@@ -3,13 +3,20 @@
  *
  * Convention shared by all kernels (see kernels/README.md):
  *   - group(0): the kernel's buffers, bindings 0..n-1, declared as `read` or `write` (storage) or `uniform`
- *     (a uniform buffer, at most maxUniformBufferBindingSize: x windows of matmul-x-window.ts) in its spec;
+ *     (a uniform buffer, at most maxUniformBufferBindingSize: x windows of matmul-x-window.ts) in its spec,
+ *     or `weights`, a packed weight matrix whose WGSL declaration (`w`, read through `w_ld(i)`) the
+ *     context writes for the device (runtime/weights.ts);
  *   - group(1) binding(0): its `Params` uniform struct, bound with a dynamic offset into the step's ParamArena,
  *     so one writeBuffer per step carries every dispatch's parameters.
  */
 import type { GpuCaps } from './caps.ts';
+import { isTexture, weightsLayoutEntry, weightsWgsl, type WeightStore } from './weights.ts';
 
-export type BindingKind = 'read' | 'write' | 'uniform';
+/** 'weights': a packed weight matrix, a storage buffer or a texture by the device (runtime/weights.ts). */
+export type BindingKind = 'read' | 'write' | 'uniform' | 'weights';
+
+/** What a binding takes: a buffer (or a range of one), or for 'weights' the device's WeightStore. */
+export type BindingResource = GPUBuffer | GPUBufferBinding | WeightStore;
 
 export interface KernelSpec {
   /** Unique among kernels: the pipeline cache key is `label` plus a hash of code and constants. */
@@ -33,14 +40,14 @@ export class CompiledKernel {
   ) {}
 
   /** Bind group for group(0); create once per set of buffers and reuse it every step. */
-  bind(buffers: readonly (GPUBuffer | GPUBufferBinding)[], label?: string): GPUBindGroup {
+  bind(buffers: readonly BindingResource[], label?: string): GPUBindGroup {
     if (buffers.length !== this.bindingCount) {
       throw new Error(`kernel ${this.label} takes ${this.bindingCount} buffers, got ${buffers.length}`);
     }
     return this.device.createBindGroup({
       label: label ?? this.label,
       layout: this.bufferLayout,
-      entries: buffers.map((b, binding) => ({ binding, resource: 'buffer' in b ? b : { buffer: b } })),
+      entries: buffers.map((b, binding) => ({ binding, resource: 'buffer' in b ? b : isTexture(b) ? b.createView() : { buffer: b } })),
     });
   }
 }
@@ -72,19 +79,23 @@ export class KernelContext {
     if (spec.bindings.length > this.caps.maxStorageBuffersPerStage) {
       throw new Error(`kernel ${spec.label} needs ${spec.bindings.length} storage buffers; the device allows ${this.caps.maxStorageBuffersPerStage}`);
     }
+    const weights = spec.bindings.flatMap((kind, binding) => (kind === 'weights' ? [binding] : []));
+    if (weights.length > 1) throw new Error(`kernel ${spec.label}: one weights binding at most (its WGSL name is w)`);
     const device = this.device;
     const bufferLayout = device.createBindGroupLayout({
       label: spec.label,
-      entries: spec.bindings.map((kind, binding) => ({
-        binding,
-        visibility: GPUShaderStage.COMPUTE,
-        buffer: { type: kind === 'read' ? ('read-only-storage' as const) : kind === 'uniform' ? ('uniform' as const) : ('storage' as const) },
-      })),
+      entries: spec.bindings.map((kind, binding) =>
+        kind === 'weights'
+          ? weightsLayoutEntry(this.caps, binding)
+          : { binding, visibility: GPUShaderStage.COMPUTE, buffer: { type: kind === 'read' ? ('read-only-storage' as const) : kind === 'uniform' ? ('uniform' as const) : ('storage' as const) } },
+      ),
     });
+    // Appended: WGSL's module-scope declarations may come in any order, but directives must come first.
+    const code = weights.length > 0 ? `${spec.code}\n${weightsWgsl(this.caps, weights[0])}` : spec.code;
     // A pipeline that fails to build is only an error object until used, and a dispatch of it does
     // nothing: each creation gets its own error scope, read by checkKernels().
     device.pushErrorScope('validation');
-    const module = device.createShaderModule({ label: spec.label, code: spec.code });
+    const module = device.createShaderModule({ label: spec.label, code });
     // Pipeline errors only say "invalid due to a previous error"; print the WGSL compiler's own words.
     void module.getCompilationInfo().then((info) => {
       for (const m of info.messages) {

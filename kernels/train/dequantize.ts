@@ -11,7 +11,7 @@ const WG = 64;
 export class DequantizeKernel {
   readonly kernel: CompiledKernel;
   constructor(ctx: KernelContext, type: GgmlType) {
-    this.kernel = ctx.kernel({ label: `train-dequantize-${type}`, code: wgsl(source, deviceLayout(ctx.caps, type).wgsl), bindings: ['read', 'write'], constants: { WG } });
+    this.kernel = ctx.kernel({ label: `train-dequantize-${type}`, code: wgsl(source, deviceLayout(ctx.caps, type).wgsl), bindings: ['weights', 'write'], constants: { WG } });
   }
 
   encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: { rows: number; cols: number; srcRow: number; dstRow: number }): void {

@@ -70,25 +70,6 @@ describe.each(WEIGHT_TYPES.map((t) => [typeName(t), t] as const))('matvec %s', (
       }
     });
 
-    it(`${variant}: row shards bound as ranges of one buffer`, async () => {
-      const [t, n, k] = [2, 200, colsFor(type)];
-      const w = randomWeights(type, n, k, 33 + type);
-      const layout = deviceLayout(ctx.caps, type);
-      const shards = planRowShards(type, n, k, 70 * layout.rowBytes(k), ctx.caps.minStorageOffsetAlignment, layout.rowGroup);
-      expect(shards.length).toBeGreaterThan(1);
-      const packed = layout.repack(w.raw, n, k);
-      const bw = ctx.storage('w', packed.byteLength, packed);
-      const x = randomF32(t * k, 14);
-      const kern = new MatVecKernel(ctx, type, t, variant);
-      const bx = ctx.storage('x', x.byteLength, x);
-      const by = ctx.storage('y', t * n * 4);
-      const groups = shards.map((s) => kern.bind({ buffer: bw, offset: s.byteOffset, size: s.byteSize }, bx, by));
-      await runPass(ctx, (pass, arena) =>
-        shards.forEach((s, i) => kern.encode(pass, arena, groups[i], { t, n: s.rows, k, rowOffset: s.rowBegin, yStride: n })),
-      );
-      expect(maxRelError(await readF32(ctx, by, t * n), referenceProduct(w, x, t))).toBeLessThan(TOL);
-    });
-
     if (type === GgmlType.Q8_0 || type === GgmlType.Q4_0 || type === GgmlType.Q6_K) {
       it(`${variant}: rows of an odd number of blocks (a padded scale header)`, async () => {
         const [t, n, k] = [2, 37, type === GgmlType.Q6_K ? 768 : 96];

@@ -79,7 +79,7 @@ export async function dequantizeBase(ctx: KernelContext, cfg: ModelConfig, w: Mo
         const to = Math.min(first + rows, at + shard.rowStart + shard.rows);
         if (from < to) {
           const k = dequantizer(m.type);
-          const group = k.kernel.bind([shard.buffer, out]);
+          const group = k.kernel.bind([shard.store, out]);
           k.encode(pass, arena, group, { rows: to - from, cols, srcRow: from - at - shard.rowStart, dstRow: from - first });
         }
       }
