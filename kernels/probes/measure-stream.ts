@@ -1,6 +1,7 @@
 import { ParamArena } from '../runtime/arena.ts';
 import type { KernelContext } from '../runtime/context.ts';
 import { LLVMPIPE_LOOP_BUDGET } from '../runtime/loop-budget.ts';
+import { createWeightStore, writeWeights } from '../runtime/weights.ts';
 import { readWords } from './readback.ts';
 import { StreamReadProbe, xorWords, type StreamLayout } from './stream-read.ts';
 import { bestOf, onePass, submitMs } from './timing.ts';
@@ -53,6 +54,9 @@ export async function measureStreamRead(ctx: KernelContext, o: StreamReadOptions
   const words = new Uint32Array(src.getMappedRange());
   fillPattern(words, 0x9e3779b9);
   const want = xorWords(words);
+  // The same words in the device's weight store, for the 'weights' layout.
+  const store = o.layouts.includes('weights') ? createWeightStore(device, ctx.caps, 'probe-stream-weights', vec4s * 16) : undefined;
+  if (store) writeWeights(device, store, 0, new Uint8Array(words.buffer, words.byteOffset, vec4s * 16));
   src.unmap();
   // Enough workgroups that no invocation loops more than llvmpipe allows, even at the smallest workgroup size.
   const workgroups = Math.max(o.workgroups, Math.ceil(vec4s / (LLVMPIPE_LOOP_BUDGET * Math.min(...o.workgroupSizes))));
@@ -64,7 +68,7 @@ export async function measureStreamRead(ctx: KernelContext, o: StreamReadOptions
     for (const layout of o.layouts) {
       for (const workgroupSize of o.workgroupSizes) {
         const probe = new StreamReadProbe(ctx, layout, workgroupSize);
-        const group = probe.bind(src, out);
+        const group = probe.bind(layout === 'weights' ? store! : src, out);
         const once = (reps: number) => {
           const commands = onePass(device, (pass) => {
             arena.reset();
@@ -88,6 +92,7 @@ export async function measureStreamRead(ctx: KernelContext, o: StreamReadOptions
     }
   } finally {
     src.destroy();
+    store?.destroy();
     out.destroy();
     arena.buffer.destroy();
   }

@@ -1,16 +1,21 @@
 import type { ParamArena } from '../runtime/arena.ts';
-import type { CompiledKernel, KernelContext } from '../runtime/context.ts';
+import { wgsl, type CompiledKernel, type KernelContext } from '../runtime/context.ts';
+import type { WeightStore } from '../runtime/weights.ts';
+import common from './stream-read-common.wgsl?raw';
 import source from './stream-read.wgsl?raw';
+import weightsSource from './stream-read-weights.wgsl?raw';
 
 /**
  * How a dispatch splits the buffer: one contiguous range per invocation (loop of one load, or of four
  * independent loads), or grid-stride (neighbouring invocations on neighbouring vec4s). CPU rasterisers
- * and GPUs prefer opposite layouts, so the probe measures each.
+ * and GPUs prefer opposite layouts, so the probe measures each. 'weights' is contiguous-x4 over the
+ * device's weight store (kernels/runtime/weights.ts: a texture on llvmpipe), where the weight products
+ * read from.
  */
-export type StreamLayout = 'contiguous' | 'contiguous-x4' | 'grid-stride';
-export const STREAM_LAYOUTS: readonly StreamLayout[] = ['contiguous', 'contiguous-x4', 'grid-stride'];
+export type StreamLayout = 'contiguous' | 'contiguous-x4' | 'grid-stride' | 'weights';
+export const STREAM_LAYOUTS: readonly StreamLayout[] = ['contiguous', 'contiguous-x4', 'grid-stride', 'weights'];
 
-const ENTRY: Record<StreamLayout, string> = { contiguous: 'contiguous', 'contiguous-x4': 'contiguous_x4', 'grid-stride': 'grid_stride' };
+const ENTRY: Record<StreamLayout, string> = { contiguous: 'contiguous', 'contiguous-x4': 'contiguous_x4', 'grid-stride': 'grid_stride', weights: 'weights_x4' };
 
 /**
  * XOR of every vec4u of `src` into one u32 per invocation. Bindings: src (read, array<vec4u>),
@@ -23,10 +28,18 @@ export class StreamReadProbe {
     readonly layout: StreamLayout,
     readonly workgroupSize: number,
   ) {
-    this.kernel = ctx.kernel({ label: `probe-stream-${layout}`, code: source, bindings: ['read', 'write'], entryPoint: ENTRY[layout], constants: { WG: workgroupSize } });
+    const weights = layout === 'weights';
+    this.kernel = ctx.kernel({
+      label: `probe-stream-${layout}`,
+      code: wgsl(common, weights ? weightsSource : source),
+      bindings: [weights ? 'weights' : 'read', 'write'],
+      entryPoint: ENTRY[layout],
+      constants: { WG: workgroupSize },
+    });
   }
 
-  bind(src: GPUBuffer, out: GPUBuffer): GPUBindGroup {
+  /** `src`: a storage buffer, or for the 'weights' layout a weight store (createWeightStore). */
+  bind(src: GPUBuffer | WeightStore, out: GPUBuffer): GPUBindGroup {
     return this.kernel.bind([src, out]);
   }
 

@@ -13,6 +13,7 @@ import { typeName } from '../../ggml/types.ts';
 import { STREAM_LAYOUTS, StreamReadProbe, type StreamLayout } from '../../kernels/probes/stream-read.ts';
 import { readF32, readU32, runPass, testContext } from '../helpers/gpu.ts';
 import { rng } from '../helpers/random.ts';
+import { createWeightStore, writeWeights } from '../../kernels/runtime/weights.ts';
 
 function randomWords(n: number, seed: number): Uint32Array {
   const r = rng(seed);
@@ -46,13 +47,15 @@ describe('adapter probes', () => {
     let total = 0;
     for (const w of words) total ^= w;
     const src = ctx.storage('src', words.byteLength, words);
+    const store = createWeightStore(ctx.device, ctx.caps, 'src-weights', words.byteLength);
+    writeWeights(ctx.device, store, 0, new Uint8Array(words.buffer));
     for (const layout of STREAM_LAYOUTS) {
       for (const workgroupSize of [32, 64]) {
         const workgroups = 7;
         const probe = new StreamReadProbe(ctx, layout, workgroupSize);
         const invocations = probe.invocations(workgroups);
         const out = ctx.storage('out', invocations * 4);
-        await runPass(ctx, (pass, arena) => probe.encode(pass, arena, probe.bind(src, out), { vec4s, workgroups }));
+        await runPass(ctx, (pass, arena) => probe.encode(pass, arena, probe.bind(layout === 'weights' ? store : src, out), { vec4s, workgroups }));
         const got = await readU32(ctx, out, invocations);
         expect(got, `${layout}/${workgroupSize}`).toEqual(expectedFolds(words, layout, invocations));
         expect(got.reduce((x, w) => x ^ w, 0) >>> 0).toBe(total >>> 0);
