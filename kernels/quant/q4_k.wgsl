@@ -59,9 +59,9 @@ fn w_elem(r: vec2u, i: u32) -> f32 {
 
 // For kernels that walk whole blocks (quant/block-walk.wgsl): a walk's "block" is a 32-element sub-block.
 
-// What a walk keeps between a row's sub-blocks: the block's header vec4 and, per pair of sub-blocks,
-// their two quant vec4s (low nibbles: the even sub-block, high: the odd) and (d * scale, dmin * min) of
-// both, so each is loaded and unpacked once.
+// A sub-block's loads and unpacking: the block's header vec4, its sub-block pair's two quant vec4s (low
+// nibbles: the even sub-block, high: the odd) and (d * scale, dmin * min) of both; all are loaded again
+// at every sub-block (w_block).
 struct WState {
   h: vec4u,
   q0: vec4u,
@@ -78,17 +78,16 @@ struct WBlock {
 }
 
 fn w_block(r: vec2u, b: u32, s: ptr<function, WState>) -> WBlock {
-  // The same branches in every lane: b is uniform.
+  // Header and the sub-block pair's quants at every block, not only where they change behind branches:
+  // llvmpipe runs a branch as a masked region, which costs more than the loads it skips (a decode
+  // step's products 0.95x the time).
   let j = b & 7u;
   let base = r.y + (b >> 3u) * 9u * W_GROUP;
-  if (j == 0u) {
-    (*s).h = w_ld(base);
-  }
-  if ((j & 1u) == 0u) {
-    (*s).sm = q4k_scales((*s).h, j);
-    (*s).q0 = w_ld(base + 1u + j);
-    (*s).q1 = w_ld(base + 2u + j);
-  }
+  let pair = j & 6u;
+  (*s).h = w_ld(base);
+  (*s).sm = q4k_scales((*s).h, pair);
+  (*s).q0 = w_ld(base + 1u + pair);
+  (*s).q1 = w_ld(base + 2u + pair);
   let odd = (j & 1u) == 1u;
   return WBlock(select((*s).sm.x, (*s).sm.z, odd), select((*s).sm.y, (*s).sm.w, odd), (*s).q0, (*s).q1, select(0u, 4u, odd));
 }

@@ -77,8 +77,8 @@ fn w_elem(r: vec2u, i: u32) -> f32 {
 // For kernels that walk whole blocks (quant/block-walk.wgsl): a walk's "block" is 32 elements, column g
 // of half h of a 256-element block (two 16-element sub-blocks, each with its own scale).
 
-// What a walk keeps between a row's 32-element blocks: the row's header vec4 of d's, the block's d and
-// scale vec4, and the current half's ql (four vec4s) and qh (two), each loaded once.
+// A 32-element block's loads: the row's header vec4 of d's, the block's d and scale vec4, and the
+// current half's ql (four vec4s) and qh (two), all loaded again at every block (w_block).
 struct WState {
   h: vec4u,
   d: f32,
@@ -103,27 +103,23 @@ struct WBlock {
 }
 
 fn w_block(r: vec2u, b: u32, s: ptr<function, WState>) -> WBlock {
-  // The same branches in every lane: b is uniform.
+  // Everything the block needs at every block, not only where it changes behind branches: llvmpipe runs
+  // a branch as a masked region, which costs more than the loads it skips (a decode step's products
+  // 0.89x the time, though 8 loads a block instead of 1.6).
   let nb = b >> 3u;
   let u = b & 7u;
   let h = u >> 2u;
   let g = u & 3u;
   let base = r.y + nb * 13u * W_GROUP;
-  if ((b & 63u) == 0u) {
-    (*s).h = w_ld(r.x + (nb >> 3u));
-  }
-  if (u == 0u) {
-    (*s).d = header_scale((*s).h, nb);
-    (*s).sc = w_ld(base + 12u);
-  }
-  if (g == 0u) {
-    (*s).l0 = w_ld(base + h * 4u);
-    (*s).l1 = w_ld(base + h * 4u + 1u);
-    (*s).l2 = w_ld(base + h * 4u + 2u);
-    (*s).l3 = w_ld(base + h * 4u + 3u);
-    (*s).q0 = w_ld(base + 8u + h * 2u);
-    (*s).q1 = w_ld(base + 9u + h * 2u);
-  }
+  (*s).h = w_ld(r.x + (nb >> 3u));
+  (*s).d = header_scale((*s).h, nb);
+  (*s).sc = w_ld(base + 12u);
+  (*s).l0 = w_ld(base + h * 4u);
+  (*s).l1 = w_ld(base + h * 4u + 1u);
+  (*s).l2 = w_ld(base + h * 4u + 2u);
+  (*s).l3 = w_ld(base + h * 4u + 3u);
+  (*s).q0 = w_ld(base + 8u + h * 2u);
+  (*s).q1 = w_ld(base + 9u + h * 2u);
   let second = (g & 1u) == 1u;
   // Sub-blocks 8h + 2g and 8h + 2g + 1: bytes 2g % 4 and (2g + 1) % 4 of scale word 2h + g / 2.
   let word = (*s).sc[h * 2u + g / 2u];
