@@ -1,6 +1,10 @@
 // Layouts over a storage buffer `src` (Params, out and fold in stream-read-common.wgsl).
 @group(0) @binding(0) var<storage, read> src: array<vec4u>;
 
+fn ld(i: u32) -> vec4u {
+  return src[i];
+}
+
 // One contiguous range per invocation: a CPU rasteriser runs an invocation's loop on one core, whose
 // prefetcher follows a sequential stream.
 @compute @workgroup_size(WG)
@@ -14,27 +18,10 @@ fn contiguous(@builtin(global_invocation_id) gid: vec3u) {
   out[gid.x] = fold(acc);
 }
 
-// The same ranges, four loads per iteration into independent accumulators, so loads need not wait for
-// the previous XOR.
+// The same ranges, four loads per iteration (xor_range_x4, stream-read-common.wgsl).
 @compute @workgroup_size(WG)
 fn contiguous_x4(@builtin(global_invocation_id) gid: vec3u) {
-  let start = min(gid.x * params.per, params.n);
-  let end = min(start + params.per, params.n);
-  var a0 = vec4u(0u);
-  var a1 = vec4u(0u);
-  var a2 = vec4u(0u);
-  var a3 = vec4u(0u);
-  var i = start;
-  for (; i + 4u <= end; i += 4u) {
-    a0 ^= src[i];
-    a1 ^= src[i + 1u];
-    a2 ^= src[i + 2u];
-    a3 ^= src[i + 3u];
-  }
-  for (; i < end; i++) {
-    a0 ^= src[i];
-  }
-  out[gid.x] = fold(a0 ^ a1 ^ a2 ^ a3);
+  out[gid.x] = xor_range_x4(gid.x);
 }
 
 // Neighbouring invocations read neighbouring vec4s: the coalesced layout GPUs want.

@@ -5,6 +5,36 @@ import { runPass, testContext } from '../../helpers/gpu.ts';
 import * as ref from '../reference.ts';
 import { f32, read, relError, u32, zeros } from './io.ts';
 
+/** Runs the three kernels over packed sequences (`spans`: [first, end) per token) and returns each output's relative error against the reference. */
+async function attentionErrors(heads: number, kvHeads: number, hd: number, spans: [number, number][]) {
+  const ctx = await testContext();
+  const k = new TrainAttentionKernels(ctx, hd);
+  const T = spans.length;
+  const a = { heads, kvHeads, headDim: hd, spans };
+  const q = ref.random(T * heads * hd, 1, 2);
+  const kk = ref.random(T * kvHeads * hd, 2, 2);
+  const v = ref.random(T * kvHeads * hd, 3);
+  const dout = ref.random(T * heads * hd, 4);
+  const want = ref.attention(q, kk, v, a);
+  const grads = ref.attentionBackward(q, kk, v, dout, a);
+  const [qb, kb, vb, db, sb] = [f32(ctx, q), f32(ctx, kk), f32(ctx, v), f32(ctx, dout), u32(ctx, spans.flat())];
+  const [ob, stb, dqb, dkb, dvb] = [zeros(ctx, q.length), zeros(ctx, 2 * T * heads), zeros(ctx, q.length), zeros(ctx, kk.length), zeros(ctx, v.length)];
+  const p = { tokens: T, heads, kvHeads };
+  await runPass(ctx, (pass, arena) => {
+    k.encode(pass, arena, 'forward', k.forward.bind([qb, kb, vb, sb, ob, stb]), p);
+    k.encode(pass, arena, 'backwardQ', k.backwardQ.bind([qb, kb, vb, sb, ob, db, stb, dqb]), p);
+    k.encode(pass, arena, 'backwardKv', k.backwardKv.bind([qb, kb, vb, sb, db, stb, dkb, dvb]), p);
+  });
+  const stats = await read(ctx, stb, 2 * T * heads);
+  return {
+    out: relError(await read(ctx, ob, q.length), want.out),
+    lse: relError(stats.filter((_, i) => i % 2 === 0), want.lse),
+    dq: relError(await read(ctx, dqb, q.length), grads.dq),
+    dk: relError(await read(ctx, dkb, kk.length), grads.dk),
+    dv: relError(await read(ctx, dvb, v.length), grads.dv),
+  };
+}
+
 describe('train-attention', () => {
   for (const [heads, kvHeads, hd] of [
     [4, 2, 8],
@@ -12,8 +42,6 @@ describe('train-attention', () => {
     [8, 1, 16],
   ]) {
     it(`${heads} heads over ${kvHeads} KV heads of ${hd}: output, log-sum-exp, dQ, dK, dV`, async () => {
-      const ctx = await testContext();
-      const k = new TrainAttentionKernels(ctx, hd);
       // Three sequences of 7, 1 and 12 tokens packed together.
       const spans: [number, number][] = [];
       for (const [s, e] of [
@@ -22,28 +50,7 @@ describe('train-attention', () => {
         [8, 20],
       ])
         for (let t = s; t < e; t++) spans.push([s, e]);
-      const T = spans.length;
-      const a = { heads, kvHeads, headDim: hd, spans };
-      const q = ref.random(T * heads * hd, 1, 2);
-      const kk = ref.random(T * kvHeads * hd, 2, 2);
-      const v = ref.random(T * kvHeads * hd, 3);
-      const dout = ref.random(T * heads * hd, 4);
-      const want = ref.attention(q, kk, v, a);
-      const grads = ref.attentionBackward(q, kk, v, dout, a);
-      const [qb, kb, vb, db, sb] = [f32(ctx, q), f32(ctx, kk), f32(ctx, v), f32(ctx, dout), u32(ctx, spans.flat())];
-      const [ob, stb, dqb, dkb, dvb] = [zeros(ctx, q.length), zeros(ctx, 2 * T * heads), zeros(ctx, q.length), zeros(ctx, kk.length), zeros(ctx, v.length)];
-      const p = { tokens: T, heads, kvHeads };
-      await runPass(ctx, (pass, arena) => {
-        k.encode(pass, arena, 'forward', k.forward.bind([qb, kb, vb, sb, ob, stb]), p);
-        k.encode(pass, arena, 'backwardQ', k.backwardQ.bind([qb, kb, vb, sb, ob, db, stb, dqb]), p);
-        k.encode(pass, arena, 'backwardKv', k.backwardKv.bind([qb, kb, vb, sb, db, stb, dkb, dvb]), p);
-      });
-      expect(relError(await read(ctx, ob, q.length), want.out)).toBeLessThan(1e-5);
-      const stats = await read(ctx, stb, 2 * T * heads);
-      expect(relError(stats.filter((_, i) => i % 2 === 0), want.lse)).toBeLessThan(1e-5);
-      expect(relError(await read(ctx, dqb, q.length), grads.dq)).toBeLessThan(1e-5);
-      expect(relError(await read(ctx, dkb, kk.length), grads.dk)).toBeLessThan(1e-5);
-      expect(relError(await read(ctx, dvb, v.length), grads.dv)).toBeLessThan(1e-5);
+      for (const [name, e] of Object.entries(await attentionErrors(heads, kvHeads, hd, spans))) expect(e, name).toBeLessThan(1e-5);
     });
   }
 
@@ -52,29 +59,10 @@ describe('train-attention', () => {
   // (runtime/loop-budget.ts): output 0.22 and dV 1.0 away from the reference.
   it('a head of 256 over one 600-token sequence', async () => {
     const ctx = await testContext();
-    const [heads, kvHeads, hd, T] = [1, 1, 256, 600];
-    const k = new TrainAttentionKernels(ctx, hd);
-    expect(() => k.checkSequenceTokens(ctx.caps, T, heads, kvHeads)).not.toThrow();
+    const T = 600;
+    expect(() => new TrainAttentionKernels(ctx, 256).checkSequenceTokens(ctx.caps, T, 1, 1)).not.toThrow();
     const spans = Array.from({ length: T }, (): [number, number] => [0, T]);
-    const a = { heads, kvHeads, headDim: hd, spans };
-    const q = ref.random(T * heads * hd, 1, 2);
-    const kk = ref.random(T * kvHeads * hd, 2, 2);
-    const v = ref.random(T * kvHeads * hd, 3);
-    const dout = ref.random(T * heads * hd, 4);
-    const want = ref.attention(q, kk, v, a);
-    const grads = ref.attentionBackward(q, kk, v, dout, a);
-    const [qb, kb, vb, db, sb] = [f32(ctx, q), f32(ctx, kk), f32(ctx, v), f32(ctx, dout), u32(ctx, spans.flat())];
-    const [ob, stb, dqb, dkb, dvb] = [zeros(ctx, q.length), zeros(ctx, 2 * T * heads), zeros(ctx, q.length), zeros(ctx, kk.length), zeros(ctx, v.length)];
-    const p = { tokens: T, heads, kvHeads };
-    await runPass(ctx, (pass, arena) => {
-      k.encode(pass, arena, 'forward', k.forward.bind([qb, kb, vb, sb, ob, stb]), p);
-      k.encode(pass, arena, 'backwardQ', k.backwardQ.bind([qb, kb, vb, sb, ob, db, stb, dqb]), p);
-      k.encode(pass, arena, 'backwardKv', k.backwardKv.bind([qb, kb, vb, sb, db, stb, dkb, dvb]), p);
-    });
-    expect(relError(await read(ctx, ob, q.length), want.out)).toBeLessThan(1e-5);
-    expect(relError(await read(ctx, dqb, q.length), grads.dq)).toBeLessThan(1e-5);
-    expect(relError(await read(ctx, dkb, kk.length), grads.dk)).toBeLessThan(1e-5);
-    expect(relError(await read(ctx, dvb, v.length), grads.dv)).toBeLessThan(1e-5);
+    for (const [name, e] of Object.entries(await attentionErrors(1, 1, 256, spans))) expect(e, name).toBeLessThan(1e-5);
   });
 
   it('refuses sequences whose loops would outrun the adapter’s loop budget', async () => {
