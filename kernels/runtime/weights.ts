@@ -2,8 +2,8 @@
  * Where a packed weight matrix lives on the device: a storage buffer, or, on llvmpipe, an `rgba32uint`
  * texture (GpuCaps.weightTextures). llvmpipe runs a storage load as a loop over its SIMD lanes with a
  * branch per lane and component; a texel fetch is a branchless gather, and the decode products read
- * their weights 15-20% faster through one (SmolLM2-135M Q8_0 decode 24.0 -> 27.3 tok/s, 64-token prefill
- * +10%, interleaved runs in one process). Every kernel that reads packed weights declares the binding
+ * their weights 15-20% faster through one (SmolLM2-135M Q8_0 decode 23.2 -> 28.1 tok/s, 64-token prefill
+ * +9%, interleaved runs in one process). Every kernel that reads packed weights declares the binding
  * kind 'weights' and reads vec4 i of the matrix as `w_ld(i)`; KernelContext writes the declaration for
  * the device (weightsWgsl), so the same WGSL serves both stores.
  */
