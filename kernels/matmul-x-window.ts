@@ -8,8 +8,11 @@
  * (8 interleaved pairs); batched decode (the 8-token tiled kernel) of 4 sequences +9-10% aggregate.
  * A uniform binding holds at most maxUniformBufferBindingSize (64 KiB on llvmpipe): 64 tokens of a
  * 576-wide x (SmolLM2-135M's QKV, O and gate|up) fit one window, of a 1536-wide x (its down product)
- * not. Such steps keep storage x: splitting them into one dispatch per window made the
- * step's products 6-14% slower (the down product's 16-token dispatches have 3 workgroups for 2 threads).
+ * not. Such a step runs one dispatch per window-full of whole 16-token tiles, each window bound at its
+ * rows' start (MatMulKernel.encode, rowsPerWindow): a 64-token step's products on llvmpipe 0.92x the
+ * time (12 interleaved rounds). When this was first tried, with weights in storage buffers, it was
+ * 6-14% slower; the weights' texture loads (runtime/weights.ts) made the x loads the larger share. A
+ * window that holds fewer than 16 rows (x wider than about 2700) keeps storage x.
  *
  * Decode (matrix-vector) products keep storage x: there x is a small share of the loads (measured within
  * noise).
@@ -32,7 +35,8 @@ export function xWindowBytes(caps: GpuCaps): number {
  * and at least one window long (the binding is the whole window).
  */
 export function xq8Buffer(ctx: KernelContext, label: string, bytes: number): GPUBuffer {
-  return ctx.storage(label, Math.max(bytes, xWindowBytes(ctx.caps)), undefined, GPUBufferUsage.UNIFORM);
+  // A window one past any whole-window split of its rows still fits (XWindows.window at an offset).
+  return ctx.storage(label, bytes + xWindowBytes(ctx.caps), undefined, GPUBufferUsage.UNIFORM);
 }
 
 /** `common` (matmul-common.wgsl) with x declared as a uniform array of `vec4s` vec4s. */
@@ -51,8 +55,9 @@ export type XWidth = 'narrow' | 'wide';
  * buffer without uniform usage, an x offset, or a step whose x does not fit one window.
  */
 export class XWindows {
-  private readonly attached = new WeakMap<GPUBindGroup, { buffers: readonly BindingResource[]; window?: GPUBindGroup }>();
+  private readonly attached = new WeakMap<GPUBindGroup, { buffers: readonly BindingResource[]; windows: Map<number, GPUBindGroup> }>();
   private readonly size: number;
+  private readonly alignment: number;
 
   constructor(
     ctx: KernelContext,
@@ -60,22 +65,48 @@ export class XWindows {
     private readonly kernels: Record<XWidth, () => CompiledKernel>,
   ) {
     this.size = xWindowBytes(ctx.caps);
+    this.alignment = ctx.caps.minUniformOffsetAlignment;
+  }
+
+  /**
+   * Rows of x (each `xStride` vec4s) one window holds, a multiple of `multiple`, where a whole step's do
+   * not fit: the product then runs one dispatch per window (0: no window holds `multiple` rows, or a
+   * window's start would not be aligned).
+   */
+  rowsPerWindow(xStride: number, multiple: number): number {
+    const rows = Math.floor(this.size / (xStride * 16) / multiple) * multiple;
+    return rows > 0 && (rows * xStride * 16) % this.alignment === 0 ? rows : 0;
   }
 
   attach(group: GPUBindGroup, buffers: readonly BindingResource[]): void {
-    this.attached.set(group, { buffers });
+    this.attached.set(group, { buffers, windows: new Map() });
   }
 
-  window(group: GPUBindGroup, width: XWidth, t: number, xOffset: number, xStride: number): { kernel: CompiledKernel; group: GPUBindGroup } | undefined {
+  /** Whether the x bound in `group` can be read through windows (a buffer with uniform usage). */
+  windowable(group: GPUBindGroup): boolean {
+    const x = this.attached.get(group)?.buffers[1];
+    return x !== undefined && !('buffer' in x) && !isTexture(x) && (x.usage & GPUBufferUsage.UNIFORM) !== 0;
+  }
+
+  /**
+   * The window starting at vec4 `windowStart` of x (0, or where rowsPerWindow split a step; aligned), whose
+   * kernel reads x offsets relative to it.
+   */
+  window(group: GPUBindGroup, width: XWidth, t: number, xOffset: number, xStride: number, windowStart = 0): { kernel: CompiledKernel; group: GPUBindGroup } | undefined {
     const a = this.attached.get(group);
     const x = a?.buffers[1];
     const size = this.size;
-    if (!a || !x || 'buffer' in x || isTexture(x) || (x.usage & GPUBufferUsage.UNIFORM) === 0 || xOffset !== 0 || t * xStride * 16 > size || x.size < size) return undefined;
+    const start = windowStart * 16;
+    if (!a || !x || 'buffer' in x || isTexture(x) || (x.usage & GPUBufferUsage.UNIFORM) === 0 || xOffset !== 0 || t * xStride * 16 > size || start % this.alignment !== 0 || x.size < start + size) return undefined;
     const kernel = this.kernels[width]();
-    a.window ??= kernel.bind(
-      a.buffers.map((b, i) => (i === 1 ? { buffer: x, offset: 0, size } : b)),
-      `${kernel.label} x window`,
-    );
-    return { kernel, group: a.window };
+    let bound = a.windows.get(start);
+    if (!bound) {
+      bound = kernel.bind(
+        a.buffers.map((b, i) => (i === 1 ? { buffer: x, offset: start, size } : b)),
+        `${kernel.label} x window at ${start}`,
+      );
+      a.windows.set(start, bound);
+    }
+    return { kernel, group: bound };
   }
 }

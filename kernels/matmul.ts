@@ -142,10 +142,25 @@ export class MatMulKernel {
   }
 
   encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: MatmulParams): void {
+    const xStride = p.xStride ?? q8RowVec4s(p.k);
+    // A step whose x does not fit one window runs one dispatch per window-full of whole 16-token tiles,
+    // each reading its rows through a window at their start.
+    const perWindow = this.xWindows?.windowable(group) && this.wide && (p.xOffset ?? 0) === 0 ? this.xWindows.rowsPerWindow(xStride, XQ8_WIDE_TOKENS) : 0;
+    if (perWindow > 0 && p.t > perWindow) {
+      const yStride = p.yStride ?? p.n;
+      for (let t0 = 0; t0 < p.t; t0 += perWindow) {
+        this.encodeRows(pass, arena, group, { ...p, t: Math.min(perWindow, p.t - t0), xStride, yStride, yOffset: (p.yOffset ?? 0) + t0 * yStride }, t0 * xStride);
+      }
+      return;
+    }
+    this.encodeRows(pass, arena, group, p, 0);
+  }
+
+  private encodeRows(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: MatmulParams, windowStart: number): void {
     const s = writeMatmulParams(arena, p);
     const wide = this.wide !== undefined && p.t >= XQ8_WIDE_TOKENS;
     const tileT = wide ? REGS.WG_T * XQ8_WIDE_TOKENS : this.tileT;
-    const window = this.xWindows?.window(group, wide ? 'wide' : 'narrow', p.t, p.xOffset ?? 0, p.xStride ?? q8RowVec4s(p.k));
+    const window = this.xWindows?.window(group, wide ? 'wide' : 'narrow', p.t, p.xOffset ?? 0, p.xStride ?? q8RowVec4s(p.k), windowStart);
     const kernel = window?.kernel ?? (wide ? this.wide!() : this.xq8 ? this.kernels.aligned : this.kernels.for(p));
     arena.dispatch(pass, kernel, window?.group ?? group, s, Math.ceil(p.n / this.tileN), Math.ceil(p.t / tileT));
   }
