@@ -94,10 +94,11 @@ export class XWindows {
    */
   window(group: GPUBindGroup, width: XWidth, t: number, xOffset: number, xStride: number, windowStart = 0): { kernel: CompiledKernel; group: GPUBindGroup } | undefined {
     const a = this.attached.get(group);
-    const x = a?.buffers[1];
     const size = this.size;
     const start = windowStart * 16;
-    if (!a || !x || 'buffer' in x || isTexture(x) || (x.usage & GPUBufferUsage.UNIFORM) === 0 || xOffset !== 0 || t * xStride * 16 > size || start % this.alignment !== 0 || x.size < start + size) return undefined;
+    if (!a || !this.windowable(group) || xOffset !== 0 || t * xStride * 16 > size || start % this.alignment !== 0) return undefined;
+    const x = a.buffers[1] as GPUBuffer;
+    if (x.size < start + size) return undefined;
     const kernel = this.kernels[width]();
     let bound = a.windows.get(start);
     if (!bound) {
