@@ -46,7 +46,7 @@ export function createMatrixKernels(ctx: KernelContext, opts: { tails?: boolean;
   const tails = rowsVariant && ctx.caps.orderedAtomics && (opts.tails ?? true);
   // The norm folds into the GPU matrix-vector variants only; CPU rasterisers keep the norm pass (there a
   // second pass over x per invocation would cost more than the dispatch it saves).
-  const fuseNormUpTo = matvecVariant(ctx.caps) === 'rows' ? 0 : MAX_MATVEC_T;
+  const fuseNormUpTo = rowsVariant ? 0 : MAX_MATVEC_T;
   // A product recomputes act(gate) * up in every invocation. Measured on llvmpipe (SmolLM2-135M shapes,
   // 64-token prefill): the fused down product took 13.6 ms a layer against 7.8 ms for products of its
   // size; fused and unfused decode (one row) measured alike, so decode keeps the dispatch fewer. Beyond

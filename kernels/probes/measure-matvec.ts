@@ -13,7 +13,7 @@ import { BLOCK_WALK_TYPES, deviceLayout, gpuLayout } from '../quant/layouts.ts';
 import { QuantizeXKernel, q8RowVec4s } from '../quantize-x.ts';
 import { ParamArena } from '../runtime/arena.ts';
 import type { KernelContext } from '../runtime/context.ts';
-import { createWeightStore, writeWeights, type WeightStore } from '../runtime/weights.ts';
+import { uploadWeights, type WeightStore } from '../runtime/weights.ts';
 import { readWords } from './readback.ts';
 import { bestOf, onePass, submitMs } from './timing.ts';
 
@@ -94,8 +94,7 @@ export async function measureMatVec(ctx: KernelContext, type: GgmlType, variant:
       const bytes = layout.bufferBytes(p.n, p.k);
       for (let c = 0; c < p.copies; c++) {
         // In the device's weight store (a texture on llvmpipe), as the engine keeps them.
-        const w = createWeightStore(ctx.device, ctx.caps, 'mv-w', bytes);
-        writeWeights(ctx.device, w, 0, new Uint8Array(Math.ceil(bytes / 16) * 16).fill(PATTERN));
+        const w = uploadWeights(ctx.device, ctx.caps, 'mv-w', new Uint8Array(Math.ceil(bytes / 16) * 16).fill(PATTERN));
         bufs.push(w);
         matrices.push({ w, n: p.n, k: p.k });
         weightBytes += bytes;

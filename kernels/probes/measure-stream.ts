@@ -1,7 +1,7 @@
 import { ParamArena } from '../runtime/arena.ts';
 import type { KernelContext } from '../runtime/context.ts';
 import { LLVMPIPE_LOOP_BUDGET } from '../runtime/loop-budget.ts';
-import { createWeightStore, writeWeights } from '../runtime/weights.ts';
+import { uploadWeights } from '../runtime/weights.ts';
 import { readWords } from './readback.ts';
 import { StreamReadProbe, xorWords, type StreamLayout } from './stream-read.ts';
 import { bestOf, onePass, submitMs } from './timing.ts';
@@ -55,8 +55,7 @@ export async function measureStreamRead(ctx: KernelContext, o: StreamReadOptions
   fillPattern(words, 0x9e3779b9);
   const want = xorWords(words);
   // The same words in the device's weight store, for the 'weights' layout.
-  const store = o.layouts.includes('weights') ? createWeightStore(device, ctx.caps, 'probe-stream-weights', vec4s * 16) : undefined;
-  if (store) writeWeights(device, store, 0, new Uint8Array(words.buffer, words.byteOffset, vec4s * 16));
+  const store = o.layouts.includes('weights') ? uploadWeights(device, ctx.caps, 'probe-stream-weights', new Uint8Array(words.buffer, words.byteOffset, vec4s * 16)) : undefined;
   src.unmap();
   // Enough workgroups that no invocation loops more than llvmpipe allows, even at the smallest workgroup size.
   const workgroups = Math.max(o.workgroups, Math.ceil(vec4s / (LLVMPIPE_LOOP_BUDGET * Math.min(...o.workgroupSizes))));

@@ -51,6 +51,13 @@ export function createWeightStore(device: GPUDevice, caps: GpuCaps, label: strin
   return device.createTexture({ label, size: [WEIGHT_TEXTURE_WIDTH, rows], format: 'rgba32uint', usage: GPUTextureUsage.TEXTURE_BINDING | GPUTextureUsage.COPY_DST | GPUTextureUsage.COPY_SRC });
 }
 
+/** A store holding `data` from its first byte (the weight-store counterpart of KernelContext.storage). */
+export function uploadWeights(device: GPUDevice, caps: GpuCaps, label: string, data: Uint8Array): WeightStore {
+  const store = createWeightStore(device, caps, label, data.byteLength);
+  writeWeights(device, store, 0, data);
+  return store;
+}
+
 /** Bytes a store holds. */
 export function weightStoreBytes(store: WeightStore): number {
   return isTexture(store) ? store.width * store.height * 16 : store.size;

@@ -29,6 +29,8 @@ export class TrainAttentionKernels {
   readonly forward: CompiledKernel;
   readonly backwardQ: CompiledKernel;
   readonly backwardKv: CompiledKernel;
+  /** Vectors (vec4f, or f32 where the head size is no multiple of 4) a head holds. */
+  private readonly hdv: number;
   constructor(
     ctx: KernelContext,
     readonly headDim: number,
@@ -36,11 +38,11 @@ export class TrainAttentionKernels {
     if (!Number.isInteger(headDim) || headDim <= 0 || headDim > 256) throw new Error(`training attention supports head sizes 1..256, not ${headDim}`);
     // Head vectors as vec4s where the head size allows: a quarter of the loads, each a gather on CPU
     // rasterisers.
-    const hdv = headDim % 4 === 0 ? headDim / 4 : headDim;
-    const hd =
-      headDim % 4 === 0
-        ? `const HD: u32 = ${headDim}u;\nalias V = vec4f;\nconst HDV: u32 = ${headDim / 4}u;\nfn vdot(a: V, b: V) -> f32 { return dot(a, b); }`
-        : `const HD: u32 = ${headDim}u;\nalias V = f32;\nconst HDV: u32 = ${headDim}u;\nfn vdot(a: V, b: V) -> f32 { return a * b; }`;
+    const vec4 = headDim % 4 === 0;
+    const hdv = (this.hdv = vec4 ? headDim / 4 : headDim);
+    const hd = vec4
+      ? `const HD: u32 = ${headDim}u;\nalias V = vec4f;\nconst HDV: u32 = ${hdv}u;\nfn vdot(a: V, b: V) -> f32 { return dot(a, b); }`
+      : `const HD: u32 = ${headDim}u;\nalias V = f32;\nconst HDV: u32 = ${hdv}u;\nfn vdot(a: V, b: V) -> f32 { return a * b; }`;
     this.forward = ctx.kernel({ label: `train-attention-forward-${headDim}`, code: wgsl(hd, io, unrollLines(forward, '$d', hdv)), bindings: ['read', 'read', 'read', 'read', 'write', 'write'], constants: { WG } });
     this.backwardQ = ctx.kernel({
       label: `train-attention-backward-q-${headDim}`,
@@ -63,8 +65,7 @@ export class TrainAttentionKernels {
    * still loops, add at most 8 · (HDV + 1).
    */
   loopPasses(tokens: number, heads: number, kvHeads: number): number {
-    const hdv = this.headDim % 4 === 0 ? this.headDim / 4 : this.headDim;
-    return tokens * (heads / kvHeads + 2) + 8 * (hdv + 1) + 16;
+    return tokens * (heads / kvHeads + 2) + 8 * (this.hdv + 1) + 16;
   }
 
   /** Refuses sequences of `tokens` tokens where this adapter would end the kernels' loops early. */

@@ -13,7 +13,7 @@ import { typeName } from '../../ggml/types.ts';
 import { STREAM_LAYOUTS, StreamReadProbe, type StreamLayout } from '../../kernels/probes/stream-read.ts';
 import { readF32, readU32, runPass, testContext } from '../helpers/gpu.ts';
 import { rng } from '../helpers/random.ts';
-import { createWeightStore, writeWeights } from '../../kernels/runtime/weights.ts';
+import { uploadWeights } from '../../kernels/runtime/weights.ts';
 
 function randomWords(n: number, seed: number): Uint32Array {
   const r = rng(seed);
@@ -47,8 +47,7 @@ describe('adapter probes', () => {
     let total = 0;
     for (const w of words) total ^= w;
     const src = ctx.storage('src', words.byteLength, words);
-    const store = createWeightStore(ctx.device, ctx.caps, 'src-weights', words.byteLength);
-    writeWeights(ctx.device, store, 0, new Uint8Array(words.buffer));
+    const store = uploadWeights(ctx.device, ctx.caps, 'src-weights', new Uint8Array(words.buffer));
     for (const layout of STREAM_LAYOUTS) {
       for (const workgroupSize of [32, 64]) {
         const workgroups = 7;

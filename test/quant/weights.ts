@@ -3,7 +3,7 @@ import { dequantize, quantize } from '../../engine/gguf/quant/index.ts';
 import { GgmlType } from '../../ggml/types.ts';
 import { deviceLayout } from '../../kernels/quant/index.ts';
 import type { KernelContext } from '../../kernels/runtime/context.ts';
-import { createWeightStore, writeWeights, type WeightStore } from '../../kernels/runtime/weights.ts';
+import { uploadWeights, type WeightStore } from '../../kernels/runtime/weights.ts';
 import { randomF32 } from '../helpers/random.ts';
 
 export const WEIGHT_TYPES = [GgmlType.F32, GgmlType.F16, GgmlType.BF16, GgmlType.Q8_0, GgmlType.Q4_0, GgmlType.Q4_K, GgmlType.Q6_K] as const;
@@ -35,9 +35,7 @@ export function rawRows(w: TestWeights, begin: number, count: number): Uint8Arra
  */
 export function uploadRows(ctx: KernelContext, w: TestWeights, begin = 0, count = w.rows): WeightStore {
   const packed = deviceLayout(ctx.caps, w.type).repack(rawRows(w, begin, count), count, w.cols);
-  const store = createWeightStore(ctx.device, ctx.caps, 'w', packed.byteLength);
-  writeWeights(ctx.device, store, 0, packed);
-  return store;
+  return uploadWeights(ctx.device, ctx.caps, 'w', packed);
 }
 
 /** y[t, n] = sum_k x[xOffset + t * xStride + k] * W[n, k] in float64, as a dense t x rows array. */

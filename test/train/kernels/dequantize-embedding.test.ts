@@ -9,7 +9,7 @@ import { GgmlType, SUPPORTED_TYPES, typeName } from '../../../ggml/types.ts';
 import { runPass, testContext } from '../../helpers/gpu.ts';
 import * as ref from '../reference.ts';
 import { f32, read, u32, zeros } from './io.ts';
-import { createWeightStore, writeWeights } from '../../../kernels/runtime/weights.ts';
+import { uploadWeights } from '../../../kernels/runtime/weights.ts';
 
 describe('train-dequantize', () => {
   for (const type of SUPPORTED_TYPES) {
@@ -19,8 +19,7 @@ describe('train-dequantize', () => {
       const values = Float32Array.from(ref.random(rows * cols, type + 1));
       const raw = quantize(type, values);
       const packed = deviceLayout(ctx.caps, type).repack(raw, rows, cols);
-      const wb = createWeightStore(ctx.device, ctx.caps, 'w', packed.byteLength);
-      writeWeights(ctx.device, wb, 0, packed);
+      const wb = uploadWeights(ctx.device, ctx.caps, 'w', packed);
       const out = zeros(ctx, 8 * cols);
       const k = new DequantizeKernel(ctx, type);
       // Rows 2..5 of the matrix land at rows 3..6 of the output.
