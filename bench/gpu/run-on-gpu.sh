@@ -3,15 +3,19 @@
 # needs neither Node nor network there:
 #
 #   ./run-on-gpu.sh [--llama-gpu auto|cuda|vulkan|false] [--models "smollm2-135m llama-3.2-1b"] [--type q8_0]
-#                   [--adapter gpu] [--label NAME] [--out DIR] [--no-limits] [-- more bench options]
+#                   [--adapter gpu] [--label NAME] [--out DIR] [--no-limits] [--no-check]
+#                   [--step-timeout SECONDS] [-- more bench options]
 #
-# For each model preset it synthesizes the GGUF once (models/, random weights of the real shapes), then runs
-# the bench: our engine on Dawn's Vulkan backend (--adapter gpu) beside llama.cpp on CUDA or Vulkan, with
-# the adapter probes (--limits) and the batching curve, by default
+# For each model preset it synthesizes the GGUF once (models/, random weights of the real shapes). Then the
+# parity check (app/check.mjs): our engine on the adapter must give llama.cpp's (CPU) greedy tokens on the
+# pack's real models (check-models/) and the synthesized ones. Then, per model, the bench: our engine on
+# Dawn's Vulkan backend (--adapter gpu) beside llama.cpp on CUDA or Vulkan, with the adapter probes
+# (--limits) and the batching curve, by default
 #   -p 512 -n 128 -r 3 --curve 1,4,8,16 --threads <cores>
-# Options after `--` go to the bench last and override those. Writes into DIR (default ./results): one
-# results JSON and log per model, and host.txt (GPU, driver, Vulkan drivers found, what llama.cpp could
-# load). Copy DIR back.
+# Options after `--` go to the bench last and override those. --step-timeout stops any one step (a
+# synthesis, the check, a bench) that runs longer, so a lease-bound run still reaches the next step.
+# Writes into DIR (default ./results): check.json, one results JSON and log per model, and host.txt (GPU,
+# driver, Vulkan drivers found, what llama.cpp could load). Copy DIR back.
 set -uo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -23,6 +27,8 @@ ADAPTER=gpu
 LABEL=
 OUT=$HERE/results
 LIMITS=--limits
+CHECK=1
+STEP_TIMEOUT=
 EXTRA=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -33,8 +39,10 @@ while [ $# -gt 0 ]; do
     --label) LABEL=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --no-limits) LIMITS=; shift ;;
+    --no-check) CHECK=0; shift ;;
+    --step-timeout) STEP_TIMEOUT=$2; shift 2 ;;
     --) shift; EXTRA=("$@"); break ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "run-on-gpu: unknown argument $1 (bench options go after --)" >&2; exit 2 ;;
   esac
 done
@@ -44,27 +52,45 @@ NOTES=()
 
 "$NODE" --version >/dev/null || { echo "run-on-gpu: $NODE does not run here (it needs glibc >= 2.28 and libstdc++; dawn.node needs glibc >= 2.34)" >&2; exit 1; }
 
-# The Vulkan loader: the host's libvulkan.so.1 if it has one, else the pack's (Debian's libvulkan1).
-if ldconfig -p 2>/dev/null | grep -q 'libvulkan\.so\.1 '; then
-  VK_LOADER="host ($(ldconfig -p | awk '/libvulkan\.so\.1 / {print $NF; exit}'))"
+# The Vulkan loader and GLVND: the host's where it has them, else the pack's (Debian's libvulkan1 and
+# libglvnd). NVIDIA's Vulkan driver (libGLX_nvidia.so.0) gives no vkCreateInstance without
+# libGLdispatch.so.0, which containers that mount the driver often lack.
+PACK_LIB=$(dirname "$(find "$HERE/vulkan" -name 'libvulkan.so.1' | head -1)")
+MISSING_LIBS=
+for lib in libvulkan.so.1 libGLdispatch.so.0 libGLX.so.0 libEGL.so.1; do
+  ldconfig -p 2>/dev/null | grep -q "$lib " || MISSING_LIBS="$MISSING_LIBS $lib"
+done
+if [ -n "$MISSING_LIBS" ]; then
+  export LD_LIBRARY_PATH="$PACK_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  VK_LOADER="pack ($PACK_LIB), as the host lacks:$MISSING_LIBS"
 else
-  VK_LIB=$(dirname "$(find "$HERE/vulkan" -name 'libvulkan.so.1' | head -1)")
-  export LD_LIBRARY_PATH="$VK_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  VK_LOADER="pack ($VK_LIB)"
+  VK_LOADER="host ($(ldconfig -p | awk '/libvulkan\.so\.1 / {print $NF; exit}'))"
 fi
 
-# Vulkan drivers (ICD manifests) where the loader looks for them. NVIDIA containers often carry the driver
-# library but no manifest; then one is written for libGLX_nvidia.so.0 (the NVIDIA Vulkan driver).
+# Vulkan drivers (ICD manifests). The loader looks in the XDG folders and /etc; NVIDIA containers often
+# mount the driver's manifest under /usr/local/nvidia/share instead, or carry the driver library with no
+# manifest at all. Then the loader is pointed at the mounted manifest, or at one written here for
+# libGLX_nvidia.so.0 (the NVIDIA Vulkan driver).
 manifests() {
   local d
-  for d in $(echo "${XDG_CONFIG_DIRS:-/etc/xdg}:/etc:${XDG_DATA_DIRS:-/usr/local/share:/usr/share}:${HOME:-/root}/.local/share:/usr/local/nvidia/share" | tr ':' ' '); do
+  for d in $(echo "${XDG_CONFIG_DIRS:-/etc/xdg}:/etc:${XDG_DATA_DIRS:-/usr/local/share:/usr/share}:${HOME:-/root}/.local/share" | tr ':' ' '); do
     ls "$d"/vulkan/icd.d/*.json 2>/dev/null
   done | sort -u
 }
 ICDS=$(manifests | tr '\n' ' ' | sed 's/ *$//')
+for d in /usr/local/nvidia/lib64 /usr/local/nvidia/lib; do
+  if [ -e "$d/libGLX_nvidia.so.0" ] && ! ldconfig -p 2>/dev/null | grep -q 'libGLX_nvidia\.so\.0 '; then
+    export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d"
+    NOTES+=("NVIDIA driver libraries from $d")
+  fi
+done
 if [ -z "${VK_ICD_FILENAMES:-}${VK_DRIVER_FILES:-}" ] && ! echo "$ICDS" | grep -Eq 'nvidia|radeon|amd|intel'; then
+  MOUNTED=$(ls /usr/local/nvidia/share/vulkan/icd.d/*.json 2>/dev/null | tr '\n' ':' | sed 's/:$//')
   NV=$( (ldconfig -p 2>/dev/null | awk '/libGLX_nvidia\.so\.0 / {print $NF; exit}'; ls /usr/lib/x86_64-linux-gnu/libGLX_nvidia.so.0 /usr/lib64/libGLX_nvidia.so.0 /usr/local/nvidia/lib64/libGLX_nvidia.so.0 2>/dev/null) | head -1)
-  if [ -n "$NV" ]; then
+  if [ -n "$MOUNTED" ]; then
+    export VK_ICD_FILENAMES=$MOUNTED
+    NOTES+=("the NVIDIA Vulkan manifest is outside the loader's folders: VK_ICD_FILENAMES=$MOUNTED")
+  elif [ -n "$NV" ]; then
     mkdir -p "$HERE/icd"
     printf '{"file_format_version":"1.0.0","ICD":{"library_path":"%s","api_version":"1.3.0"}}\n' "$NV" > "$HERE/icd/nvidia_icd.json"
     export VK_ICD_FILENAMES=$HERE/icd/nvidia_icd.json
@@ -125,14 +151,32 @@ for n in "${NOTES[@]}"; do NOTE="$NOTE; $n"; done
 } > "$OUT/host.txt"
 cat "$OUT/host.txt"
 
+# One step, stopped after --step-timeout seconds if given.
+step() {
+  if [ -n "$STEP_TIMEOUT" ]; then timeout -k 10 "$STEP_TIMEOUT" "$@"; else "$@"; fi
+}
+
 STATUS=0
+BENCHED=()
 for preset in $MODELS; do
   MODEL=$HERE/models/$preset-$TYPE.gguf
   if [ ! -s "$MODEL" ]; then
-    "$NODE" "$HERE/app/synth.mjs" --preset "$preset" --type "$TYPE" --out "$MODEL" || { echo "run-on-gpu: synthesizing $preset failed" >&2; STATUS=1; continue; }
+    step "$NODE" "$HERE/app/synth.mjs" --preset "$preset" --type "$TYPE" --out "$MODEL" || { echo "run-on-gpu: synthesizing $preset failed" >&2; rm -f "$MODEL"; STATUS=1; continue; }
   fi
+  BENCHED+=("$preset")
+done
+
+if [ "$CHECK" = 1 ]; then
+  echo "=== parity check: our engine on --adapter $ADAPTER against llama.cpp (CPU) greedy tokens" >&2
+  step "$NODE" "$HERE/app/check.mjs" --adapter "$ADAPTER" --threads "$(nproc)" --out "$OUT/check.json" \
+    --models $(ls "$HERE"/check-models/*.gguf 2>/dev/null) $(for p in "${BENCHED[@]}"; do echo "$HERE/models/$p-$TYPE.gguf"; done) \
+    || { echo "run-on-gpu: the parity check failed (see $OUT/check.json)" >&2; STATUS=1; }
+fi
+
+for preset in "${BENCHED[@]}"; do
+  MODEL=$HERE/models/$preset-$TYPE.gguf
   echo "=== $preset ($TYPE): our engine on --adapter $ADAPTER, llama.cpp on --llama-gpu $LLAMA_GPU" >&2
-  "$NODE" "$HERE/app/bench.mjs" --model "$MODEL" --adapter "$ADAPTER" --llama-gpu "$LLAMA_GPU" --threads "$(nproc)" $LIMITS \
+  step "$NODE" "$HERE/app/bench.mjs" --model "$MODEL" --adapter "$ADAPTER" --llama-gpu "$LLAMA_GPU" --threads "$(nproc)" $LIMITS \
     --label "$LABEL" --note "$NOTE" --out "$OUT" -p 512 -n 128 -r 3 --curve 1,4,8,16 "${EXTRA[@]}" 2>&1 | tee "$OUT/$preset-$TYPE.log"
   [ "${PIPESTATUS[0]}" = 0 ] || { echo "run-on-gpu: bench on $preset failed (see $OUT/$preset-$TYPE.log)" >&2; STATUS=1; }
 done

@@ -19,17 +19,21 @@ export function installWebGpuGlobals(): void {
 
 export const SWIFTSHADER_ICD = process.env.SVC_SWIFTSHADER_ICD ?? '/usr/lib/chromium/vk_swiftshader_icd.json';
 
+/** Where NVIDIA's container toolkit mounts the driver's files; the Vulkan loader does not look there. */
+export const NVIDIA_MOUNT_SHARE = '/usr/local/nvidia/share';
+
 /**
- * Vulkan driver manifests where the Vulkan loader looks for them (its documented search order), not
- * counting SwiftShader's, which Debian keeps out of these folders. With none, probing Vulkan only
- * prints driver errors, so the real-GPU candidate is skipped with the list of places it looked.
+ * Vulkan driver manifests where the Vulkan loader looks for them (its documented search order), plus the
+ * folder NVIDIA containers mount theirs in, not counting SwiftShader's, which Debian keeps out of these
+ * folders. With none, probing Vulkan only prints driver errors, so the real-GPU candidate is skipped with
+ * the list of places it looked. `unseen`: the found manifests the loader would not find by itself.
  */
-export function vulkanDriverManifests(env = process.env): { found: string[]; searched: string[] } {
+export function vulkanDriverManifests(env = process.env, nvidiaShare = NVIDIA_MOUNT_SHARE): { found: string[]; searched: string[]; unseen: string[] } {
   const explicit = (env.VK_DRIVER_FILES ?? env.VK_ICD_FILENAMES ?? '').split(':').filter(Boolean);
-  if (explicit.length > 0) return { found: explicit.filter((f) => existsSync(f)), searched: explicit };
+  if (explicit.length > 0) return { found: explicit.filter((f) => existsSync(f)), searched: explicit, unseen: [] };
   const config = (env.XDG_CONFIG_DIRS ?? '/etc/xdg').split(':');
   const data = (env.XDG_DATA_DIRS ?? '/usr/local/share:/usr/share').split(':');
-  const dirs = [...config, '/etc', ...data, join(env.HOME ?? homedir(), '.local/share'), '/usr/local/nvidia/share'].map((d) => join(d, 'vulkan/icd.d'));
+  const dirs = [...config, '/etc', ...data, join(env.HOME ?? homedir(), '.local/share'), nvidiaShare].map((d) => join(d, 'vulkan/icd.d'));
   const found: string[] = [];
   for (const dir of dirs) {
     try {
@@ -38,7 +42,8 @@ export function vulkanDriverManifests(env = process.env): { found: string[]; sea
       // A folder that does not exist holds no drivers.
     }
   }
-  return { found, searched: dirs };
+  const unseen = found.filter((f) => f.startsWith(join(nvidiaShare, 'vulkan/icd.d') + '/'));
+  return { found, searched: dirs, unseen };
 }
 
 /** Dawn keeps one instance per `create()`; keep them alive as long as the process so devices stay valid. */
@@ -117,9 +122,13 @@ export function nodeAdapterCandidates(): AdapterCandidate[] {
         // A user's own VK_ICD_FILENAMES / VK_DRIVER_FILES is respected.
         const manifests = vulkanDriverManifests();
         if (manifests.found.length === 0) return `no Vulkan driver is installed (no manifest in ${manifests.searched.join(', ')})`;
-        const gpu = create(['backend=vulkan']);
-        instances.push(gpu);
-        const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
+        // A manifest the loader would not find (NVIDIA's mount) is named to it, beside the ones it would.
+        const env = manifests.unseen.length > 0 ? { VK_ICD_FILENAMES: manifests.found.join(':'), VK_DRIVER_FILES: undefined } : {};
+        const adapter = await withEnv(env, async () => {
+          const gpu = create(['backend=vulkan']);
+          instances.push(gpu);
+          return gpu.requestAdapter({ powerPreference: 'high-performance' });
+        });
         if (!adapter) return 'no Vulkan driver for a real GPU was found (Dawn Vulkan backend returned no adapter)';
         const info = adapter.info as GPUAdapterInfo & { isFallbackAdapter?: boolean };
         if (info.isFallbackAdapter || isSoftwareName(info)) return `the only Vulkan device is a software one (${info.description || info.device})`;

@@ -1,0 +1,150 @@
+/**
+ * The correctness half of a GPU-host run (bench/gpu/run-on-gpu.sh runs it before the bench): what the
+ * adapter offers, and whether our engine on it still produces llama.cpp's greedy tokens on real model
+ * files. llama.cpp runs on the CPU in the same process as the oracle (node-llama-cpp, f32 KV
+ * cache, no flash attention), so nothing is recorded ahead and any model file can be checked.
+ *
+ *   node check.mjs --adapter gpu --models DIR|FILE... [--tokens 32] [--threads 4] [--out FILE]
+ *
+ * Judged as the test suite judges (test/engine/architectures.test.ts): along llama.cpp's greedy path,
+ * our next-token probabilities may differ from its own by at most 0.005 on float weights and 0.05 on
+ * quantized ones (the GPU products read f32 activations where llama.cpp's CPU quantizes them to int8, so
+ * a choice between two tokens a few percent apart can go the other way: SwiftShader run with the GPU
+ * kernels reproduces such flips exactly). Exit status 1 when a model is past its tolerance, 2 on an error
+ * before any model ran. The JSON report names, per model and prompt, both token lists, the first
+ * difference, llama.cpp's log-probability gap there, and the largest probability difference.
+ */
+import { Command } from 'commander';
+import { readdirSync, statSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { WebGpuEngine } from '../../engine/engine.ts';
+import { describeAdapter } from '../../engine/gpu/select.ts';
+import { parseGguf } from '../../engine/gguf/parse.ts';
+import { FileSource } from '../../engine/loader/file-source.ts';
+import { GgmlType } from '../../ggml/types.ts';
+import { adapterChoiceFromEnv, openNodeDevice } from '../../engine/platform/node.ts';
+
+const PROMPTS = ['Once upon a time', 'The little dog', 'Tom and Lily went to the park. They saw'];
+const FLOAT_TYPES = new Set<GgmlType>([GgmlType.F32, GgmlType.F16, GgmlType.BF16]);
+const PROB_TOLERANCE = 5e-3;
+const PROB_TOLERANCE_QUANTIZED = 5e-2;
+
+interface PromptResult {
+  prompt: string;
+  llama: number[];
+  ours: number[];
+  firstDifference: number | null;
+  /** llama.cpp's log(p1 / p2) at the first difference. */
+  gapThere: number | null;
+  /** Largest difference of a next-token probability from llama.cpp's along its greedy path. */
+  largestProbDifference: number;
+}
+
+function softmax(logits: Float32Array): Float64Array {
+  let max = -Infinity;
+  for (const v of logits) max = Math.max(max, v);
+  const p = Float64Array.from(logits, (v) => Math.exp(v - max));
+  const sum = p.reduce((a, b) => a + b, 0);
+  return p.map((v) => v / sum);
+}
+
+const o = new Command('check')
+  .option('--adapter <choice>', 'our adapter: gpu, llvmpipe, swiftshader', 'gpu')
+  .requiredOption('--models <paths...>', '.gguf files, or folders of them, to check')
+  .option('--tokens <n>', 'greedy tokens per prompt', (v) => Number(v), 32)
+  .option('--out <file>', 'write the JSON report here')
+  .option('--threads <n>', "llama.cpp's CPU threads", (v) => Number(v), 4)
+  .parse()
+  .opts<{ adapter: string; models: string[]; tokens: number; threads: number; out?: string }>();
+
+function modelFiles(paths: readonly string[]): string[] {
+  return paths.flatMap((p) => (statSync(p).isDirectory() ? readdirSync(p).filter((f) => f.endsWith('.gguf')).sort().map((f) => join(p, f)) : [p]));
+}
+
+const report: Record<string, unknown> = { date: new Date().toISOString() };
+let failed = false;
+try {
+  const choice = adapterChoiceFromEnv(o.adapter, '--adapter');
+  const selected = await openNodeDevice(choice);
+  report.adapter = {
+    choice: selected.choice,
+    description: describeAdapter(selected.adapterInfo),
+    reason: selected.reason,
+    skipped: selected.skipped,
+    features: selected.adapterFeatures,
+    limits: selected.adapterLimits,
+    caps: selected.caps,
+  };
+  selected.device.destroy();
+  process.stderr.write(`check: adapter ${selected.choice}: ${describeAdapter(selected.adapterInfo)}\n`);
+  const { getLlama } = await import('node-llama-cpp');
+  const llama = await getLlama({ gpu: false, build: 'never', logLevel: 'error' as never });
+  const models: Record<string, unknown> = {};
+  for (const path of modelFiles(o.models)) {
+    const file = basename(path);
+    try {
+      // Each engine owns (and destroys) its device.
+      const engine = await WebGpuEngine.load(await openNodeDevice(choice), new FileSource(path), { contextLength: 256, maxSequences: 2, prefixCache: false });
+      const results: PromptResult[] = [];
+      try {
+        const model = await llama.loadModel({ modelPath: path, gpuLayers: 0 });
+        const context = await model.createContext({ threads: o.threads, contextSize: 256, flashAttention: false, experimentalKvCacheKeyType: 'F32', experimentalKvCacheValueType: 'F32' });
+        for (const prompt of PROMPTS) {
+          const tokens = engine.tokenizer.encode(prompt);
+          const seq = context.getSequence();
+          const ref: number[] = [];
+          const gaps: number[] = [];
+          const probs: Map<unknown, number>[] = [];
+          for await (const step of seq.evaluateWithMetadata(tokens as never, { probabilities: true }, { temperature: 0 })) {
+            ref.push(Number(step.token));
+            probs.push(step.probabilities);
+            const [a, b] = [...step.probabilities.values()].sort((x, y) => y - x);
+            gaps.push(Math.log(a / Math.max(b ?? 0, 1e-30)));
+            if (ref.length >= o.tokens) break;
+          }
+          seq.dispose();
+          const ours = (await engine.generate({ tokens, maxTokens: ref.length, temperature: 0, stopAtEndOfGeneration: false }).result).tokens;
+          const at = ref.findIndex((t, i) => ours[i] !== t);
+          // Our distributions along llama.cpp's path (teacher forcing), against its own.
+          const logits = await engine.logits([...tokens, ...ref.slice(0, -1)]);
+          let worst = 0;
+          probs.forEach((want, i) => {
+            const got = softmax(logits[tokens.length - 1 + i]);
+            const dense = new Float64Array(got.length);
+            for (const [t, v] of want) dense[Number(t)] = v;
+            for (let v = 0; v < got.length; v++) worst = Math.max(worst, Math.abs(got[v] - dense[v]));
+          });
+          results.push({ prompt, llama: ref, ours, firstDifference: at < 0 ? null : at, gapThere: at < 0 ? null : gaps[at], largestProbDifference: worst });
+        }
+        await context.dispose();
+        await model.dispose();
+        const quantized = (await parseGguf(new FileSource(path))).tensors.some((t) => !FLOAT_TYPES.has(t.type));
+        const tolerance = quantized ? PROB_TOLERANCE_QUANTIZED : PROB_TOLERANCE;
+        const worst = Math.max(...results.map((r) => r.largestProbDifference));
+        if (!(worst < tolerance)) failed = true;
+        models[file] = { dispatchesPerStep: engine.stats().lastStepDispatches, kvFormat: engine.stats().kvFormat, quantized, tolerance, largestProbDifference: worst, results };
+      } finally {
+        await engine.dispose();
+      }
+      const same = results.filter((r) => r.firstDifference === null).length;
+      const m = models[file] as { largestProbDifference: number; tolerance: number };
+      process.stderr.write(
+        `check: ${file}: ${same}/${results.length} prompts give llama.cpp's ${o.tokens} greedy tokens${results.filter((r) => r.firstDifference !== null).map((r) => `; "${r.prompt}" differs at ${r.firstDifference} (llama.cpp gap ${r.gapThere?.toFixed(4)})`).join('')}; ` +
+          `largest probability difference ${m.largestProbDifference.toExponential(2)} (tolerance ${m.tolerance})\n`,
+      );
+    } catch (e) {
+      failed = true;
+      models[file] = { error: (e as Error).stack ?? String(e) };
+      process.stderr.write(`check: ${file}: ${(e as Error).stack ?? String(e)}\n`);
+    }
+  }
+  report.models = models;
+} catch (e) {
+  report.error = (e as Error).stack ?? String(e);
+  process.stderr.write(`check: ${(e as Error).message}\n`);
+  if (o.out) writeFileSync(o.out, JSON.stringify(report, null, 1) + '\n');
+  process.exit(2);
+}
+if (o.out) writeFileSync(o.out, JSON.stringify(report, null, 1) + '\n');
+process.stderr.write(`check: ${failed ? 'FAILED' : 'passed'}\n`);
+process.exit(failed ? 1 : 0);
