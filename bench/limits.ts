@@ -5,7 +5,7 @@
 import { ADAPTER_CHOICES, describeAdapter, NoAdapterError, type AdapterChoice } from '../engine/gpu/select.ts';
 import { adapterChoiceFromEnv, openNodeDevice } from '../engine/platform/node.ts';
 import { matvecVariant } from '../kernels/matvec.ts';
-import { measureAdapterLimits, type AdapterLimits, type ProbeOptions } from '../kernels/probes/limits.ts';
+import { defaultStreamBytes, measureAdapterLimits, type AdapterLimits, type ProbeOptions } from '../kernels/probes/limits.ts';
 import { MATVEC_PATTERN, MATVEC_PROBE_TYPES, matvecShapes, measureMatVec, type MatVecRate } from '../kernels/probes/measure-matvec.ts';
 import { dequantize } from '../engine/gguf/quant/index.ts';
 import { tensorByteSize, typeName, type GgmlType } from '../ggml/types.ts';
@@ -57,7 +57,9 @@ export async function measureLimits(choices: readonly AdapterChoice[], opts: Pro
       const kernels: KernelStanding[] = [];
       for (const type of MATVEC_PROBE_TYPES) {
         log(`limits: ${sel.choice}: ${typeName(type)} matrix-vector kernel`);
-        for (const r of await measureMatVec(ctx, type, matvecVariant(sel.caps), matvecShapes()(type), (k) => patternDot(type, k))) {
+        // The long product as large as the read probe's buffer (past a GPU's cache), within the binding limit.
+        const longBytes = Math.min(defaultStreamBytes(sel.caps), sel.caps.maxStorageBinding, sel.caps.maxBufferSize);
+        for (const r of await measureMatVec(ctx, type, matvecVariant(sel.caps), matvecShapes(longBytes)(type), (k) => patternDot(type, k))) {
           kernels.push({ ...r, percentOfRead: (100 * r.GBps) / limits.streamReadGBps });
         }
       }

@@ -33,7 +33,10 @@ export interface AdapterLimits {
 }
 
 export interface ProbeOptions {
-  /** Streaming-read buffer size (default 96 MiB, capped by the device's binding and buffer limits). */
+  /**
+   * Streaming-read buffer size (default 96 MiB on a CPU adapter, 1 GiB on a GPU, whose last-level cache
+   * can hold 50+ MiB; capped by the device's binding and buffer limits).
+   */
   streamBytes?: number;
   /** Workgroups per dispatch for the read and FMA probes (default 256 on a CPU adapter, 4096 on a GPU). */
   workgroups?: number;
@@ -53,6 +56,12 @@ export interface ProbeOptions {
 }
 
 export const DEFAULT_STREAM_BYTES = 96 * 2 ** 20;
+export const GPU_STREAM_BYTES = 2 ** 30;
+
+/** The streaming-read size for this device when the caller names none. */
+export function defaultStreamBytes(caps: GpuCaps): number {
+  return caps.software ? DEFAULT_STREAM_BYTES : GPU_STREAM_BYTES;
+}
 
 /** The candidate sizes this device can run, in order. */
 export function probeWorkgroupSizes(caps: GpuCaps, wanted: readonly number[] = [32, 64, 128, 256]): number[] {
@@ -69,7 +78,7 @@ export async function measureAdapterLimits(device: GPUDevice, caps: GpuCaps, opt
   const targetMs = opts.targetMs ?? 40;
   const workgroupSizes = probeWorkgroupSizes(caps, opts.workgroupSizes);
   const maxBytes = Math.min(caps.maxStorageBinding, caps.maxBufferSize);
-  const streamBytes = Math.floor(Math.min(opts.streamBytes ?? DEFAULT_STREAM_BYTES, maxBytes) / 16) * 16;
+  const streamBytes = Math.floor(Math.min(opts.streamBytes ?? defaultStreamBytes(caps), maxBytes) / 16) * 16;
   const progress = opts.onProgress ?? (() => {});
 
   progress(`streaming read of ${(streamBytes / 2 ** 20).toFixed(1)} MiB`);
