@@ -7,6 +7,7 @@ import kvF32 from './attention-kv-f32.wgsl?raw';
 import type { KvFormat } from './kv-format.ts';
 import outF32 from './attention-out-f32.wgsl?raw';
 import outQ8 from './attention-out-q8.wgsl?raw';
+import parallel from './attention-parallel.wgsl?raw';
 import serial from './attention-serial.wgsl?raw';
 import serialGrouped from './attention-serial-grouped.wgsl?raw';
 import serialVec4 from './attention-serial-vec4.wgsl?raw';
@@ -20,6 +21,8 @@ import { unrollLines, unrollRowsTokens } from './unroll.ts';
 
 export const ATTENTION_MAX_HEAD_DIM = 256;
 const SERIAL_WG = 8;
+/** Invocations a workgroup of the GPU kernel for heads of whole vec4s (attention-parallel.wgsl). */
+const PARALLEL_WG = 256;
 /**
  * Most vec4s of one head's query and accumulator (head_dim / 4 each) an invocation of the grouped kernel
  * keeps for all its heads together: llvmpipe compiled 3 heads of dimension 64 (48) in under a second, 4
@@ -80,13 +83,18 @@ export interface AttentionParams {
  */
 export class AttentionKernel {
   readonly kernel: CompiledKernel;
-  /** One invocation per (token, head) without barriers, for CPU adapters; else a workgroup per pair. */
+  /**
+   * One invocation per (token, head) without barriers, for CPU adapters; else a workgroup per pair
+   * (attention-parallel.wgsl for heads of whole vec4s, attention.wgsl for the rest).
+   */
   readonly serial: boolean;
   /**
    * The serial kernels reading vec4s, for head dimensions, offsets and strides that are multiples of 4: one
    * pipeline per head dimension, query heads computed together (attention-serial-grouped.wgsl) and output.
    */
   private readonly serialVec4 = new Map<string, CompiledKernel>();
+  /** The GPU kernel for heads of whole vec4s, one pipeline per head dimension. */
+  private readonly parallel = new Map<number, CompiledKernel>();
   private readonly ctx: KernelContext;
   /**
    * `minGroupedItems` (serial only): the fewest invocations for which query heads sharing a KV head
@@ -137,6 +145,16 @@ export class AttentionKernel {
     return k;
   }
 
+  /** attention-parallel.wgsl for heads of `headDim` (a multiple of 4). */
+  private parallelKernel(headDim: number): CompiledKernel {
+    let k = this.parallel.get(headDim);
+    if (!k) {
+      const constants = { WG: PARALLEL_WG, HV: headDim / 4 };
+      this.parallel.set(headDim, (k = this.ctx.kernel({ label: `attention-parallel-d${headDim}`, code: wgsl(io, ioVec4, kvF32, outF32, parallel), bindings: BINDINGS, constants })));
+    }
+    return k;
+  }
+
   bind(q: GPUBuffer, kCache: GPUBuffer, vCache: GPUBuffer, pageTable: GPUBuffer, positions: GPUBuffer, tokenSeq: GPUBuffer, out: GPUBuffer): GPUBindGroup {
     return this.kernel.bind([q, kCache, vCache, pageTable, positions, tokenSeq, out]);
   }
@@ -167,7 +185,8 @@ export class AttentionKernel {
     }
     if (!this.serial) {
       const [gx, gy] = grid2d(p.tokens * p.heads);
-      arena.dispatch(pass, this.kernel, group, s, gx, gy);
+      const wide = by4 && this.ctx.caps.maxInvocationsPerWorkgroup >= PARALLEL_WG;
+      arena.dispatch(pass, wide ? this.parallelKernel(p.headDim) : this.kernel, group, s, gx, gy);
       return;
     }
     const together = by4 ? groupedHeads(p.heads, p.kvHeads, p.headDim) : 1;

@@ -9,7 +9,8 @@ import { maxRelError, randomF32 } from '../helpers/random.ts';
 // Two sequences share a paged cache with scattered pages. Sequence 0 already holds `past` positions; a
 // batch of new tokens from both sequences is stored and attended to in one pass, as in batched decode
 // and chunked prefill.
-// Head dimensions that are multiples of 4 run the serial vec4 kernels, dim 6 the scalar one; with more
+// Head dimensions that are multiples of 4 run the vec4 kernels (serial, or attention-parallel.wgsl on the
+// workgroup variant), dim 6 the scalar ones; with more
 // (token, KV head) pairs than `minGrouped`, query heads sharing a KV head run together (0: always,
 // Infinity: never).
 describe.each([
@@ -27,6 +28,10 @@ describe.each([
     { heads: 4, kvHeads: 2, hd: 6, pageSize: 8, past0: 20, new0: 2, new1: 5, window: 0 },
     // Decode of one token per sequence: too few (token, KV head) pairs to group by default.
     { heads: 9, kvHeads: 3, hd: 64, pageSize: 16, past0: 37, new0: 1, new1: 1, window: 0 },
+    // Past the GPU kernel's chunk of 1024 positions (two chunks and a third), and a head of 20 vec4s,
+    // which does not divide its 256 invocations into whole groups.
+    { heads: 2, kvHeads: 1, hd: 16, pageSize: 64, past0: 2100, new0: 2, new1: 3, window: 0 },
+    { heads: 4, kvHeads: 2, hd: 80, pageSize: 16, past0: 300, new0: 1, new1: 2, window: 0 },
   ]) {
     it(`matches the reference: ${heads}/${kvHeads} heads, dim ${hd}, pages of ${pageSize}${window ? `, window ${window}` : ''}`, async () => {
       const ctx = await testContext();

@@ -1,0 +1,100 @@
+// Attention for GPUs, heads of whole vec4s: one workgroup of WG (256) invocations per (token, query
+// head), the work of a chunk of positions spread over all of them. A decode token's few heads are only
+// a few workgroups on a GPU of 100+ cores, so what sets the time is the length of each invocation's chain
+// of dependent loads, not bandwidth: the workgroup kernel (attention.wgsl) walked 64 positions at a time
+// with a loop over the head per position, about 0.4 ms a layer at 600 positions on an H200. Here each
+// invocation scores up to CHUNK / WG positions of a chunk (a head's vec4s loaded at once, the loop has a
+// constant trip count), the chunk's maximum and sum are tree reductions, and the value sums are split
+// over WG / HV groups of HV invocations, each group a stride of the chunk's positions, summed at the end.
+// Online softmax across chunks, as in the other kernels. The reductions are written out in main: Mesa's
+// llvmpipe (which the tests run this kernel on) lost writes across barriers inside a called function.
+//
+// WG (256 here: the reduction arrays' size), HV and MAX_HEAD_VEC come with attention-io-vec4.wgsl;
+// k_one / v_one with attention-kv-f32.wgsl; out with attention-out-f32.wgsl.
+
+const CHUNK: u32 = 1024u;
+const RED: u32 = 256u;
+
+var<workgroup> q_shared: array<vec4f, MAX_HEAD_VEC>;
+// A chunk's scores, then its softmax weights; and where each position's head starts in the cache.
+var<workgroup> scores: array<f32, CHUNK>;
+var<workgroup> bases: array<u32, CHUNK>;
+var<workgroup> red: array<f32, RED>;
+var<workgroup> partial: array<vec4f, RED>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: u32) {
+  let item = wg.x + wg.y * 65535u;
+  if (item >= params.tokens * params.heads) { return; }
+  let t = item / params.heads;
+  let h = item % params.heads;
+  let kh = h / (params.heads / params.kv_heads);
+  let kv_vec = params.kv_heads * HV;
+  let seq = token_seq[t];
+  let last = positions[t];
+  let first = first_position(last);
+  let qb = (params.q_offset + t * params.q_stride) / 4u + h * HV;
+  if (lid < HV) { q_shared[lid] = q[qb + lid]; }
+  workgroupBarrier();
+
+  // Invocation lid sums vec4 j of the head over positions g, g + groups, ... of each chunk.
+  let groups = WG / HV;
+  let j = lid % HV;
+  let g = lid / HV;
+  var m = -3.4e38;
+  var l = 0.0;
+  var acc = vec4f();
+  for (var start = first; start <= last; start += CHUNK) {
+    let n = min(CHUNK, last + 1u - start);
+    var top = -3.4e38;
+    for (var i = lid; i < n; i += WG) {
+      let p = start + i;
+      let page = page_table[seq * params.max_pages + p / params.page_size];
+      let base = (page * params.page_size + p % params.page_size) * kv_vec + kh * HV;
+      var s4 = vec4f();
+      for (var d = 0u; d < HV; d++) { s4 += q_shared[d] * k_one(base, d); }
+      var s = (s4.x + s4.y + s4.z + s4.w) * params.scale;
+      if (params.softcap > 0.0) { s = params.softcap * tanh(s / params.softcap); }
+      scores[i] = s;
+      bases[i] = base;
+      top = max(top, s);
+    }
+    red[lid] = top;
+    workgroupBarrier();
+    for (var w = WG / 2u; w > 0u; w >>= 1u) {
+      if (lid < w) { red[lid] = max(red[lid], red[lid + w]); }
+      workgroupBarrier();
+    }
+    let m_new = max(m, red[0]);
+    workgroupBarrier(); // everyone has read red[0] before it is written again
+    var sum = 0.0;
+    for (var i = lid; i < n; i += WG) {
+      let w = exp(scores[i] - m_new);
+      scores[i] = w;
+      sum += w;
+    }
+    let rescale = exp(m - m_new);
+    red[lid] = sum;
+    workgroupBarrier();
+    for (var w = WG / 2u; w > 0u; w >>= 1u) {
+      if (lid < w) { red[lid] += red[lid + w]; }
+      workgroupBarrier();
+    }
+    // The sum's barriers also make every weight visible to the value sums below.
+    l = l * rescale + red[0];
+    acc *= rescale;
+    if (g < groups) {
+      for (var i = g; i < n; i += groups) { acc += scores[i] * v_one(bases[i], j); }
+    }
+    m = m_new;
+    // Every read of this chunk's scores, bases and red[0] is done before the next chunk writes them.
+    workgroupBarrier();
+  }
+  partial[lid] = acc;
+  workgroupBarrier();
+  if (lid < HV) {
+    var a = partial[lid];
+    for (var k = 1u; k < groups; k++) { a += partial[k * HV + lid]; }
+    out[(params.out_offset + t * params.out_stride) / 4u + h * HV + lid] = a / l;
+  }
+}
