@@ -26,6 +26,7 @@ import { loadEngine } from '../engine/node.ts';
 import { llamaPrefixScenario } from './llama-prefix-scenario.ts';
 import { formatPrefixScenario, prefixScenario, scenarioPrompts, type PrefixScenarioResult } from './prefix-scenario.ts';
 import { formatTrainScenario, trainScenario, type TrainScenarioResult } from './train-scenario.ts';
+import { formatProfile, profileOurs, type BenchProfile } from './profile.ts';
 
 const program = new Command()
   .name('bench')
@@ -45,6 +46,7 @@ const program = new Command()
   .option('--out <dir>', 'results folder', 'bench/results')
   .option('--prefix-scenario', 'also time 16 requests sharing one system prompt with the prefix cache off and on (bench/prefix-scenario.ts)')
   .option('--train', 'also time LoRA fine-tuning on the model: rank 8, all seven block matrices (bench/train-scenario.ts)')
+  .option('--profile', "also time our prefill and decode steps kernel by kernel (GPU timestamps where the adapter has them; bench/profile.ts)")
   .parse();
 
 const o = program.opts<{ model?: string; limits?: boolean; promptTokens: number; genTokens: number; runs: number; concurrency: number; adapter?: string; llamaGpu: string; threads: number; llama: boolean; label: string; out: string; curve?: number[] | true; note?: string }>();
@@ -115,6 +117,11 @@ if (program.opts<{ train?: boolean }>().train) {
     await engine.dispose();
   }
 }
+let profile: BenchProfile | undefined;
+if (program.opts<{ profile?: boolean }>().profile) {
+  process.stderr.write(`bench: profile of our prefill and decode steps, kernel by kernel\n`);
+  profile = await profileOurs(spec, o.adapter);
+}
 // Percentages only where the same run probed the adapter the engine used (its backend is the choice name).
 const traffic = weightTraffic(gguf.tensors);
 for (const r of results) r.efficiency = efficiency(r, traffic, limits?.measured.find((l) => l.adapter === r.backend));
@@ -130,11 +137,13 @@ const report = {
   ...(prefix ? { prefixScenario: prefix } : {}),
   ...(prefixLlama ? { prefixScenarioLlamaCpp: prefixLlama } : {}),
   ...(train ? { trainScenario: train } : {}),
+  ...(profile ? { profile } : {}),
 };
 process.stdout.write(formatTable(report.results) + '\n');
 if (curves.length > 0) process.stdout.write('\nBatching curve (prefill and decode timed apart; bench/curve.ts):\n' + formatCurveTable(curves) + '\n');
 if (prefix) process.stdout.write('\n' + formatPrefixScenario(prefix, prefixLlama) + '\n');
 if (train) process.stdout.write('\n' + formatTrainScenario(train) + '\n');
+if (profile) process.stdout.write('\n' + formatProfile(profile) + '\n');
 writeReport(`${date.slice(0, 10)}-${o.label}-${model.split('/').pop()!.replace(/\.gguf$/, '')}.json`, report);
 process.exit(0);
 

@@ -28,6 +28,8 @@ import { AdapterRegistry, type AdapterLease } from './lora/registry.ts';
 import { MAX_MATVEC_T } from '../kernels/matvec.ts';
 import { XQ8_WIDE_TOKENS } from '../kernels/matmul.ts';
 import { KernelContext } from '../kernels/runtime/context.ts';
+import type { DispatchRecord } from '../kernels/runtime/arena.ts';
+import { profileStep, type StepProfile } from '../kernels/runtime/step-profile.ts';
 import { createMatrixKernels } from './model/matrix-kernels.ts';
 
 export interface EngineOptions {
@@ -376,6 +378,25 @@ export class WebGpuEngine implements TextEngine {
     }
     // Some pipelines are made on first use (the wide tiled products).
     await this.ctx.checkKernels();
+  }
+
+  /**
+   * Where a step's time goes, kernel by kernel, for the bench: runs `options` to its end with the
+   * steps' dispatches recorded, then times the last step's again (kernels/runtime/step-profile.ts):
+   * `maxTokens: 1` profiles a prefill step, more a decode step. Replaying rewrites the step's KV rows and
+   * residual stream, so it needs the prefix cache off (no cached page may change), and outputs of this
+   * engine are not to be trusted afterwards.
+   */
+  async profileLastStep(options: GenerateOptions): Promise<StepProfile> {
+    if (this.scheduler.prefixCache) throw new EngineInputError('profileLastStep needs an engine loaded with prefixCache: false (replaying a step rewrites KV rows the cache shares)');
+    const records: DispatchRecord[] = [];
+    const arena = this.transformer.recordDispatches(records);
+    try {
+      await this.generate(options).result;
+    } finally {
+      this.transformer.recordDispatches(undefined);
+    }
+    return profileStep(this.ctx, arena, records);
   }
 
   stats(): EngineStats {

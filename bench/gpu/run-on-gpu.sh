@@ -10,8 +10,9 @@
 # parity check (app/check.mjs): our engine on the adapter must give llama.cpp's (CPU) greedy tokens on the
 # pack's real models (check-models/) and the synthesized ones. Then, per model, the bench: our engine on
 # Dawn's Vulkan backend (--adapter gpu) beside llama.cpp on CUDA or Vulkan, with the adapter probes
-# (--limits) and the batching curve, by default
-#   -p 512 -n 128 -r 3 --curve 1,4,8,16 --threads <cores>
+# (--limits), the batching curve and the per-kernel profile of a prefill and a decode step (timestamps), by
+# default
+#   -p 512 -n 128 -r 3 --curve 1,4,8,16 --profile --threads <cores>
 # Options after `--` go to the bench last and override those. --step-timeout stops any one step (a
 # synthesis, the check, a bench) that runs longer, so a lease-bound run still reaches the next step.
 # Writes into DIR (default ./results): check.json, one results JSON and log per model, and host.txt (GPU,
@@ -177,7 +178,7 @@ for preset in "${BENCHED[@]}"; do
   MODEL=$HERE/models/$preset-$TYPE.gguf
   echo "=== $preset ($TYPE): our engine on --adapter $ADAPTER, llama.cpp on --llama-gpu $LLAMA_GPU" >&2
   step "$NODE" "$HERE/app/bench.mjs" --model "$MODEL" --adapter "$ADAPTER" --llama-gpu "$LLAMA_GPU" --threads "$(nproc)" $LIMITS \
-    --label "$LABEL" --note "$NOTE" --out "$OUT" -p 512 -n 128 -r 3 --curve 1,4,8,16 "${EXTRA[@]}" 2>&1 | tee "$OUT/$preset-$TYPE.log"
+    --label "$LABEL" --note "$NOTE" --out "$OUT" -p 512 -n 128 -r 3 --curve 1,4,8,16 --profile "${EXTRA[@]}" 2>&1 | tee "$OUT/$preset-$TYPE.log"
   [ "${PIPESTATUS[0]}" = 0 ] || { echo "run-on-gpu: bench on $preset failed (see $OUT/$preset-$TYPE.log)" >&2; STATUS=1; }
 done
 echo "run-on-gpu: results in $OUT (copy the folder back)" >&2

@@ -7,7 +7,7 @@ import { AttentionKernel } from '../../kernels/attention.ts';
 import { RmsNormKernel } from '../../kernels/rmsnorm.ts';
 import { xq8Buffer } from '../../kernels/matmul-x-window.ts';
 import { RopeKvStoreKernel } from '../../kernels/rope-kv-store.ts';
-import { ParamArena } from '../../kernels/runtime/arena.ts';
+import { ParamArena, type DispatchRecord } from '../../kernels/runtime/arena.ts';
 import type { KernelContext } from '../../kernels/runtime/context.ts';
 import { PenaltiesKernel, writePenaltyEntry, writePenaltyRow, PENALTY_ENTRY_BYTES, PENALTY_ROW_BYTES } from '../../kernels/sampling/penalties.ts';
 import { SampleKernel, writeSampleRow, SAMPLE_ROW_BYTES, SAMPLE_OUT_WORDS, type SampleGroups } from '../../kernels/sampling/sample.ts';
@@ -127,6 +127,15 @@ export class Transformer implements StepRunner {
   private readonly ropeFactorsDummy: GPUBuffer | undefined;
   /** Dispatches recorded by the last step (for the bench's dispatches-per-token figure). */
   lastDispatches = 0;
+
+  /**
+   * Append every dispatch of each step to `into` (emptied as a step starts, so the last step's remain),
+   * or stop with undefined; returns the arena that holds their params (kernels/runtime/step-profile.ts).
+   */
+  recordDispatches(into: DispatchRecord[] | undefined): ParamArena {
+    this.arena.recorder = into;
+    return this.arena;
+  }
   private readonly segments: SegmentPlanner;
   /** Steps of at most this many tokens use the norm-fused products (0: never). */
   private readonly fuseNormUpTo: number;

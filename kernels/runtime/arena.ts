@@ -7,6 +7,18 @@ import { PARAM_SLOT_BYTES, type KernelContext, type CompiledKernel } from './con
 
 const SLOT_WORDS = PARAM_SLOT_BYTES / 4;
 
+/** One dispatch of a step as the arena issued it, enough to issue it again (runtime/step-profile.ts). */
+export interface DispatchRecord {
+  label: string;
+  pipeline: GPUComputePipeline;
+  buffers: GPUBindGroup;
+  /** The params slot's first word. */
+  base: number;
+  x: number;
+  y: number;
+  z: number;
+}
+
 export class ParamArena {
   readonly buffer: GPUBuffer;
   readonly bindGroup: GPUBindGroup;
@@ -17,6 +29,11 @@ export class ParamArena {
   /** offsets[i] = i * 256, so setBindGroup can take a subarray without allocating. */
   private readonly offsets: Uint32Array;
   private used = 0;
+  /**
+   * Where set, every dispatch of the current step is also appended here (emptied at reset()), so after a
+   * step it holds that step's dispatches, whose params are still the arena's (step-profile.ts).
+   */
+  recorder?: DispatchRecord[];
 
   constructor(
     private readonly ctx: KernelContext,
@@ -43,6 +60,7 @@ export class ParamArena {
   /** Start a new step: slots are handed out from the beginning again. */
   reset(): void {
     this.used = 0;
+    if (this.recorder) this.recorder.length = 0;
   }
 
   /** Take the next slot; returns the word index where its params begin (zeroed). */
@@ -58,7 +76,17 @@ export class ParamArena {
   dispatch(pass: GPUComputePassEncoder, kernel: CompiledKernel, buffers: GPUBindGroup, base: number, x: number, y = 1, z = 1): void {
     const max = this.ctx.caps.maxWorkgroupsPerDimension;
     if (x > max || y > max || z > max) throw new Error(`${kernel.label}: dispatch ${x}x${y}x${z} exceeds ${max} workgroups per dimension`);
-    pass.setPipeline(kernel.pipeline);
+    this.recorder?.push({ label: kernel.label, pipeline: kernel.pipeline, buffers, base, x, y, z });
+    this.issue(pass, kernel.pipeline, buffers, base, x, y, z);
+  }
+
+  /** A recorded dispatch again, with the params its slot holds now (the last flushed step's). */
+  replay(pass: GPUComputePassEncoder, d: DispatchRecord): void {
+    this.issue(pass, d.pipeline, d.buffers, d.base, d.x, d.y, d.z);
+  }
+
+  private issue(pass: GPUComputePassEncoder, pipeline: GPUComputePipeline, buffers: GPUBindGroup, base: number, x: number, y: number, z: number): void {
+    pass.setPipeline(pipeline);
     pass.setBindGroup(0, buffers);
     pass.setBindGroup(1, this.bindGroup, this.offsets, base / SLOT_WORDS, 1);
     pass.dispatchWorkgroups(x, y, z);

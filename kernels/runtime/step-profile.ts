@@ -1,0 +1,107 @@
+/**
+ * Where a step's time goes, kernel by kernel: the dispatches of one recorded step (ParamArena.recorder)
+ * are issued again and timed. With timestamp queries (real GPUs) every dispatch gets its own pass whose
+ * start and end the GPU stamps; without them (llvmpipe) the dispatches of each kernel label are issued
+ * together in one submit and timed with the wall clock. Either way the figures are medians of several
+ * rounds, and the whole step is timed too, so the parts can be read against it.
+ *
+ * Replaying re-runs the step on the same buffers: in-place updates (the residual stream) accumulate and
+ * the KV cache rows of the step are written again. Profile an engine whose sequences are finished and
+ * whose prefix cache is off, and do not trust its outputs afterwards.
+ */
+import type { DispatchRecord, ParamArena } from './arena.ts';
+import type { KernelContext } from './context.ts';
+
+export interface KernelTime {
+  label: string;
+  dispatches: number;
+  /** Median milliseconds of all this label's dispatches of the step together. */
+  ms: number;
+}
+
+export interface StepProfile {
+  method: 'timestamps' | 'wall-clock';
+  dispatches: number;
+  /** The whole step issued as one pass and submit, median wall-clock milliseconds. */
+  stepMs: number;
+  /** Per kernel label, most time first. */
+  kernels: KernelTime[];
+}
+
+const ROUNDS = 5;
+/** WebGPU's limit on queries in a query set. */
+const MAX_QUERIES = 4096;
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)];
+}
+
+async function wallClock(ctx: KernelContext, arena: ParamArena, records: readonly DispatchRecord[]): Promise<number> {
+  const device = ctx.device;
+  const ms: number[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    const enc = device.createCommandEncoder({ label: 'profile' });
+    const pass = enc.beginComputePass();
+    for (const d of records) arena.replay(pass, d);
+    pass.end();
+    await device.queue.onSubmittedWorkDone();
+    const t0 = performance.now();
+    device.queue.submit([enc.finish()]);
+    await device.queue.onSubmittedWorkDone();
+    ms.push(performance.now() - t0);
+  }
+  return median(ms);
+}
+
+/** Nanoseconds of each dispatch, one stamped pass each, median over the rounds. */
+async function stamped(ctx: KernelContext, arena: ParamArena, records: readonly DispatchRecord[]): Promise<number[]> {
+  const device = ctx.device;
+  const n = records.length;
+  const querySet = device.createQuerySet({ type: 'timestamp', count: 2 * n });
+  const resolved = device.createBuffer({ label: 'profile.stamps', size: 16 * n, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
+  const read = device.createBuffer({ label: 'profile.stamps.read', size: 16 * n, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  const rounds: number[][] = records.map(() => []);
+  try {
+    for (let r = 0; r < ROUNDS; r++) {
+      const enc = device.createCommandEncoder({ label: 'profile' });
+      records.forEach((d, i) => {
+        const pass = enc.beginComputePass({ timestampWrites: { querySet, beginningOfPassWriteIndex: 2 * i, endOfPassWriteIndex: 2 * i + 1 } });
+        arena.replay(pass, d);
+        pass.end();
+      });
+      enc.resolveQuerySet(querySet, 0, 2 * n, resolved, 0);
+      enc.copyBufferToBuffer(resolved, 0, read, 0, 16 * n);
+      device.queue.submit([enc.finish()]);
+      await read.mapAsync(GPUMapMode.READ);
+      const t = new BigUint64Array(read.getMappedRange().slice(0));
+      read.unmap();
+      for (let i = 0; i < n; i++) rounds[i].push(Number(t[2 * i + 1] - t[2 * i]));
+    }
+  } finally {
+    querySet.destroy();
+    resolved.destroy();
+    read.destroy();
+  }
+  return rounds.map(median);
+}
+
+/** Time `records` (one step's dispatches, the arena's params still theirs), per kernel label. */
+export async function profileStep(ctx: KernelContext, arena: ParamArena, records: readonly DispatchRecord[]): Promise<StepProfile> {
+  if (records.length === 0) throw new Error('profile: no dispatches were recorded');
+  const stepMs = await wallClock(ctx, arena, records);
+  const byLabel = new Map<string, DispatchRecord[]>();
+  for (const d of records) byLabel.set(d.label, [...(byLabel.get(d.label) ?? []), d]);
+  const kernels: KernelTime[] = [];
+  const method = ctx.caps.timestamps && 2 * records.length <= MAX_QUERIES ? 'timestamps' : 'wall-clock';
+  if (method === 'timestamps') {
+    const ns = await stamped(ctx, arena, records);
+    const sum = new Map<string, number>();
+    records.forEach((d, i) => sum.set(d.label, (sum.get(d.label) ?? 0) + ns[i]));
+    for (const [label, ds] of byLabel) kernels.push({ label, dispatches: ds.length, ms: sum.get(label)! / 1e6 });
+  } else {
+    for (const [label, ds] of byLabel) kernels.push({ label, dispatches: ds.length, ms: await wallClock(ctx, arena, ds) });
+  }
+  kernels.sort((a, b) => b.ms - a.ms);
+  return { method, dispatches: records.length, stepMs, kernels };
+}
