@@ -97,7 +97,7 @@ export class Transformer implements StepRunner {
   private readonly rope: RopeTail;
   /** The counters of the products' tails (MatrixIo.tail), shared: a step's dispatches run in order. */
   private readonly tailCounter: GPUBuffer | undefined;
-  private readonly head: { normKernel: RmsNormKernel; norm: GPUBindGroup; product: BoundProduct; sample: SampleGroups; topk: GPUBindGroup; penalties: GPUBindGroup };
+  private readonly head: { normKernel: RmsNormKernel; norm: GPUBindGroup; product: BoundProduct; normed: BoundProduct | undefined; sample: SampleGroups; topk: GPUBindGroup; penalties: GPUBindGroup };
   // CPU mirrors of the step inputs, allocated once.
   private readonly tokens: Uint32Array;
   private readonly positions: Uint32Array;
@@ -314,6 +314,12 @@ export class Transformer implements StepRunner {
             norm: this.k.headNorm.bind(ws.x, weights.outputNorm, ws.xLastNorm, ws.lastIndex),
             product: this.matrices.product(weights.output, ws.xLastNorm, ws.logits, io(D, 0, cfg.vocabSize)),
           }),
+      // Steps whose rows are their tokens in order (decode): the head product folds the final norm in, as
+      // the QKV and gate|up products do, one dispatch fewer.
+      normed:
+        this.fuseNormUpTo > 0 && !(headNormQ8 && xLastNormQ8)
+          ? this.matrices.product(weights.output, ws.x, ws.logits, { ...io(D, 0, cfg.vocabSize), norm: { weight: weights.outputNorm, eps: cfg.rmsEps } })
+          : undefined,
       sample: this.k.sample.bind(ws.logits, ws.mask, ws.sampleSettings, ws.samplePartials, ws.sampleOut),
       topk: this.k.topk.bind(ws.logits, ws.mask, ws.sampleSettings, ws.topkOut),
       penalties: this.k.penalties.bind(ws.logits, ws.penaltyEntries, ws.penaltyRows),
@@ -649,11 +655,21 @@ export class Transformer implements StepRunner {
     const k = this.k;
     const h = this.head;
     const V = cfg.vocabSize;
-    h.normKernel.encode(pass, a, h.norm, { rows: R, dim: cfg.dim, eps: cfg.rmsEps });
-    h.product.encode(pass, a, R);
+    if (h.normed && R === this.nTokens && R <= this.fuseNormUpTo && this.rowsAreTokens(R)) {
+      h.normed.encode(pass, a, R);
+    } else {
+      h.normKernel.encode(pass, a, h.norm, { rows: R, dim: cfg.dim, eps: cfg.rmsEps });
+      h.product.encode(pass, a, R);
+    }
     if (this.anyPenalty) k.penalties.encode(pass, a, h.penalties, { rows: R, logitsStride: V });
     k.sample.encode(pass, a, h.sample, { rows: R, vocab: V, logitsStride: V, maskWords: this.ws.maskWords });
     if (this.anyCandidates) k.topk.encode(pass, a, h.topk, { rows: R, vocab: V, logitsStride: V, maskWords: this.ws.maskWords });
+  }
+
+  /** Whether sampled row r is token r for every row (each sequence one token, in order). */
+  private rowsAreTokens(R: number): boolean {
+    for (let r = 0; r < R; r++) if (this.lastIndex[r] !== r) return false;
+    return true;
   }
 
   sampled(row: number): { token: number; logprob: number } {
