@@ -1,9 +1,10 @@
 /** Measure llama.cpp (node-llama-cpp's prebuilt binaries) on the same file and the same token ids. */
 import type { LlamaContext } from 'node-llama-cpp';
 import { curveMaxTokens, curvePoint, curvePrompt, medianPoint, timeSequences, type CurvePoint, type EngineCurve } from './curve.ts';
-import { median, type BenchSpec, type Measurement } from './measure.ts';
+import { medianTimings, type BenchSpec, type EngineRuns, type Measurement } from './measure.ts';
 
-export async function measureLlamaCpp(spec: BenchSpec, opts: { gpu: false | 'cuda' | 'vulkan' | 'auto'; threads: number }): Promise<Measurement> {
+/** llama.cpp loaded and warmed up on `spec` (EngineRuns). */
+export async function openLlamaCpp(spec: BenchSpec, opts: { gpu: false | 'cuda' | 'vulkan' | 'auto'; threads: number }): Promise<EngineRuns> {
   const { getLlama } = await import('node-llama-cpp');
   const llama = await getLlama({ gpu: opts.gpu, build: 'never', logLevel: 'error' as never });
   const t0 = performance.now();
@@ -12,40 +13,38 @@ export async function measureLlamaCpp(spec: BenchSpec, opts: { gpu: false | 'cud
   const n = Math.max(1, spec.concurrency);
   const context = await model.createContext({ threads: opts.threads, contextSize: n * (prompt.length + spec.genTokens + 8), batchSize: Math.max(512, prompt.length), sequences: n });
   const loadMs = performance.now() - t0;
-  const prefill: number[] = [];
-  const decode: number[] = [];
-  const ttft: number[] = [];
-  for (let i = 0; i < spec.runs + 1; i++) {
+  const once = async () => {
     const seq = context.getSequence();
     const start = performance.now();
     let first = 0;
-    let n = 0;
+    let count = 0;
     // Prefill and decode timed as llama.cpp's own example does: the first token ends prefill.
     for await (const _ of seq.evaluate(prompt as never, { temperature: 0 })) {
-      n++;
-      if (n === 1) first = performance.now();
-      if (n >= spec.genTokens) break;
+      count++;
+      if (count === 1) first = performance.now();
+      if (count >= spec.genTokens) break;
     }
     const end = performance.now();
     seq.dispose();
-    if (i === 0) continue; // warm-up
-    prefill.push((prompt.length / (first - start)) * 1000);
-    decode.push(((n - 1) / (end - first)) * 1000);
-    ttft.push(first - start);
-  }
-  const extra = n > 1 ? await concurrent(context, prompt, spec.genTokens, n) : undefined;
-  await context.dispose();
-  await model.dispose();
+    return { prefillTokensPerSecond: (prompt.length / (first - start)) * 1000, decodeTokensPerSecond: ((count - 1) / (end - first)) * 1000, timeToFirstTokenMs: first - start };
+  };
+  await once(); // warm-up
   return {
-    engine: 'llama.cpp (node-llama-cpp)',
-    backend: backendName(llama.gpu, opts),
-    promptTokens: prompt.length,
-    generatedTokens: spec.genTokens,
-    loadMs,
-    prefillTokensPerSecond: median(prefill),
-    decodeTokensPerSecond: median(decode),
-    timeToFirstTokenMs: median(ttft),
-    extra,
+    once,
+    async finish(runs) {
+      const extra = n > 1 ? await concurrent(context, prompt, spec.genTokens, n) : undefined;
+      await context.dispose();
+      await model.dispose();
+      return {
+        engine: 'llama.cpp (node-llama-cpp)',
+        backend: backendName(llama.gpu, opts),
+        promptTokens: prompt.length,
+        generatedTokens: spec.genTokens,
+        loadMs,
+        ...medianTimings(runs),
+        extra,
+      };
+    },
   };
 }
 

@@ -21,6 +21,40 @@ export interface Measurement {
   efficiency?: Efficiency;
 }
 
+/** One timed generation of the bench prompt. */
+export interface RunTiming {
+  prefillTokensPerSecond: number;
+  decodeTokensPerSecond: number;
+  timeToFirstTokenMs: number;
+}
+
+/**
+ * An engine loaded and warmed up for the bench's main measurement: `once()` times one generation of the
+ * prompt, `finish(runs)` takes the engine's other figures, releases it and returns its Measurement with
+ * the medians of `runs`. Split so two engines' runs can alternate (bench/paired.ts).
+ */
+export interface EngineRuns {
+  once(): Promise<RunTiming>;
+  finish(runs: readonly RunTiming[]): Promise<Measurement>;
+}
+
+/** Medians of the timed runs, as a Measurement's three speed figures. */
+export function medianTimings(runs: readonly RunTiming[]): RunTiming {
+  return {
+    prefillTokensPerSecond: median(runs.map((r) => r.prefillTokensPerSecond)),
+    decodeTokensPerSecond: median(runs.map((r) => r.decodeTokensPerSecond)),
+    timeToFirstTokenMs: median(runs.map((r) => r.timeToFirstTokenMs)),
+  };
+}
+
+/** One engine on its own: `runs` timed generations in a row. */
+export async function measureAlone(open: Promise<EngineRuns>, runs: number): Promise<Measurement> {
+  const e = await open;
+  const timings: RunTiming[] = [];
+  for (let i = 0; i < runs; i++) timings.push(await e.once());
+  return e.finish(timings);
+}
+
 export interface BenchSpec {
   model: string;
   /** The same token ids for every engine (see benchPrompt). */

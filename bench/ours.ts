@@ -7,9 +7,14 @@ import { readModelConfig } from '../engine/arch/index.ts';
 import { parseGguf } from '../engine/gguf/parse.ts';
 import { FileSource } from '../engine/loader/file-source.ts';
 import { curveMaxTokens, curvePoint, curvePrompt, medianPoint, timeSequences, type CurvePoint, type EngineCurve } from './curve.ts';
-import { median, type BenchSpec, type Measurement } from './measure.ts';
+import { measureAlone, median, medianTimings, type BenchSpec, type EngineRuns, type Measurement } from './measure.ts';
 
-export async function measureOurs(spec: BenchSpec, adapter: string | undefined): Promise<Measurement> {
+export function measureOurs(spec: BenchSpec, adapter: string | undefined): Promise<Measurement> {
+  return measureAlone(openOurs(spec, adapter), spec.runs);
+}
+
+/** Our engine loaded and warmed up on `spec` (EngineRuns). */
+export async function openOurs(spec: BenchSpec, adapter: string | undefined): Promise<EngineRuns> {
   const t0 = performance.now();
   // Prefix cache off: every run repeats the same prompt, and a cached prompt would time no prefill at all
   // (llama.cpp's runs each start from an empty sequence).
@@ -22,39 +27,42 @@ export async function measureOurs(spec: BenchSpec, adapter: string | undefined):
     return gen.result;
   };
   await run(4); // warm-up: pipelines compiled, caches touched
-  const prefill: number[] = [];
-  const decode: number[] = [];
-  const ttft: number[] = [];
   let dispatches = 0;
-  const before = engine.stats().steps;
-  for (let i = 0; i < spec.runs; i++) {
-    const r = await run(spec.genTokens);
-    prefill.push(r.timings.prefillTokensPerSecond);
-    decode.push(r.timings.decodeTokensPerSecond);
-    ttft.push(r.timings.timeToFirstTokenMs);
-    dispatches = engine.stats().lastStepDispatches;
-  }
   // How long the device sat without work per step (host scheduling and encoding before the first submit,
-  // readback and bookkeeping after it): what pipelined decode would hide.
-  const idle = perStep(before, engine.stats().steps);
-  const pipelining = await measurePipelining(engine, () => run(spec.genTokens));
-  const constrained = await measureConstrained(engine, prompt, spec.genTokens);
-  const batched = spec.concurrency > 1 ? await measureConcurrent(engine, prompt, spec.genTokens, spec.concurrency) : {};
-  const st = engine.stats();
-  await engine.dispose();
+  // readback and bookkeeping after it), over the timed runs: what pipelined decode would hide.
+  const idle = { before: engine.stats().steps, ms: 0, deviceIdleMs: 0, count: 0 };
   return {
-    engine: 'svc (WebGPU)',
-    backend: st.adapter,
-    promptTokens: prompt.length,
-    generatedTokens: spec.genTokens,
-    loadMs,
-    prefillTokensPerSecond: median(prefill),
-    decodeTokensPerSecond: median(decode),
-    timeToFirstTokenMs: median(ttft),
-    gpuMemoryBytes: st.weightsBytes + st.kvCacheBytes + st.workspaceBytes,
-    dispatchesPerToken: dispatches,
-    // kvCacheF16: the engine's KV cache held half-precision values (kernels/kv-format.ts), 1 or 0.
-    extra: { ...idle, ...pipelining, ...constrained, ...batched, kvCacheF16: st.kvFormat === 'f16' ? 1 : 0 },
+    async once() {
+      const before = engine.stats().steps;
+      const r = await run(spec.genTokens);
+      const after = engine.stats().steps;
+      idle.count += after.count - before.count;
+      idle.ms += after.ms - before.ms;
+      idle.deviceIdleMs += after.deviceIdleMs - before.deviceIdleMs;
+      dispatches = engine.stats().lastStepDispatches;
+      return { prefillTokensPerSecond: r.timings.prefillTokensPerSecond, decodeTokensPerSecond: r.timings.decodeTokensPerSecond, timeToFirstTokenMs: r.timings.timeToFirstTokenMs };
+    },
+    async finish(runs) {
+      const steps = Math.max(1, idle.count);
+      const perStepIdle = { msPerStep: idle.ms / steps, deviceIdleMsPerStep: idle.deviceIdleMs / steps };
+      const pipelining = await measurePipelining(engine, () => run(spec.genTokens));
+      const constrained = await measureConstrained(engine, prompt, spec.genTokens);
+      const batched = spec.concurrency > 1 ? await measureConcurrent(engine, prompt, spec.genTokens, spec.concurrency) : {};
+      const st = engine.stats();
+      await engine.dispose();
+      return {
+        engine: 'svc (WebGPU)',
+        backend: st.adapter,
+        promptTokens: prompt.length,
+        generatedTokens: spec.genTokens,
+        loadMs,
+        ...medianTimings(runs),
+        gpuMemoryBytes: st.weightsBytes + st.kvCacheBytes + st.workspaceBytes,
+        dispatchesPerToken: dispatches,
+        // kvCacheF16: the engine's KV cache held half-precision values (kernels/kv-format.ts), 1 or 0.
+        extra: { ...perStepIdle, ...pipelining, ...constrained, ...batched, kvCacheF16: st.kvFormat === 'f16' ? 1 : 0 },
+      };
+    },
   };
 }
 

@@ -13,12 +13,13 @@ import { parseGguf } from '../engine/gguf/parse.ts';
 import { FileSource } from '../engine/loader/file-source.ts';
 import { createTokenizer } from '../engine/tokenizer/index.ts';
 import { intOption } from '../cli/options.ts';
-import { measureLlamaCpp, measureLlamaCurve } from './llama-peer.ts';
+import { measureLlamaCurve, openLlamaCpp } from './llama-peer.ts';
+import { measurePaired } from './paired.ts';
 import { benchPrompt, type BenchSpec, type Measurement } from './measure.ts';
 import { efficiency, weightTraffic } from './efficiency.ts';
 import { limitsChoices, measureLimits, type LimitsRun } from './limits.ts';
 import { formatLimitsTable } from './limits-table.ts';
-import { measureOurs, measureOursCurve } from './ours.ts';
+import { measureOurs, measureOursCurve, openOurs } from './ours.ts';
 import { parseCurve, type EngineCurve } from './curve.ts';
 import { formatCurveTable } from './curve-table.ts';
 import { formatTable } from './table.ts';
@@ -79,10 +80,12 @@ const spec: BenchSpec = { model, prompt, genTokens: o.genTokens, runs: o.runs, c
 
 const results: Measurement[] = [];
 process.stderr.write(`bench: ${model}, ${prompt.length} prompt tokens, ${o.genTokens} generated, ${o.runs} runs\n`);
-results.push(await measureOurs(spec, o.adapter));
 if (o.llama) {
+  // Alternated run by run (bench/paired.ts), so both see the same phase of a drifting machine.
   const gpu = o.llamaGpu === 'false' ? false : (o.llamaGpu as 'auto' | 'cuda' | 'vulkan');
-  results.push(await measureLlamaCpp(spec, { gpu, threads: o.threads }));
+  results.push(...(await measurePaired(() => openOurs(spec, o.adapter), () => openLlamaCpp(spec, { gpu, threads: o.threads }), o.runs)));
+} else {
+  results.push(await measureOurs(spec, o.adapter));
 }
 const curves: EngineCurve[] = [];
 if (curve) {
