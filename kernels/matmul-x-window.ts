@@ -8,11 +8,13 @@
  * (8 interleaved pairs); batched decode (the 8-token tiled kernel) of 4 sequences +9-10% aggregate.
  * A uniform binding holds at most maxUniformBufferBindingSize (64 KiB on llvmpipe): 64 tokens of a
  * 576-wide x (SmolLM2-135M's QKV, O and gate|up) fit one window, of a 1536-wide x (its down product)
- * not. Such a step runs one dispatch per window-full of whole 16-token tiles, each window bound at its
- * rows' start (MatMulKernel.encode, rowsPerWindow): a 64-token step's products on llvmpipe 0.92x the
- * time (12 interleaved rounds). When this was first tried, with weights in storage buffers, it was
- * 6-14% slower; the weights' texture loads (runtime/weights.ts) made the x loads the larger share. A
- * window that holds fewer than 16 rows (x wider than about 2700) keeps storage x.
+ * not (32 rows of it do: quantize-x.ts's rows of 36 bytes a block). Such a step runs one dispatch per
+ * window-full of whole 16-token tiles, each window bound at its rows' start (MatMulKernel.encode,
+ * rowsPerWindow): a 64-token step's products on llvmpipe 0.92x the time (12 interleaved rounds) with
+ * 16-row windows, and 0.76-0.80x again once the rows shrank to fit 32. When this was first tried, with
+ * weights in storage buffers, it was 6-14% slower; the weights' texture loads (runtime/weights.ts) made
+ * the x loads the larger share. A window that holds fewer than 16 rows (x wider than about 3600) keeps
+ * storage x.
  *
  * Decode (matrix-vector) products keep storage x: there x is a small share of the loads (measured within
  * noise).

@@ -25,6 +25,6 @@ fn after_rows(nwg: vec3u, n0: u32) {
   let groups = params.tail_n / XQ_GROUP;
   for (var r = 0u; r < params.t; r++) {
     tail_gate = params.tail_in_offset + r * params.tail_in_stride;
-    put_xq_group((r * groups + g) * 3u * (XQ_GROUP / 32u), g * (XQ_GROUP / 4u));
+    put_xq_group(r * xq_row_vec4s(params.tail_n), g * (XQ_GROUP / 32u), g * (XQ_GROUP / 4u));
   }
 }

@@ -30,7 +30,7 @@ fn tail() {
     }
     tail_scale = inverseSqrt((sum.x + sum.y + sum.z + sum.w) / f32(params.tail_n) + params.tail_eps);
     for (var g = 0u; g < groups; g++) {
-      put_xq_group((r * groups + g) * 3u * (XQ_GROUP / 32u), g * (XQ_GROUP / 4u));
+      put_xq_group(r * xq_row_vec4s(params.tail_n), g * (XQ_GROUP / 32u), g * (XQ_GROUP / 4u));
     }
   }
 }

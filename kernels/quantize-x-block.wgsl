@@ -1,6 +1,7 @@
 // Activations quantized to int8 the way llama.cpp's CPU backend quantizes them for its products, into
-// blocks of 32 (quantize-x.ts's layout: two vec4s of quants, then the scale in .x of a third), in one
-// of two modes (XQ_GROUP, a pipeline constant):
+// blocks of 32 (quantize-x.ts's layout, q8BlockLayout: a row's blocks in groups of 4, each group its
+// blocks' quants, two vec4s a block, then one vec4 of their 4 scales), in one of two modes (XQ_GROUP, a
+// pipeline constant):
 //   32: quantize_row_q8_0 (Q8_0 and Q4_0 weights): d = max|x| / 127 kept as f16, q = round-half-even(x / d)
 //       with the f32 d;
 //   256: quantize_row_q8_K (K-quant weights): the 256 values share iscale = -127 / (the value of largest
@@ -17,10 +18,18 @@ fn pack_bytes(v: vec4f) -> u32 {
   return b.x | (b.y << 8u) | (b.z << 16u) | (b.w << 24u);
 }
 
-fn put_q8_quants(o: u32, id: f32, v: array<vec4f, 8>, d: f32) {
+// vec4s of a quantized row of k values (q8RowVec4s).
+fn xq_row_vec4s(k: u32) -> u32 {
+  return (k + 127u) / 128u * 9u;
+}
+
+// Block b of the row starting at vec4 `row`.
+fn put_q8_quants(row: u32, b: u32, id: f32, v: array<vec4f, 8>, d: f32) {
+  let group = row + (b >> 2u) * 9u;
+  let o = group + (b & 3u) * 2u;
   xq[o] = vec4u(pack_bytes(min(round(v[0] * id), vec4f(127.0))), pack_bytes(min(round(v[1] * id), vec4f(127.0))), pack_bytes(min(round(v[2] * id), vec4f(127.0))), pack_bytes(min(round(v[3] * id), vec4f(127.0))));
   xq[o + 1u] = vec4u(pack_bytes(min(round(v[4] * id), vec4f(127.0))), pack_bytes(min(round(v[5] * id), vec4f(127.0))), pack_bytes(min(round(v[6] * id), vec4f(127.0))), pack_bytes(min(round(v[7] * id), vec4f(127.0))));
-  xq[o + 2u] = vec4u(bitcast<u32>(d), 0u, 0u, 0u);
+  xq[group + 8u][b & 3u] = bitcast<u32>(d);
 }
 
 // The 8 vec4s of one block, x_value(v0) .. x_value(v0 + 7).
@@ -30,10 +39,10 @@ fn q8_values(v0: u32) -> array<vec4f, 8> {
   return v;
 }
 
-// Quantizes XQ_GROUP values, x_value(v0) .. x_value(v0 + XQ_GROUP / 4 - 1), into the blocks from vec4 o.
-// A block's values are computed once; a 256-value group's twice (its maximum first: 64 vec4s would not
-// stay in registers).
-fn put_xq_group(o: u32, v0: u32) {
+// Quantizes XQ_GROUP values, x_value(v0) .. x_value(v0 + XQ_GROUP / 4 - 1), into the blocks from block
+// b0 of the row starting at vec4 `row`. A block's values are computed once; a 256-value group's twice
+// (its maximum first: 64 vec4s would not stay in registers).
+fn put_xq_group(row: u32, b0: u32, v0: u32) {
   if (XQ_GROUP == 32u) {
     let v = q8_values(v0);
     var m = vec4f();
@@ -42,7 +51,7 @@ fn put_xq_group(o: u32, v0: u32) {
     // The inverse of the f32 step, not 127 / max, so values on a rounding boundary go llama.cpp's way.
     let step = amax / 127.0;
     let id = select(0.0, 1.0 / step, step != 0.0);
-    put_q8_quants(o, id, v, unpack2x16float(pack2x16float(vec2f(step, 0.0))).x);
+    put_q8_quants(row, b0, id, v, unpack2x16float(pack2x16float(vec2f(step, 0.0))).x);
     return;
   }
   var amax = 0.0;
@@ -58,5 +67,5 @@ fn put_xq_group(o: u32, v0: u32) {
   }
   let iscale = select(0.0, -127.0 / signed, amax != 0.0);
   let d = select(0.0, 1.0 / iscale, amax != 0.0);
-  for (var b = 0u; b < XQ_GROUP / 32u; b++) { put_q8_quants(o + 3u * b, iscale, q8_values(v0 + 8u * b), d); }
+  for (var b = 0u; b < XQ_GROUP / 32u; b++) { put_q8_quants(row, b0 + b, iscale, q8_values(v0 + 8u * b), d); }
 }

@@ -1,7 +1,8 @@
 // Rows of x quantized to int8 in blocks of 32 (put_xq_group, quantize-x-block.wgsl: llama.cpp's
 // quantization of activations). A CPU rasteriser's Q8_0 products (matvec-rows-q8_0.wgsl
 // and matmul-regs-q8_0.wgsl with matmul-x-block-q8.wgsl) then load three vec4s per token and block
-// instead of eight. Row r of xq starts at vec4 r * row_vec4s.
+// (two of quants, one holding the scales of four blocks) instead of eight. Row r of xq starts at vec4
+// r * row_vec4s (q8RowVec4s).
 
 struct Params {
   tokens: u32,
@@ -9,7 +10,7 @@ struct Params {
   // Element offset of x[0, 0] and elements between rows of x (multiples of 4).
   x_offset: u32,
   x_stride: u32,
-  // vec4s between rows of xq (3 per block).
+  // vec4s between rows of xq (q8RowVec4s).
   row_vec4s: u32,
 }
 
@@ -34,5 +35,5 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   let t = item / groups;
   let g = item % groups;
   src_row = (params.x_offset + t * params.x_stride) / 4u;
-  put_xq_group(t * params.row_vec4s + 3u * (XQ_GROUP / 32u) * g, g * (XQ_GROUP / 4u));
+  put_xq_group(t * params.row_vec4s, g * (XQ_GROUP / 32u), g * (XQ_GROUP / 4u));
 }

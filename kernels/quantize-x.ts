@@ -22,9 +22,25 @@ export function xqGroup(mode: XqMode): number {
   return mode === 'q8_K' ? 256 : 32;
 }
 
-/** vec4s of one quantized row of k elements (k a multiple of 32): three per block. */
+/**
+ * vec4s of one quantized row of k elements (k a multiple of 32). A row's blocks go in groups of 4: the
+ * group's 8 vec4s of quants (two a block), then one vec4 of its 4 scales; 9 vec4s for 128 values, where
+ * a vec4 of padding beside each block's scale took 12. So a 1536-wide row is 1728 bytes and 32 of them
+ * fit one 64 KiB uniform window (matmul-x-window.ts): the tiled down product of a 64-token step runs two
+ * dispatches of 6 workgroups instead of four of 3, which two CPU threads shared 2:1.
+ */
 export function q8RowVec4s(k: number): number {
-  return (k / 32) * 3;
+  return Math.ceil(k / 128) * 9;
+}
+
+/**
+ * Where block b of a quantized row lies, in vec4s from the row's start: its two vec4s of quants, and the
+ * vec4 holding its scale (an f32's bits) in component `component`. The WGSL writer (put_q8_quants,
+ * quantize-x-block.wgsl) and reader (x_block, matmul-x-block-q8.wgsl) compute the same.
+ */
+export function q8BlockLayout(b: number): { quants: number; scale: number; component: number } {
+  const group = Math.floor(b / 4) * 9;
+  return { quants: group + (b % 4) * 2, scale: group + 8, component: b % 4 };
 }
 
 export interface QuantizeXParams {

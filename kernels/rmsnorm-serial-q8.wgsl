@@ -32,6 +32,6 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   x_scale = inverseSqrt((sum.x + sum.y + sum.z + sum.w) / f32(params.dim) + params.eps);
   let groups = params.dim / XQ_GROUP;
   for (var g = 0u; g < groups; g++) {
-    put_xq_group((row * groups + g) * 3u * (XQ_GROUP / 32u), g * (XQ_GROUP / 4u));
+    put_xq_group(row * xq_row_vec4s(params.dim), g * (XQ_GROUP / 32u), g * (XQ_GROUP / 4u));
   }
 }

@@ -29,5 +29,5 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   let g = item % groups;
   gate_row = (params.gate_offset + t * params.in_stride) / 4u;
   up_row = (params.up_offset + t * params.in_stride) / 4u;
-  put_xq_group(t * params.out_stride + 3u * (XQ_GROUP / 32u) * g, g * (XQ_GROUP / 4u));
+  put_xq_group(t * params.out_stride, g * (XQ_GROUP / 32u), g * (XQ_GROUP / 4u));
 }

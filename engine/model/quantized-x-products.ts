@@ -26,8 +26,9 @@ export function createQuantizedXProducts(ctx: KernelContext, modeOf: (w: WeightM
   const quantizer = memoize((mode: XqMode) => new QuantizeXKernel(ctx, mode));
   // One quantized copy per x buffer: products reading the same x in a step share its buffer, and each
   // quantizes it again just before it reads it (the step's passes run in order).
-  // 32 f32 (128 bytes) become three vec4s (48 bytes); rows are whole blocks, at most as many as fit in x.
-  const copyOf = memoize((x: GPUBuffer) => xq8Buffer(ctx, `${x.label}.q8`, Math.ceil((x.size * 48) / 128 / 16) * 16 + 48));
+  // A row of k values takes ceil(k / 128) groups of 144 bytes (q8RowVec4s): at most 144 bytes per 32 f32
+  // (128 bytes, k = 32); rows are whole blocks, at most as many as fit in x.
+  const copyOf = memoize((x: GPUBuffer) => xq8Buffer(ctx, `${x.label}.q8`, Math.ceil((x.size * 144) / 128 / 16) * 16 + 144));
   return {
     applies: (w, io) => modeOf(w) !== undefined && !io.glu && !io.norm && io.xOffset % 4 === 0 && io.xStride % 4 === 0,
     bind(w, x, y, io) {

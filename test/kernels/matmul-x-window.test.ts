@@ -48,7 +48,7 @@ describe.skipIf(!windows)('tiled products with x in a uniform window', () => {
     { type: GgmlType.Q8_0, t: 40, k: 576 },
     { type: GgmlType.Q8_0, t: 64, k: 576 },
     { type: GgmlType.Q4_K, t: 24, k: 768 },
-    // x past one window: one dispatch per window of 16-token tiles (16 rows of 1536-wide x a window)...
+    // x past one window: one dispatch per window of whole 16-token tiles (32 rows of 1536-wide x a window)...
     { type: GgmlType.Q8_0, t: 64, k: 1536 },
     { type: GgmlType.Q8_0, t: 40, k: 1536 },
     // ... unless a window holds fewer than 16 rows: storage x.

@@ -11,7 +11,7 @@ import { MatVecKernel } from '../../kernels/matvec.ts';
 import { RmsNormKernel } from '../../kernels/rmsnorm.ts';
 import { SwiGluKernel } from '../../kernels/swiglu.ts';
 import { planRowShards } from '../../kernels/quant/index.ts';
-import { QuantizeXKernel, q8RowVec4s, xqGroup } from '../../kernels/quantize-x.ts';
+import { QuantizeXKernel, q8BlockLayout, q8RowVec4s, xqGroup } from '../../kernels/quantize-x.ts';
 import { readBuffer, readF32, runPass, testContext } from '../helpers/gpu.ts';
 import { maxRelError, randomF32 } from '../helpers/random.ts';
 import { randomWeights, uploadRows } from '../quant/weights.ts';
@@ -40,9 +40,10 @@ function readQuantized(buf: ArrayBuffer, t: number, k: number): { q: Int8Array; 
   const d = new Float32Array((t * k) / 32);
   for (let r = 0; r < t; r++) {
     for (let b = 0; b < k / 32; b++) {
-      const o = (r * rowVec4s + 3 * b) * 16;
+      const at = q8BlockLayout(b);
+      const o = (r * rowVec4s + at.quants) * 16;
       for (let i = 0; i < 32; i++) q[r * k + b * 32 + i] = (bytes[o + i] << 24) >> 24;
-      d[(r * k) / 32 + b] = f32[(o + 32) / 4];
+      d[(r * k) / 32 + b] = f32[(r * rowVec4s + at.scale) * 4 + at.component];
     }
   }
   return { q, d };
