@@ -127,15 +127,6 @@ export class Transformer implements StepRunner {
   private readonly ropeFactorsDummy: GPUBuffer | undefined;
   /** Dispatches recorded by the last step (for the bench's dispatches-per-token figure). */
   lastDispatches = 0;
-
-  /**
-   * Append every dispatch of each step to `into` (emptied as a step starts, so the last step's remain),
-   * or stop with undefined; returns the arena that holds their params (kernels/runtime/step-profile.ts).
-   */
-  recordDispatches(into: DispatchRecord[] | undefined): ParamArena {
-    this.arena.recorder = into;
-    return this.arena;
-  }
   private readonly segments: SegmentPlanner;
   /** Steps of at most this many tokens use the norm-fused products (0: never). */
   private readonly fuseNormUpTo: number;
@@ -664,6 +655,15 @@ export class Transformer implements StepRunner {
     if (this.anyPenalty) k.penalties.encode(pass, a, h.penalties, { rows: R, logitsStride: V });
     k.sample.encode(pass, a, h.sample, { rows: R, vocab: V, logitsStride: V, maskWords: this.ws.maskWords });
     if (this.anyCandidates) k.topk.encode(pass, a, h.topk, { rows: R, vocab: V, logitsStride: V, maskWords: this.ws.maskWords });
+  }
+
+  /**
+   * Append every dispatch of each step to `into` (emptied as a step starts, so the last step's remain),
+   * or stop with undefined; returns the arena that holds their params (kernels/runtime/step-profile.ts).
+   */
+  recordDispatches(into: DispatchRecord[] | undefined): ParamArena {
+    this.arena.recorder = into;
+    return this.arena;
   }
 
   /** Whether sampled row r is token r for every row (each sequence one token, in order). */
