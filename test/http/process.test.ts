@@ -1,6 +1,8 @@
 /**
  * The real thing: `svc serve` in its own process. A graceful stop drains in-flight work, and usage
- * survives both a restart and a kill -9 in the middle of load, equal to the 200s clients received.
+ * survives both a restart and a kill -9 in the middle of load: every 200 a client received is counted,
+ * and nothing beyond them but requests that were in flight at the kill (a request is counted before its
+ * answer is sent, so a kill between the two counts one the client never saw; CI met it once in many runs).
  */
 import { mkdtempSync } from 'node:fs';
 import { request } from 'node:http';
@@ -80,9 +82,11 @@ describe('svc serve as a process', () => {
 
     // Load from four clients; kill -9 once some have been answered.
     let ok = 0;
+    let asking = 0;
     let stop = false;
     const worker = async () => {
       while (!stop) {
+        asking++;
         try {
           const res = await ask(s, key);
           if (res.status === 200) {
@@ -90,13 +94,16 @@ describe('svc serve as a process', () => {
             ok++;
           }
         } catch {
-          // The server died under this request: no 200, so it must not count.
+          // The server died under this request: no 200 reached the client.
+        } finally {
+          asking--;
         }
       }
     };
     const workers = Array.from({ length: 4 }, worker);
     const deadline = Date.now() + 120_000;
     while (ok < 12 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    const pendingAtKill = asking;
     s.proc.kill('SIGKILL');
     const killed = await s.exited;
     stop = true;
@@ -105,7 +112,9 @@ describe('svc serve as a process', () => {
     expect(killed.signal).toBe('SIGKILL');
 
     s = await serve(dir);
-    expect(await requestsUsed(s, key)).toBe(4 + ok);
+    const used = await requestsUsed(s, key);
+    expect(used, 'every answered request counted').toBeGreaterThanOrEqual(4 + ok);
+    expect(used, 'nothing counted beyond the answered and those in flight at the kill').toBeLessThanOrEqual(4 + ok + pendingAtKill);
     s.proc.kill('SIGTERM');
     expect((await s.exited).code).toBe(0);
   }, 600_000);
