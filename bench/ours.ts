@@ -30,7 +30,7 @@ export async function openOurs(spec: BenchSpec, adapter: string | undefined): Pr
   let dispatches = 0;
   // How long the device sat without work per step (host scheduling and encoding before the first submit,
   // readback and bookkeeping after it), over the timed runs: what pipelined decode would hide.
-  const idle = { before: engine.stats().steps, ms: 0, deviceIdleMs: 0, count: 0 };
+  const idle = { ms: 0, deviceIdleMs: 0, count: 0 };
   return {
     async once() {
       const before = engine.stats().steps;
