@@ -29,6 +29,12 @@ const MAX_HEAD_DIM: u32 = 256u;
 @group(0) @binding(5) var<storage, read> token_seq: array<u32>;
 @group(1) @binding(0) var<uniform> params: Params;
 
+// The KV head query head h reads: grouped-query attention gives each KV head heads / kv_heads
+// consecutive query heads.
+fn kv_head(h: u32) -> u32 {
+  return h / (params.heads / params.kv_heads);
+}
+
 // The first position a token at `last` attends to: 0, or the start of its sliding window.
 fn first_position(last: u32) -> u32 {
   if (params.window > 0u && last + 1u > params.window) { return last + 1u - params.window; }

@@ -17,7 +17,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   let t = item / per_token;
   // The invocation's first query head, and the KV head it shares with the rest of its group.
   let h0 = (item % per_token) * $ROWSu;
-  let kh = h0 / (params.heads / params.kv_heads);
+  let kh = kv_head(h0);
   let hv = params.head_dim / 4u;
   let kv_vec = params.kv_heads * hv;
   let seq = token_seq[t];

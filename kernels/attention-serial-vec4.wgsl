@@ -12,7 +12,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   if (item >= params.tokens * params.heads) { return; }
   let t = item / params.heads;
   let h = item % params.heads;
-  let kh = h / (params.heads / params.kv_heads);
+  let kh = kv_head(h);
   let hv = params.head_dim / 4u;
   let kv_vec = params.kv_heads * hv;
   let seq = token_seq[t];

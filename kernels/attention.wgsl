@@ -23,7 +23,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
   if (item >= params.tokens * params.heads) { return; }
   let t = item / params.heads;
   let h = item % params.heads;
-  let kh = h / (params.heads / params.kv_heads);
+  let kh = kv_head(h);
   let hd = params.head_dim;
   let kv_dim = params.kv_heads * hd;
   let seq = token_seq[t];

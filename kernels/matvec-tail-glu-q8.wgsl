@@ -22,7 +22,6 @@ fn after_rows(nwg: vec3u, n0: u32) {
   if (params.tail_on == 0u || n0 >= params.n) { return; }
   let g = select(n0, n0 - params.tail_up, n0 >= params.tail_up) / XQ_GROUP;
   if (!tail_last(g, 2u * XQ_GROUP / TAIL_ROWS)) { return; }
-  let groups = params.tail_n / XQ_GROUP;
   for (var r = 0u; r < params.t; r++) {
     tail_gate = params.tail_in_offset + r * params.tail_in_stride;
     put_xq_group(r * xq_row_vec4s(params.tail_n), g * (XQ_GROUP / 32u), g * (XQ_GROUP / 4u));
