@@ -23,6 +23,7 @@ import { parseGguf } from '../../engine/gguf/parse.ts';
 import { FileSource } from '../../engine/loader/file-source.ts';
 import { GgmlType } from '../../ggml/types.ts';
 import { adapterChoiceFromEnv, openNodeDevice } from '../../engine/platform/node.ts';
+import { gapAt, largestProbDifference, llamaCppReference } from '../llama-oracle.ts';
 
 const PROMPTS = ['Once upon a time', 'The little dog', 'Tom and Lily went to the park. They saw'];
 const FLOAT_TYPES = new Set<GgmlType>([GgmlType.F32, GgmlType.F16, GgmlType.BF16]);
@@ -38,14 +39,6 @@ interface PromptResult {
   gapThere: number | null;
   /** Largest difference of a next-token probability from llama.cpp's along its greedy path. */
   largestProbDifference: number;
-}
-
-function softmax(logits: Float32Array): Float64Array {
-  let max = -Infinity;
-  for (const v of logits) max = Math.max(max, v);
-  const p = Float64Array.from(logits, (v) => Math.exp(v - max));
-  const sum = p.reduce((a, b) => a + b, 0);
-  return p.map((v) => v / sum);
 }
 
 const o = new Command('check')
@@ -87,37 +80,12 @@ try {
       const engine = await WebGpuEngine.load(await openNodeDevice(choice), new FileSource(path), { contextLength: 256, maxSequences: 2, prefixCache: false });
       const results: PromptResult[] = [];
       try {
-        const model = await llama.loadModel({ modelPath: path, gpuLayers: 0 });
-        const context = await model.createContext({ threads: o.threads, contextSize: 256, flashAttention: false, experimentalKvCacheKeyType: 'F32', experimentalKvCacheValueType: 'F32' });
-        for (const prompt of PROMPTS) {
-          const tokens = engine.tokenizer.encode(prompt);
-          const seq = context.getSequence();
-          const ref: number[] = [];
-          const gaps: number[] = [];
-          const probs: Map<unknown, number>[] = [];
-          for await (const step of seq.evaluateWithMetadata(tokens as never, { probabilities: true }, { temperature: 0 })) {
-            ref.push(Number(step.token));
-            probs.push(step.probabilities);
-            const [a, b] = [...step.probabilities.values()].sort((x, y) => y - x);
-            gaps.push(Math.log(a / Math.max(b ?? 0, 1e-30)));
-            if (ref.length >= o.tokens) break;
-          }
-          seq.dispose();
-          const ours = (await engine.generate({ tokens, maxTokens: ref.length, temperature: 0, stopAtEndOfGeneration: false }).result).tokens;
-          const at = ref.findIndex((t, i) => ours[i] !== t);
-          // Our distributions along llama.cpp's path (teacher forcing), against its own.
-          const logits = await engine.logits([...tokens, ...ref.slice(0, -1)]);
-          let worst = 0;
-          probs.forEach((want, i) => {
-            const got = softmax(logits[tokens.length - 1 + i]);
-            const dense = new Float64Array(got.length);
-            for (const [t, v] of want) dense[Number(t)] = v;
-            for (let v = 0; v < got.length; v++) worst = Math.max(worst, Math.abs(got[v] - dense[v]));
-          });
-          results.push({ prompt, llama: ref, ours, firstDifference: at < 0 ? null : at, gapThere: at < 0 ? null : gaps[at], largestProbDifference: worst });
+        const prompts = PROMPTS.map((p) => engine.tokenizer.encode(p));
+        for (const [i, ref] of (await llamaCppReference(llama, path, prompts, engine.config.vocabSize, o.tokens, 'F32', o.threads)).entries()) {
+          const ours = (await engine.generate({ tokens: ref.prompt, maxTokens: ref.greedy.length, temperature: 0, stopAtEndOfGeneration: false }).result).tokens;
+          const at = ref.greedy.findIndex((t, j) => ours[j] !== t);
+          results.push({ prompt: PROMPTS[i], llama: ref.greedy, ours, firstDifference: at < 0 ? null : at, gapThere: at < 0 ? null : gapAt(ref, at), largestProbDifference: await largestProbDifference(engine, ref) });
         }
-        await context.dispose();
-        await model.dispose();
         const quantized = (await parseGguf(new FileSource(path))).tensors.some((t) => !FLOAT_TYPES.has(t.type));
         const tolerance = quantized ? PROB_TOLERANCE_QUANTIZED : PROB_TOLERANCE;
         const worst = Math.max(...results.map((r) => r.largestProbDifference));

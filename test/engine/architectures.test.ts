@@ -22,7 +22,7 @@ import { BytesSource } from '../../engine/loader/source.ts';
 import { loadEngine } from '../../engine/node.ts';
 import { openNodeDevice } from '../../engine/platform/node.ts';
 import { sharedModel } from '../helpers/models.ts';
-import { largestProbDifference, llamaCppReference, smallestGap, type LlamaCppReference } from '../helpers/llama-cpp-reference.ts';
+import { largestProbDifference, llamaCppReference, smallestGap, type LlamaCppReference } from '../../bench/llama-oracle.ts';
 
 /** Greedy tokens compared per prompt (the issue asks for at least 16). */
 const STEPS = 24;

@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { WebGpuEngine } from '../../engine/engine.ts';
 import { FileSource } from '../../engine/loader/file-source.ts';
 import { openNodeDevice } from '../../engine/platform/node.ts';
-import { largestProbDifference, llamaCppReference } from '../helpers/llama-cpp-reference.ts';
+import { largestProbDifference, llamaCppReference } from '../../bench/llama-oracle.ts';
 import { sharedModel } from '../helpers/models.ts';
 
 const fixtures = JSON.parse(readFileSync(new URL('../fixtures/llama-greedy.json', import.meta.url), 'utf8')) as Record<string, { promptTokens: number[]; greedy: number[] }[]>;

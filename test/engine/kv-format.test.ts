@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadEngine } from '../../engine/node.ts';
 import { sharedModel } from '../helpers/models.ts';
 import { testContext } from '../helpers/gpu.ts';
-import { largestProbDifference, llamaCppReference } from '../helpers/llama-cpp-reference.ts';
+import { largestProbDifference, llamaCppReference } from '../../bench/llama-oracle.ts';
 
 const model = sharedModel('stories260K.gguf');
 const fixtures = JSON.parse(readFileSync(new URL('../fixtures/llama-greedy.json', import.meta.url), 'utf8')) as Record<string, { promptTokens: number[] }[]>;

@@ -18,7 +18,7 @@ import { encodeLoraAdapter } from '../../engine/lora/adapter-file.ts';
 import { loadEngine } from '../../engine/node.ts';
 import { EngineInputError } from '../../engine/types.ts';
 import { randomLoraSpec } from '../../scripts/fixtures/random-lora.ts';
-import { softmax } from '../helpers/llama-cpp-reference.ts';
+import { softmax } from '../../bench/llama-oracle.ts';
 
 /** As architectures.test.ts: the largest next-token probability difference from llama.cpp. */
 const PROB_TOLERANCE = 5e-3;

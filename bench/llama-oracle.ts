@@ -1,10 +1,10 @@
 /**
  * llama.cpp (node-llama-cpp, CPU) as the oracle for a model file: its greedy continuation of token-id
  * prompts with the next-token distribution before each token, and how far our engine's distributions
- * along that path are from it.
+ * along that path are from it. The tests' oracle, and the GPU host's parity check (bench/gpu/check.ts).
  */
 import type { Llama } from 'node-llama-cpp';
-import type { WebGpuEngine } from '../../engine/engine.ts';
+import type { WebGpuEngine } from '../engine/engine.ts';
 
 export interface LlamaCppReference {
   prompt: number[];
@@ -18,11 +18,12 @@ export interface LlamaCppReference {
  * llama.cpp's greedy continuation and distributions, without flash attention, with its KV cache in `kv`:
  * 'F32' by default, whose attention is the engine's f32 cache's; 'F16' (llama.cpp's own default) rounds
  * K and V as the engine's f16 cache does (kernels/kv-format.ts), and also q and the attention weights.
+ * One CPU thread unless `threads` says otherwise (the tests share a small machine).
  */
-export async function llamaCppReference(llama: Llama, path: string, prompts: number[][], vocab: number, steps: number, kv: 'F32' | 'F16' = 'F32'): Promise<LlamaCppReference[]> {
+export async function llamaCppReference(llama: Llama, path: string, prompts: number[][], vocab: number, steps: number, kv: 'F32' | 'F16' = 'F32', threads = 1): Promise<LlamaCppReference[]> {
   const model = await llama.loadModel({ modelPath: path });
   try {
-    const context = await model.createContext({ threads: 1, contextSize: 256, flashAttention: false, experimentalKvCacheKeyType: kv, experimentalKvCacheValueType: kv });
+    const context = await model.createContext({ threads, contextSize: 256, flashAttention: false, experimentalKvCacheKeyType: kv, experimentalKvCacheValueType: kv });
     try {
       const out: LlamaCppReference[] = [];
       for (const prompt of prompts) {
@@ -67,11 +68,12 @@ export async function largestProbDifference(engine: WebGpuEngine, ref: LlamaCppR
   return worst;
 }
 
+/** log(p1 / p2) of llama.cpp's first and second choice before greedy token i: how near a tie it was. */
+export function gapAt(ref: LlamaCppReference, i: number): number {
+  const [a, b] = [...ref.probs[i]].sort((x, y) => y - x);
+  return Math.log(a / b);
+}
+
 export function smallestGap(ref: LlamaCppReference): number {
-  return Math.min(
-    ...ref.probs.map((p) => {
-      const [a, b] = [...p].sort((x, y) => y - x);
-      return Math.log(a / b);
-    }),
-  );
+  return Math.min(...ref.probs.map((_, i) => gapAt(ref, i)));
 }
