@@ -1,11 +1,14 @@
 /**
  * Where a packed weight matrix lives on the device: a storage buffer, or, on llvmpipe, an `rgba32uint`
- * texture (GpuCaps.weightTextures). llvmpipe runs a storage load as a loop over its SIMD lanes with a
- * branch per lane and component; a texel fetch is a branchless gather, and the decode products read
- * their weights 15-20% faster through one (SmolLM2-135M Q8_0 decode 23.2 -> 28.1 tok/s, 64-token prefill
- * +9%, interleaved runs in one process). Every kernel that reads packed weights declares the binding
- * kind 'weights' and reads vec4 i of the matrix as `w_ld(i)`; KernelContext writes the declaration for
- * the device (weightsWgsl), so the same WGSL serves both stores.
+ * texture read as a read-only storage texture (GpuCaps.weightTextures). llvmpipe runs a storage-buffer
+ * load as a loop over its SIMD lanes with a branch per lane and component; a texture read is branchless.
+ * Of the two texture reads, a sampled texel fetch goes through Mesa's generic sampling function, which
+ * works out mip-level sizes, offsets and strides lane by lane before its loads (about half of its
+ * instructions, 15% of a 64-token prefill's time in a perf profile); an image load (storage texture)
+ * has one level and skips that: a streaming read 15-18 -> 24-25 GB/s, a decode step 0.75x the time and
+ * a 64-token prefill 0.89x (interleaved in one process, 2026-11-27). Every kernel that reads packed
+ * weights declares the binding kind 'weights' and reads vec4 i of the matrix as `w_ld(i)`;
+ * KernelContext writes the declaration for the device (weightsWgsl), so the same WGSL serves both stores.
  */
 import type { GpuCaps } from './caps.ts';
 
@@ -25,13 +28,13 @@ export function weightsWgsl(caps: GpuCaps, binding: number): string {
     return `@group(0) @binding(${binding}) var<storage, read> w: array<vec4u>;\nfn w_ld(i: u32) -> vec4u { return w[i]; }\n`;
   }
   const shift = Math.log2(WEIGHT_TEXTURE_WIDTH);
-  return `@group(0) @binding(${binding}) var w: texture_2d<u32>;\nfn w_ld(i: u32) -> vec4u { return textureLoad(w, vec2u(i & ${WEIGHT_TEXTURE_WIDTH - 1}u, i >> ${shift}u), 0); }\n`;
+  return `@group(0) @binding(${binding}) var w: texture_storage_2d<rgba32uint, read>;\nfn w_ld(i: u32) -> vec4u { return textureLoad(w, vec2u(i & ${WEIGHT_TEXTURE_WIDTH - 1}u, i >> ${shift}u)); }\n`;
 }
 
 /** The bind group layout entry of a 'weights' binding. */
 export function weightsLayoutEntry(caps: GpuCaps, binding: number): GPUBindGroupLayoutEntry {
   return caps.weightTextures
-    ? { binding, visibility: GPUShaderStage.COMPUTE, texture: { sampleType: 'uint', viewDimension: '2d' } }
+    ? { binding, visibility: GPUShaderStage.COMPUTE, storageTexture: { access: 'read-only', format: 'rgba32uint', viewDimension: '2d' } }
     : { binding, visibility: GPUShaderStage.COMPUTE, buffer: { type: 'read-only-storage' } };
 }
 
@@ -48,7 +51,7 @@ export function createWeightStore(device: GPUDevice, caps: GpuCaps, label: strin
     return device.createBuffer({ label, size: Math.max(16, Math.ceil(bytes / 16) * 16), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC });
   }
   const rows = Math.max(1, Math.ceil(bytes / ROW_BYTES));
-  return device.createTexture({ label, size: [WEIGHT_TEXTURE_WIDTH, rows], format: 'rgba32uint', usage: GPUTextureUsage.TEXTURE_BINDING | GPUTextureUsage.COPY_DST | GPUTextureUsage.COPY_SRC });
+  return device.createTexture({ label, size: [WEIGHT_TEXTURE_WIDTH, rows], format: 'rgba32uint', usage: GPUTextureUsage.STORAGE_BINDING | GPUTextureUsage.COPY_DST | GPUTextureUsage.COPY_SRC });
 }
 
 /** A store holding `data` from its first byte (the weight-store counterpart of KernelContext.storage). */
