@@ -4,6 +4,8 @@ import { wgsl, type BindingKind, type BindingResource, type CompiledKernel, type
 import type { WeightStore } from './runtime/weights.ts';
 import store from './matmul-store.wgsl?raw';
 import storeBias from './matmul-store-bias.wgsl?raw';
+import store4 from './matmul-store4.wgsl?raw';
+import store4Bias from './matmul-store4-bias.wgsl?raw';
 import xAligned from './matmul-x-aligned.wgsl?raw';
 import xUnaligned from './matmul-x-unaligned.wgsl?raw';
 import xGlu from './matmul-x-glu.wgsl?raw';
@@ -112,14 +114,41 @@ export interface ProductOptions {
 }
 
 /**
- * The store() a product kernel is built with, and its bindings: W, x, y, then the bias, the norm weight
- * and the tail's buffers, each if it has them; `tailBinding`, the tail's first.
+ * The store() a product kernel is built with (and store4(), for kernels that store four rows of y at
+ * once: matmul-store4.wgsl), and its bindings: W, x, y, then the bias, the norm weight and the tail's
+ * buffers, each if it has them; `tailBinding`, the tail's first.
  */
-export function productStore(opts: ProductOptions): { code: string; bindings: readonly BindingKind[]; suffix: string; tailBinding: number } {
+export function productStore(opts: ProductOptions): { code: string; code4: string; bindings: readonly BindingKind[]; suffix: string; tailBinding: number } {
   const glu = opts.glu ? `-glu-${opts.glu}` : '';
   const after = `${opts.norm ? '-norm' : ''}${opts.xq8 ? '-xq8' : ''}${tailSuffix(opts.tail)}`;
   const own: BindingKind[] = ['weights', 'read', 'write', ...(opts.bias ? (['read'] as const) : []), ...(opts.norm ? (['read'] as const) : [])];
-  return { code: opts.bias ? storeBias : store, bindings: [...own, ...tailBindings(opts.tail)], suffix: `${opts.bias ? '-bias' : ''}${glu}${after}`, tailBinding: own.length };
+  return { code: opts.bias ? storeBias : store, code4: opts.bias ? store4Bias : store4, bindings: [...own, ...tailBindings(opts.tail)], suffix: `${opts.bias ? '-bias' : ''}${glu}${after}`, tailBinding: own.length };
+}
+
+/** The declaration of y in matmul-common.wgsl, which kernels storing four rows at once replace (withVec4Y). */
+const SCALAR_Y = '@group(0) @binding(2) var<storage, read_write> y: array<f32>;';
+
+/** `common` (matmul-common.wgsl) with y declared as vec4s, for store4() (matmul-store4.wgsl). */
+export function withVec4Y(common: string): string {
+  if (!common.includes(SCALAR_Y)) throw new Error('matmul-params: matmul-common.wgsl no longer declares y as expected');
+  return common.replace(SCALAR_Y, '@group(0) @binding(2) var<storage, read_write> y: array<vec4f>;');
+}
+
+/** A tiled template (matmul-regs*.wgsl) keeping its four-row store4() line (`y4`) or its one-row store() line. */
+export function withStoreWidth(template: string, y4: boolean): string {
+  const drop = y4 ? '{ store(' : '{ store4(';
+  return template
+    .split('\n')
+    .filter((line) => !line.includes(drop))
+    .join('\n');
+}
+
+/**
+ * Whether a dispatch's y can be stored four rows at once: y offset (with the shard's first row), stride
+ * and rows multiples of 4, so each quad of rows is one aligned vec4 wholly inside the shard.
+ */
+export function yVec4(p: MatmulParams): boolean {
+  return ((p.yOffset ?? 0) + (p.rowOffset ?? 0)) % 4 === 0 && (p.t === 1 || (p.yStride ?? p.n) % 4 === 0) && p.n % 4 === 0;
 }
 
 type Buffer = GPUBuffer | GPUBufferBinding;

@@ -35,4 +35,5 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
     acc$r_$t += block_dot(k$r, x$t);
   }
   if (t0 + $tu < params.t && n0 + $ru < params.n) { store(t0 + $tu, n0 + $ru, acc$r_$t); }
+  if (t0 + $tu < params.t && n0 + $v0u < params.n) { store4(t0 + $tu, n0 + $v0u, vec4f(acc$v0_$t, acc$v1_$t, acc$v2_$t, acc$v3_$t)); }
 }

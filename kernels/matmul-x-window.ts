@@ -50,10 +50,13 @@ export function withUniformX(common: string, vec4s: number): string {
 /** The tiled kernel widths that read x through a window (matmul.ts: 8 and 16 tokens an invocation). */
 export type XWidth = 'narrow' | 'wide';
 
+/** A windowed kernel of a width, storing four rows of y at once (`y4`, matmul-store4.wgsl) or one. */
+export type WindowedKernel = (width: XWidth, y4: boolean) => CompiledKernel;
+
 /**
  * The x windows of a product's bound buffers. `attach` records the buffers behind a bind group of the
  * storage-x kernels; `window` then gives a width's uniform-x kernel and the window bind group (made once
- * and kept; both widths' kernels share its layout), or undefined where x cannot be read through one: a
+ * and kept; every windowed kernel shares its layout), or undefined where x cannot be read through one: a
  * buffer without uniform usage, an x offset, or a step whose x does not fit one window.
  */
 export class XWindows {
@@ -63,8 +66,8 @@ export class XWindows {
 
   constructor(
     ctx: KernelContext,
-    /** Each width's windowed kernel, compiled on first use. */
-    private readonly kernels: Record<XWidth, () => CompiledKernel>,
+    /** Each width's windowed kernels, compiled on first use. */
+    private readonly kernels: WindowedKernel,
   ) {
     this.size = xWindowBytes(ctx.caps);
     this.alignment = ctx.caps.minUniformOffsetAlignment;
@@ -94,14 +97,14 @@ export class XWindows {
    * The window starting at vec4 `windowStart` of x (0, or where rowsPerWindow split a step; aligned), whose
    * kernel reads x offsets relative to it.
    */
-  window(group: GPUBindGroup, width: XWidth, t: number, xOffset: number, xStride: number, windowStart = 0): { kernel: CompiledKernel; group: GPUBindGroup } | undefined {
+  window(group: GPUBindGroup, width: XWidth, y4: boolean, t: number, xOffset: number, xStride: number, windowStart = 0): { kernel: CompiledKernel; group: GPUBindGroup } | undefined {
     const a = this.attached.get(group);
     const size = this.size;
     const start = windowStart * 16;
     if (!a || !this.windowable(group) || xOffset !== 0 || t * xStride * 16 > size || start % this.alignment !== 0) return undefined;
     const x = a.buffers[1] as GPUBuffer;
     if (x.size < start + size) return undefined;
-    const kernel = this.kernels[width]();
+    const kernel = this.kernels(width, y4);
     let bound = a.windows.get(start);
     if (!bound) {
       bound = kernel.bind(

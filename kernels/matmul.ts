@@ -1,7 +1,7 @@
 import { GgmlType, typeName } from '../ggml/types.ts';
 import type { GpuCaps } from './runtime/caps.ts';
 import common from './matmul-common.wgsl?raw';
-import { productBuffers, productStore, writeMatmulParams, XAlignedPair, type MatmulParams, type ProductExtras, type ProductOptions } from './matmul-params.ts';
+import { productBuffers, productStore, withStoreWidth, withVec4Y, writeMatmulParams, XAlignedPair, yVec4, type MatmulParams, type ProductExtras, type ProductOptions } from './matmul-params.ts';
 import regs from './matmul-regs.wgsl?raw';
 import regsBlocks from './matmul-regs-blocks.wgsl?raw';
 import xBlockF32 from './matmul-x-block-f32.wgsl?raw';
@@ -11,8 +11,8 @@ import { unrollRowsTokens } from './unroll.ts';
 import tiles from './matmul-tiles.wgsl?raw';
 import { BLOCK_WALK_TYPES, deviceLayout } from './quant/layouts.ts';
 import type { ParamArena } from './runtime/arena.ts';
-import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
-import { withUniformX, xWindowBytes, XWindows } from './matmul-x-window.ts';
+import { wgsl, type CompiledKernel, type KernelContext, type KernelSpec } from './runtime/context.ts';
+import { withUniformX, xWindowBytes, XWindows, type XWidth } from './matmul-x-window.ts';
 import { q8RowVec4s } from './quantize-x.ts';
 import type { WeightStore } from './runtime/weights.ts';
 
@@ -68,12 +68,17 @@ export const XQ8_WIDE_TOKENS = 16;
  */
 export class MatMulKernel {
   private readonly kernels: XAlignedPair;
+  /**
+   * The kernels of a dispatch that stores four rows of y at once (`y4`, where yVec4 allows: the CPU
+   * rasterisers' tiled kernels) or one at a time (every GPU kernel, and a tiled product's odd shapes).
+   */
+  private readonly pairFor: (y4: boolean) => XAlignedPair;
   private readonly tileN: number;
   private readonly tileT: number;
   /** Reads quantized x (ProductOptions.xq8), whose offsets and strides count vec4s. */
   private readonly xq8: boolean;
-  /** With quantized x: the XQ8_WIDE_TOKENS-token kernel, made on first use. */
-  private wide: (() => CompiledKernel) | undefined;
+  /** With quantized x: the XQ8_WIDE_TOKENS-token kernels, made on first use. */
+  private wide: ((y4: boolean) => CompiledKernel) | undefined;
   /** With quantized x: both widths' kernels reading x through a uniform window, where the device allows one. */
   private xWindows: XWindows | undefined;
 
@@ -84,7 +89,8 @@ export class MatMulKernel {
     private readonly opts: ProductOptions = {},
   ) {
     const store = productStore(opts);
-    const decode = wgsl(deviceLayout(ctx.caps, type).wgsl, store.code);
+    const layout = deviceLayout(ctx.caps, type).wgsl;
+    const decode = wgsl(layout, store.code);
     const rows = opts.tiledRows ?? REGS.rows;
     const label = `matmul-${variant}-${typeName(type)}${store.suffix}${variant === 'regs' && rows !== REGS.rows ? `-r${rows}` : ''}`;
     if (opts.norm || opts.tail) throw new Error(`${label}: norm-fused products and tails are matrix-vector only (decode-sized batches)`);
@@ -95,28 +101,46 @@ export class MatMulKernel {
     if (variant === 'tiles') {
       if (ctx.caps.maxInvocationsPerWorkgroup < 128) throw new Error('matmul: the tiles variant needs 128 invocations per workgroup');
       this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(tiles, common, x4, decode), bindings }), opts.glu);
+      this.pairFor = () => this.kernels;
       ({ tileN: this.tileN, tileT: this.tileT } = TILES);
     } else {
       const { WG_T, tokens } = REGS;
       if (!(TILED_ROWS as readonly number[]).includes(rows)) throw new Error(`${label}: the tiled kernel takes ${TILED_ROWS.join(' or ')} weight rows an invocation, not ${rows}`);
-      const WG_N = Math.max(REGS.WG_N, ctx.caps.cpuLanes);
-      const blockCode = (t: number) => wgsl(unrollRowsTokens(regsBlocks, rows, t), this.xq8 ? xBlockQ8 : xBlockF32);
-      const code = blocks ? blockCode(tokens) : unrollRowsTokens(regs, rows, tokens);
-      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(code, common, x4, decode), bindings, constants: { WG_N, WG_T } }), opts.glu);
-      this.tileN = WG_N * rows;
+      const constants = { WG_N: Math.max(REGS.WG_N, ctx.caps.cpuLanes), WG_T };
+      // Every tiled kernel in two forms: storing four rows of y at once (store4, y as vec4s), and one at
+      // a time for a dispatch whose y offset, stride or rows are not multiples of 4 (label suffix -y1).
+      const source = (t: number, y4: boolean) => {
+        const unrolled = unrollRowsTokens(withStoreWidth(blocks ? regsBlocks : regs, y4), rows, t);
+        return blocks ? wgsl(unrolled, this.xq8 ? xBlockQ8 : xBlockF32) : unrolled;
+      };
+      const forY = (y4: boolean) => ({ common: y4 ? withVec4Y(common) : common, decode: y4 ? wgsl(layout, store.code4) : decode, suffix: y4 ? '' : '-y1' });
+      const pair = (y4: boolean) => {
+        const f = forY(y4);
+        return new XAlignedPair(ctx, (x4) => ({ label: `${label}${f.suffix}`, code: wgsl(source(tokens, y4), f.common, x4, f.decode), bindings, constants }), opts.glu);
+      };
+      this.kernels = pair(true);
+      let scalarY: XAlignedPair | undefined;
+      this.pairFor = (y4) => (y4 ? this.kernels : (scalarY ??= pair(false)));
+      this.tileN = constants.WG_N * rows;
       this.tileT = WG_T * tokens;
       if (this.xq8) {
-        let wide: CompiledKernel | undefined;
-        const spec = { label: `${label}-t${XQ8_WIDE_TOKENS}`, code: wgsl(blockCode(XQ8_WIDE_TOKENS), common, xAligned, decode), bindings, constants: { WG_N, WG_T } };
-        this.wide = () => (wide ??= ctx.kernel(spec));
+        const built = new Map<string, CompiledKernel>();
+        const once = (key: string, spec: () => KernelSpec) => built.get(key) ?? built.set(key, ctx.kernel(spec())).get(key)!;
+        const wideLabel = `${label}-t${XQ8_WIDE_TOKENS}`;
+        this.wide = (y4) => {
+          const f = forY(y4);
+          return once(`wide${f.suffix}`, () => ({ label: `${wideLabel}${f.suffix}`, code: wgsl(source(XQ8_WIDE_TOKENS, y4), f.common, xAligned, f.decode), bindings, constants }));
+        };
         // Both widths also read x through a uniform window where it fits one (matmul-x-window.ts).
         const window = xWindowBytes(ctx.caps);
-        const windowed = (t: number, name: string): (() => CompiledKernel) => {
-          let kernel: CompiledKernel | undefined;
-          const windowSpec = { label: `${name}-xwin`, code: wgsl(blockCode(t), withUniformX(common, window / 16), xAligned, decode), bindings: bindings.map((b, i) => (i === 1 ? ('uniform' as const) : b)), constants: { WG_N, WG_T } };
-          return () => (kernel ??= ctx.kernel(windowSpec));
+        const windowed = (width: XWidth, y4: boolean) => {
+          const f = forY(y4);
+          const name = `${width === 'wide' ? wideLabel : label}${f.suffix}-xwin`;
+          const t = width === 'wide' ? XQ8_WIDE_TOKENS : tokens;
+          const uniformBindings = bindings.map((b, i) => (i === 1 ? ('uniform' as const) : b));
+          return once(name, () => ({ label: name, code: wgsl(source(t, y4), withUniformX(f.common, window / 16), xAligned, f.decode), bindings: uniformBindings, constants }));
         };
-        if (window > 0) this.xWindows = new XWindows(ctx, { narrow: windowed(tokens, label), wide: windowed(XQ8_WIDE_TOKENS, spec.label) });
+        if (window > 0) this.xWindows = new XWindows(ctx, windowed);
       }
     }
   }
@@ -160,8 +184,10 @@ export class MatMulKernel {
     const s = writeMatmulParams(arena, p);
     const wide = this.wide !== undefined && p.t >= XQ8_WIDE_TOKENS;
     const tileT = wide ? REGS.WG_T * XQ8_WIDE_TOKENS : this.tileT;
-    const window = this.xWindows?.window(group, wide ? 'wide' : 'narrow', p.t, p.xOffset ?? 0, p.xStride ?? q8RowVec4s(p.k), windowStart);
-    const kernel = window?.kernel ?? (wide ? this.wide!() : this.xq8 ? this.kernels.aligned : this.kernels.for(p));
+    const y4 = this.variant === 'regs' && yVec4(p);
+    const window = this.xWindows?.window(group, wide ? 'wide' : 'narrow', y4, p.t, p.xOffset ?? 0, p.xStride ?? q8RowVec4s(p.k), windowStart);
+    const pair = this.pairFor(y4);
+    const kernel = window?.kernel ?? (wide ? this.wide!(y4) : this.xq8 ? pair.aligned : pair.for(p));
     arena.dispatch(pass, kernel, window?.group ?? group, s, Math.ceil(p.n / this.tileN), Math.ceil(p.t / tileT));
   }
 }

@@ -35,9 +35,9 @@ async function run(
       labels.push(kernel.label);
       dispatch(ps, kernel, ...rest);
     };
-    kern.encode(pass, arena, group, { ...p, xStride: q8RowVec4s(p.k), yOffset: 3, accumulate: true });
+    kern.encode(pass, arena, group, { ...p, xStride: q8RowVec4s(p.k), yOffset: 4, accumulate: true });
   });
-  return { y: await readF32(ctx, y, 3 + p.t * p.yStride), labels };
+  return { y: await readF32(ctx, y, 4 + p.t * p.yStride), labels };
 }
 
 describe.skipIf(!windows)('tiled products with x in a uniform window', () => {
@@ -55,10 +55,11 @@ describe.skipIf(!windows)('tiled products with x in a uniform window', () => {
     { type: GgmlType.Q8_0, t: 32, k: 4096 },
   ];
   it.each(cases)('$t tokens, $k wide: the same bits as storage x; window kernels where 16 rows of x fit 64 KiB', async ({ type, t, k }) => {
+    // 70 rows: y stored one row at a time (-y1 kernels); the tests below store four rows at once.
     const n = 70;
     const w = uploadRows(ctx, randomWeights(type, n, k, 5 + t));
     const x = ctx.storage('x', t * k * 4, randomF32(t * k, 9 + k));
-    const y0 = randomF32(3 + t * (n + 2), 11);
+    const y0 = randomF32(4 + t * (n + 2), 11);
     const kern = new MatMulKernel(ctx, type, 'regs', { xq8: true });
     const viaStorage = ctx.storage('xq.storage', t * q8RowVec4s(k) * 16);
     const viaWindow = xq8Buffer(ctx, 'xq.window', t * q8RowVec4s(k) * 16);
@@ -72,9 +73,10 @@ describe.skipIf(!windows)('tiled products with x in a uniform window', () => {
     const perWindow = Math.floor(xWindowBytes(ctx.caps) / rowBytes / 16) * 16;
     const products = windowed.labels.filter((l) => l.startsWith('matmul-'));
     expect(products.every((l) => l.endsWith('-xwin'))).toBe(fits || perWindow > 0);
+    expect(products.every((l) => l.includes('-y1'))).toBe(true);
     expect(products.length).toBe(fits || perWindow === 0 ? 1 : Math.ceil(t / perWindow));
     expect(Array.from(windowed.y)).toEqual(Array.from(plain.y));
-    expect(plain.y.slice(3).some((v, i) => v !== y0[3 + i])).toBe(true);
+    expect(plain.y.slice(4).some((v, i) => v !== y0[4 + i])).toBe(true);
   });
 
   it.each([
@@ -85,7 +87,7 @@ describe.skipIf(!windows)('tiled products with x in a uniform window', () => {
     const w = uploadRows(ctx, randomWeights(type, n, k, 3));
     const x = ctx.storage('x', t * k * 4, randomF32(t * k, 4));
     const xq = xq8Buffer(ctx, 'xq', t * q8RowVec4s(k) * 16);
-    const y = ctx.storage('y', (3 + t * n) * 4);
+    const y = ctx.storage('y', (4 + t * n) * 4);
     const mm = new WeightMatmul(ctx, type, { xq8: true });
     const { labels } = await run(mm, mm.bind(w, xq, y), xq, x, y, { t, n, k, yStride: n });
     expect(labels).toEqual([`matmul-regs-${typeName(type)}-xq8${width}-xwin`]);
@@ -96,7 +98,7 @@ describe.skipIf(!windows)('tiled products with x in a uniform window', () => {
     const w = uploadRows(ctx, randomWeights(type, n, k, 6));
     const kern = new MatMulKernel(ctx, type, 'regs', { xq8: true });
     const [xs, xw] = [ctx.storage('xq.s', most * q8RowVec4s(k) * 16), xq8Buffer(ctx, 'xq.w', most * q8RowVec4s(k) * 16)];
-    const [ys, yw] = [ctx.storage('y.s', (3 + most * n) * 4), ctx.storage('y.w', (3 + most * n) * 4)];
+    const [ys, yw] = [ctx.storage('y.s', (4 + most * n) * 4), ctx.storage('y.w', (4 + most * n) * 4)];
     const [viaStorage, viaWindow] = [kern.bind(w, xs, ys), kern.bind(w, xw, yw)];
     for (const t of [5, most]) {
       const x = ctx.storage('x', t * k * 4, randomF32(t * k, 7 + t));

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { GgmlType, typeName } from '../../ggml/types.ts';
 import { MatMulKernel, tiledRowsFor, type MatMulVariant } from '../../kernels/matmul.ts';
 import { selectMatmul, WeightMatmul } from '../../kernels/matmul-select.ts';
+import { yVec4 } from '../../kernels/matmul-params.ts';
 import { MatVecKernel } from '../../kernels/matvec.ts';
 import { planRowShards } from '../../kernels/quant/index.ts';
 import { readF32, runPass, testContext } from '../helpers/gpu.ts';
@@ -65,6 +66,23 @@ describe.each(WEIGHT_TYPES.map((t) => [typeName(t), t] as const))('tiled matmul 
       expect(maxRelError(await readF32(ctx, by, y0.length), want)).toBeLessThan(TOL);
     });
 
+    it(`${variant}: y offset, stride and rows multiples of 4 (the tiled kernels' four-row stores), accumulate`, async () => {
+      const [t, n, k] = [37, 100, colsFor(type)];
+      const w = randomWeights(type, n, k, 67 + type);
+      const [yOffset, yStride] = [8, n + 12];
+      const x = randomF32(t * k, 19);
+      const y0 = randomF32(yOffset + t * yStride + 4, 20);
+      const kern = new MatMulKernel(ctx, type, variant);
+      const by = ctx.storage('y', y0.byteLength, y0);
+      const group = kern.bind(uploadRows(ctx, w), ctx.storage('x', x.byteLength, x), by);
+      await runPass(ctx, (pass, arena) => kern.encode(pass, arena, group, { t, n, k, yOffset, yStride, accumulate: true }));
+      const ref = referenceProduct(w, x, t);
+      const want = Float64Array.from(y0);
+      for (let i = 0; i < t; i++) for (let j = 0; j < n; j++) want[yOffset + i * yStride + j] += ref[i * n + j];
+      // Every value outside the product's rows and columns is left as it was.
+      expect(maxRelError(await readF32(ctx, by, y0.length), want)).toBeLessThan(TOL);
+    });
+
     if (type === GgmlType.F32 || type === GgmlType.F16 || type === GgmlType.BF16) {
       it(`${variant}: rows whose length is no multiple of 16 or 32`, async () => {
         const [t, n] = [9, 35];
@@ -80,6 +98,18 @@ describe.each(WEIGHT_TYPES.map((t) => [typeName(t), t] as const))('tiled matmul 
       });
     }
   }
+});
+
+describe('four-row stores', () => {
+  it('apply where the y offset with the shard row, the stride and the rows are multiples of 4', () => {
+    expect(yVec4({ t: 37, n: 100, k: 64, yOffset: 8, yStride: 112 })).toBe(true);
+    expect(yVec4({ t: 37, n: 40, k: 64, yOffset: 8, yStride: 112, rowOffset: 60 })).toBe(true);
+    expect(yVec4({ t: 37, n: 40, k: 64, yOffset: 8, yStride: 112, rowOffset: 62 })).toBe(false);
+    expect(yVec4({ t: 37, n: 100, k: 64, yOffset: 11 })).toBe(false);
+    expect(yVec4({ t: 37, n: 100, k: 64, yStride: 109 })).toBe(false);
+    expect(yVec4({ t: 1, n: 100, k: 64, yStride: 109 })).toBe(true);
+    expect(yVec4({ t: 37, n: 35, k: 64 })).toBe(false);
+  });
 });
 
 describe('kernel selection', () => {
