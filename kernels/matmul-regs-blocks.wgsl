@@ -7,7 +7,9 @@
 // and tokens.
 //
 // Template: a line containing `$r` is written once per weight row (0 .. R-1), one containing `$t` once
-// per token (0 .. T-1), one containing both once per pair (kernels/unroll.ts).
+// per token (0 .. T-1), one containing both once per pair, one containing `$v` once per quad of rows
+// (kernels/unroll.ts). The wrapper keeps one of the two store lines (withStoreWidth): four rows at once
+// where the dispatch's y allows (matmul-store4.wgsl), else one.
 
 override WG_N: u32 = 8u;
 override WG_T: u32 = 8u;

@@ -5,7 +5,9 @@
 // unit (16 weights) serves every token of the block and each x load every row.
 //
 // Template: a line containing `$r` is written once per weight row (0 .. R-1), one containing `$t` once
-// per token (0 .. T-1), one containing both once per pair (kernels/unroll.ts). CPU rasterisers neither
+// per token (0 .. T-1), one containing both once per pair, one containing `$v` once per quad of rows
+// (kernels/unroll.ts). The wrapper keeps one of the two store lines (withStoreWidth): four rows at once
+// where the dispatch's y allows (matmul-store4.wgsl), else one. CPU rasterisers neither
 // unroll loops nor keep indexed arrays in registers.
 
 override WG_N: u32 = 8u;

@@ -10,7 +10,9 @@
 // matvec-tail.wgsl).
 //
 // Template: a line containing `$r` is written once per weight row (0 .. R-1), one containing `$t` once
-// per row of x (0 .. t-1), one containing both once per pair (kernels/unroll.ts).
+// per row of x (0 .. t-1), one containing both once per pair, one containing `$v` once per quad of rows
+// (kernels/unroll.ts). The wrapper keeps one of the two store lines (withStoreWidth): four rows at once
+// where the dispatch's y allows (matmul-store4.wgsl), else one.
 
 // w_block() and block_dot() come with the type's decoder (quant/q8_0.wgsl, quant/q4_0.wgsl), x_block()
 // with matmul-x-block-f32.wgsl, or matmul-x-block-q8.wgsl where x is quantized (three loads per block
@@ -38,5 +40,6 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
     acc$r_$t += block_dot(k$r, x$t);
   }
   if (n0 + $ru < params.n) { store($tu, n0 + $ru, acc$r_$t); }
+  if (n0 + $v0u < params.n) { store4($tu, n0 + $v0u, vec4f(acc$v0_$t, acc$v1_$t, acc$v2_$t, acc$v3_$t)); }
   after_rows(nwg, n0);
 }

@@ -13,13 +13,6 @@ override TAIL_ROWS: u32 = 8u;
 @group(0) @binding(TAIL_BINDING_3) var<storage, read> page_table: array<u32>;
 @group(0) @binding(TAIL_BINDING_4) var<storage, read> factors: array<f32>;
 
-fn tail_out(e: u32, v: vec4f) {
-  y[e] = v.x;
-  y[e + 1u] = v.y;
-  y[e + 2u] = v.z;
-  y[e + 3u] = v.w;
-}
-
 fn after_rows(nwg: vec3u, n0: u32) {
   if (params.tail_on == 0u || n0 >= params.n) { return; }
   let h = n0 / params.tail_head_dim;

@@ -13,6 +13,8 @@ import q8Block from './quantize-x-block.wgsl?raw';
 import { xqGroup, type XqMode } from './quantize-x.ts';
 import { wgsl, type BindingKind } from './runtime/context.ts';
 import counter from './matvec-tail.wgsl?raw';
+import yScalar from './matvec-tail-y.wgsl?raw';
+import yVec4s from './matvec-tail-y4.wgsl?raw';
 import none from './matvec-tail-none.wgsl?raw';
 import normQ8 from './matvec-tail-norm-q8.wgsl?raw';
 import gluQ8 from './matvec-tail-glu-q8.wgsl?raw';
@@ -69,10 +71,10 @@ function cacheStores(kv: KvFormat): string {
 }
 
 /** The tail's WGSL with its first binding at `binding` (after_rows() that does nothing without a tail). */
-export function tailCode(tail: ProductTail | undefined, binding: number): string {
+export function tailCode(tail: ProductTail | undefined, binding: number, y4 = false): string {
   if (!tail) return none;
   const own = tail.kind === 'norm-q8' ? wgsl(normQ8, q8Block) : tail.kind === 'glu-q8' ? wgsl(gluQ8, activationWgsl(tail.activation), q8Block) : wgsl(ropeKv, cacheStores(tail.kv), ropeVec4, angle);
-  return wgsl(counter, own).replace(/TAIL_BINDING(?:_(\d))?/g, (_, i: string | undefined) => String(binding + Number(i ?? 0)));
+  return wgsl(counter, y4 ? yVec4s : yScalar, own).replace(/TAIL_BINDING(?:_(\d))?/g, (_, i: string | undefined) => String(binding + Number(i ?? 0)));
 }
 
 /** Pipeline constants the tail's code needs, for a kernel whose invocations compute `rows` weight rows each. */

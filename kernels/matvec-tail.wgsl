@@ -21,7 +21,5 @@ fn tail_last(i: u32, count: u32) -> bool {
   return true;
 }
 
-// Four consecutive values of the product's y (an f32 array) from element e.
-fn tail_in(e: u32) -> vec4f {
-  return vec4f(y[e], y[e + 1u], y[e + 2u], y[e + 3u]);
-}
+// tail_in(e) and tail_out(e, v), four consecutive values of the product's y from element e, come from
+// matvec-tail-y.wgsl (y as f32s) or matvec-tail-y4.wgsl (y as vec4s, e a multiple of 4).

@@ -50,6 +50,23 @@ describe.each(WEIGHT_TYPES.map((t) => [typeName(t), t] as const))('matvec %s', (
       expect(maxRelError(got, want)).toBeLessThan(TOL);
     });
 
+    it(`${variant}: y offset, stride and rows multiples of 4 (the rows kernel's four-row stores), accumulate`, async () => {
+      const [t, n, k] = [3, 72, colsFor(type)];
+      const w = randomWeights(type, n, k, 23 + type);
+      const [yOffset, yStride] = [8, n + 4];
+      const x = randomF32(t * k, 11);
+      const y0 = randomF32(yOffset + t * yStride + 4, 12);
+      const kern = new MatVecKernel(ctx, type, t, variant);
+      const by = ctx.storage('y', y0.byteLength, y0);
+      const group = kern.bind(uploadRows(ctx, w), ctx.storage('x', x.byteLength, x), by);
+      await runPass(ctx, (pass, arena) => kern.encode(pass, arena, group, { t, n, k, yOffset, yStride, accumulate: true }));
+      const ref = referenceProduct(w, x, t);
+      const want = Float64Array.from(y0);
+      for (let i = 0; i < t; i++) for (let j = 0; j < n; j++) want[yOffset + i * yStride + j] += ref[i * n + j];
+      // Every value outside the product's rows and columns is left as it was.
+      expect(maxRelError(await readF32(ctx, by, y0.length), want)).toBeLessThan(TOL);
+    });
+
     it(`${variant}: one dispatch per row shard`, async () => {
       const n = 150;
       const k = colsFor(type);
