@@ -6,6 +6,9 @@ import regs from './matmul-regs.wgsl?raw';
 import regsBlocks from './matmul-regs-blocks.wgsl?raw';
 import xBlockF32 from './matmul-x-block-f32.wgsl?raw';
 import xBlockQ8 from './matmul-x-block-q8.wgsl?raw';
+import xqBuffer from './matmul-xq-buffer.wgsl?raw';
+import xqTexture from './matmul-x-texture.wgsl?raw';
+import { withoutBufferX, XTextures } from './matmul-x-texture.ts';
 import xAligned from './matmul-x-aligned.wgsl?raw';
 import { unrollRowsTokens } from './unroll.ts';
 import tiles from './matmul-tiles.wgsl?raw';
@@ -81,6 +84,8 @@ export class MatMulKernel {
   private wide: ((y4: boolean) => CompiledKernel) | undefined;
   /** With quantized x: both widths' kernels reading x through a uniform window, where the device allows one. */
   private xWindows: XWindows | undefined;
+  /** With quantized x on llvmpipe: both widths' kernels reading x through a texture it is copied into. */
+  private xTextures: XTextures | undefined;
 
   constructor(
     ctx: KernelContext,
@@ -109,9 +114,9 @@ export class MatMulKernel {
       const constants = { WG_N: Math.max(REGS.WG_N, ctx.caps.cpuLanes), WG_T };
       // Every tiled kernel in two forms: storing four rows of y at once (store4, y as vec4s), and one at
       // a time for a dispatch whose y offset, stride or rows are not multiples of 4 (label suffix -y1).
-      const source = (t: number, y4: boolean) => {
+      const source = (t: number, y4: boolean, xTexture = false) => {
         const unrolled = unrollRowsTokens(withStoreWidth(blocks ? regsBlocks : regs, y4), rows, t);
-        return blocks ? wgsl(unrolled, this.xq8 ? xBlockQ8 : xBlockF32) : unrolled;
+        return blocks ? wgsl(unrolled, this.xq8 ? wgsl(xBlockQ8, xTexture ? xqTexture : xqBuffer) : xBlockF32) : unrolled;
       };
       const forY = (y4: boolean) => ({ common: y4 ? withVec4Y(common) : common, decode: y4 ? wgsl(layout, store.code4) : decode, suffix: y4 ? '' : '-y1' });
       const pair = (y4: boolean) => {
@@ -141,6 +146,15 @@ export class MatMulKernel {
           return once(name, () => ({ label: name, code: wgsl(source(t, y4), withUniformX(f.common, window / 16), xAligned, f.decode), bindings: uniformBindings, constants }));
         };
         if (window > 0) this.xWindows = new XWindows(ctx, windowed);
+        // On llvmpipe both widths read x through a texture where the step can copy it into one (matmul-x-texture.ts).
+        const textured = (width: XWidth, y4: boolean) => {
+          const f = forY(y4);
+          const name = `${width === 'wide' ? wideLabel : label}${f.suffix}-xtex`;
+          const t = width === 'wide' ? XQ8_WIDE_TOKENS : tokens;
+          const textureBindings = bindings.map((b, i) => (i === 1 ? ('texture' as const) : b));
+          return once(name, () => ({ label: name, code: wgsl(source(t, y4, true), withoutBufferX(f.common), f.decode), bindings: textureBindings, constants }));
+        };
+        if (ctx.caps.weightTextures) this.xTextures = new XTextures(ctx, textured);
       }
     }
   }
@@ -162,11 +176,20 @@ export class MatMulKernel {
    * window of it (matmul-x-window.ts).
    */
   attach(group: GPUBindGroup, w: WeightStore, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding, more: ProductExtras = {}): void {
-    this.xWindows?.attach(group, productBuffers(this.kernel.label, this.opts, w, x, y, more));
+    const buffers = productBuffers(this.kernel.label, this.opts, w, x, y, more);
+    this.xWindows?.attach(group, buffers);
+    this.xTextures?.attach(group, buffers);
   }
 
   encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: MatmulParams): void {
     const xStride = p.xStride ?? q8RowVec4s(p.k);
+    const wide = this.wide !== undefined && p.t >= XQ8_WIDE_TOKENS;
+    const viaTexture = this.xTextures?.prepare(arena, group, wide ? 'wide' : 'narrow', this.variant === 'regs' && yVec4(p), p.t, p.xOffset ?? 0, xStride);
+    if (viaTexture) {
+      const tileT = wide ? REGS.WG_T * XQ8_WIDE_TOKENS : this.tileT;
+      arena.dispatch(pass, viaTexture.kernel, viaTexture.group, writeMatmulParams(arena, { ...p, xStride }), Math.ceil(p.n / this.tileN), Math.ceil(p.t / tileT));
+      return;
+    }
     // A step whose x does not fit one window runs one dispatch per window-full of whole 16-token tiles,
     // each reading its rows through a window at their start.
     const perWindow = this.xWindows?.windowable(group) && this.wide && (p.xOffset ?? 0) === 0 ? this.xWindows.rowsPerWindow(xStride, XQ8_WIDE_TOKENS) : 0;

@@ -7,6 +7,7 @@ import rows from './matvec-rows.wgsl?raw';
 import rowsBlocks from './matvec-rows-blocks.wgsl?raw';
 import xBlockF32 from './matmul-x-block-f32.wgsl?raw';
 import xBlockQ8 from './matmul-x-block-q8.wgsl?raw';
+import xqBuffer from './matmul-xq-buffer.wgsl?raw';
 import subgroup from './matvec-subgroup.wgsl?raw';
 import xNorm from './matvec-x-norm.wgsl?raw';
 import xPlain from './matvec-x-plain.wgsl?raw';
@@ -99,7 +100,7 @@ export class MatVecKernel {
       // at once where the dispatch's y allows (a decode step 0.91x the time on llvmpipe, SmolLM2-135M
       // Q8_0, 10 of 11 interleaved rounds), else one at a time (label suffix -y1).
       const pair = (y4: boolean) => {
-        const code = blocks ? wgsl(unrollRowsTokens(withStoreWidth(rowsBlocks, y4), BLOCK_ROWS, t), this.xq8 ? xBlockQ8 : xBlockF32) : unrollRowsTokens(rows, 1, t);
+        const code = blocks ? wgsl(unrollRowsTokens(withStoreWidth(rowsBlocks, y4), BLOCK_ROWS, t), this.xq8 ? wgsl(xBlockQ8, xqBuffer) : xBlockF32) : unrollRowsTokens(rows, 1, t);
         const parts = y4 ? [withVec4Y(common), wgsl(layout, store.code4)] : [common, decode];
         const tail = tailCode(opts.tail, store.tailBinding, y4);
         return new XAlignedPair(ctx, (x4) => ({ label: `${label}${y4 || !blocks ? '' : '-y1'}`, code: wgsl(code, parts[0], x4, parts[1], tail), bindings: BINDINGS, constants }), opts.glu);

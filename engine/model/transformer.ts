@@ -469,17 +469,18 @@ export class Transformer implements StepRunner {
     let enc = device.createCommandEncoder({ label: 'step' });
     const ws = this.ws;
     for (const f of this.feeds) enc.copyBufferToBuffer(ws.sampleOut, f.row * SAMPLE_OUT_WORDS * 4, ws.tokens, f.token * 4, 4);
-    let pass = enc.beginComputePass({ label: 'step' });
+    // The arena holds the step's open pass, so a product may end it for a copy (kernels/matmul-x-texture.ts).
+    let pass = arena.beginStep(enc, 'step');
     const perSegment = this.segments.layersPerSegment(T);
     this.encodeForward(pass, T, perSegment, split ? () => {
-      pass.end();
-      segments.push(enc.finish());
+      const finished = enc;
       enc = device.createCommandEncoder({ label: 'step' });
-      pass = enc.beginComputePass({ label: 'step' });
+      pass = arena.continueStep(enc);
+      segments.push(finished.finish());
       return pass;
     } : undefined);
     if (R > 0) this.encodeHead(pass, R);
-    pass.end();
+    arena.endStep();
     this.lastDispatches = arena.slotsUsed;
     const staging = ws.sampleReads[this.nextStaging];
     this.nextStaging ^= 1;

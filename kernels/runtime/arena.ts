@@ -34,6 +34,12 @@ export class ParamArena {
    * step it holds that step's dispatches, whose params are still the arena's (step-profile.ts).
    */
   recorder?: DispatchRecord[];
+  /**
+   * A step encoded with room for copies between its dispatches (beginStep): its encoder and open pass.
+   * dispatch() then issues on this pass, whichever pass it is handed, so a kernel may end it for a copy
+   * (copyBetween) without its callers holding a stale pass.
+   */
+  private step: { encoder: GPUCommandEncoder; pass: GPUComputePassEncoder; label: string } | undefined;
 
   constructor(
     private readonly ctx: KernelContext,
@@ -60,6 +66,8 @@ export class ParamArena {
   /** Start a new step: slots are handed out from the beginning again. */
   reset(): void {
     this.used = 0;
+    // A step whose encoding failed left its pass open; its encoder is dropped with it.
+    this.step = undefined;
     if (this.recorder) this.recorder.length = 0;
   }
 
@@ -72,12 +80,52 @@ export class ParamArena {
     return base;
   }
 
+  /** Begin a step's pass on `encoder` whose dispatches may be separated by copies (copyBetween). */
+  beginStep(encoder: GPUCommandEncoder, label: string): GPUComputePassEncoder {
+    if (this.step) throw new Error('param arena: a step is already open (reset() starts a step)');
+    this.step = { encoder, pass: encoder.beginComputePass({ label }), label };
+    return this.step.pass;
+  }
+
+  /** The open step goes on in a new command encoder (a segment of a step submitted in parts). */
+  continueStep(encoder: GPUCommandEncoder): GPUComputePassEncoder {
+    const step = this.openStep();
+    step.pass.end();
+    step.encoder = encoder;
+    step.pass = encoder.beginComputePass({ label: step.label });
+    return step.pass;
+  }
+
+  /** End the open step's pass; its encoder is the caller's to finish. */
+  endStep(): void {
+    this.openStep().pass.end();
+    this.step = undefined;
+  }
+
+  /** Whether a kernel may run a copy between its dispatches (a step begun with beginStep is open). */
+  get copiesBetween(): boolean {
+    return this.step !== undefined;
+  }
+
+  /** End the open step's pass, let `copy` encode on its encoder, and begin the next pass. */
+  copyBetween(copy: (encoder: GPUCommandEncoder) => void): void {
+    const step = this.openStep();
+    step.pass.end();
+    copy(step.encoder);
+    step.pass = step.encoder.beginComputePass({ label: step.label });
+  }
+
+  private openStep(): NonNullable<ParamArena['step']> {
+    if (!this.step) throw new Error('param arena: no step is open (beginStep)');
+    return this.step;
+  }
+
   /** Set pipeline, buffers and the params slot `base` (from slot()) on a pass, then dispatch. */
   dispatch(pass: GPUComputePassEncoder, kernel: CompiledKernel, buffers: GPUBindGroup, base: number, x: number, y = 1, z = 1): void {
     const max = this.ctx.caps.maxWorkgroupsPerDimension;
     if (x > max || y > max || z > max) throw new Error(`${kernel.label}: dispatch ${x}x${y}x${z} exceeds ${max} workgroups per dimension`);
     this.recorder?.push({ label: kernel.label, pipeline: kernel.pipeline, buffers, base, x, y, z });
-    this.issue(pass, kernel.pipeline, buffers, base, x, y, z);
+    this.issue(this.step?.pass ?? pass, kernel.pipeline, buffers, base, x, y, z);
   }
 
   /** A recorded dispatch again, with the params its slot holds now (the last flushed step's). */

@@ -12,8 +12,11 @@
 import type { GpuCaps } from './caps.ts';
 import { isTexture, weightsLayoutEntry, weightsWgsl, type WeightStore } from './weights.ts';
 
-/** 'weights': a packed weight matrix, a storage buffer or a texture by the device (runtime/weights.ts). */
-export type BindingKind = 'read' | 'write' | 'uniform' | 'weights';
+/**
+ * 'weights': a packed weight matrix, a storage buffer or a texture by the device (runtime/weights.ts).
+ * 'texture': a read-only rgba32uint storage texture (quantized x on CPU rasterisers, matmul-x-texture.ts).
+ */
+export type BindingKind = 'read' | 'write' | 'uniform' | 'weights' | 'texture';
 
 /** What a binding takes: a buffer (or a range of one), or for 'weights' the device's WeightStore. */
 export type BindingResource = GPUBuffer | GPUBufferBinding | WeightStore;
@@ -87,6 +90,8 @@ export class KernelContext {
       entries: spec.bindings.map((kind, binding) =>
         kind === 'weights'
           ? weightsLayoutEntry(this.caps, binding)
+          : kind === 'texture'
+          ? { binding, visibility: GPUShaderStage.COMPUTE, storageTexture: { access: 'read-only' as const, format: 'rgba32uint' as const, viewDimension: '2d' as const } }
           : { binding, visibility: GPUShaderStage.COMPUTE, buffer: { type: kind === 'read' ? ('read-only-storage' as const) : kind === 'uniform' ? ('uniform' as const) : ('storage' as const) } },
       ),
     });

@@ -39,6 +39,24 @@ export async function runPass(ctx: KernelContext, record: (pass: GPUComputePassE
   }
 }
 
+/**
+ * runPass for a step whose kernels may copy between their dispatches (ParamArena.beginStep, as the
+ * engine's steps are encoded): `record` gets the step's first pass, which a copy may end.
+ */
+export async function runStep(ctx: KernelContext, record: (pass: GPUComputePassEncoder, arena: ParamArena) => void, arenaSlots = 64): Promise<void> {
+  const arena = new ParamArena(ctx, arenaSlots);
+  ctx.device.pushErrorScope('validation');
+  const enc = ctx.device.createCommandEncoder();
+  record(arena.beginStep(enc, 'test-step'), arena);
+  arena.endStep();
+  arena.flush();
+  ctx.device.queue.submit([enc.finish()]);
+  const err = await ctx.device.popErrorScope();
+  await ctx.device.queue.onSubmittedWorkDone();
+  arena.buffer.destroy();
+  if (err) throw new Error(`GPU validation error: ${err.message}`);
+}
+
 export async function readBuffer(ctx: KernelContext, src: GPUBuffer, byteLength = src.size, offset = 0): Promise<ArrayBuffer> {
   const staging = ctx.device.createBuffer({ size: byteLength, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
   const enc = ctx.device.createCommandEncoder();

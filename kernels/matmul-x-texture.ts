@@ -1,0 +1,87 @@
+/**
+ * Quantized x through a texture, for the CPU rasterisers' tiled products (matmul.ts) on llvmpipe.
+ *
+ * Every invocation of a tiled product reads the same x addresses, and llvmpipe runs each of those loads
+ * lane by lane: a uniform-buffer load (matmul-x-window.ts) as a gather of one word per lane and
+ * component, a perf profile's largest cost after the multiply-adds (22% of the tiled kernel's samples,
+ * kernels/README.md). An image load (a read-only storage texture) fetches a lane's whole vec4 at once, as
+ * the weights are read (runtime/weights.ts). The writers of quantized x store single words of a vec4 (a
+ * block's scale), which a texture cannot take, so x stays in its buffer and is copied into a texture
+ * just before each product that reads it: the product ends the step's pass for the copy (ParamArena
+ * copyBetween) and dispatches its texture kernel. One step's x fits one texture, so the product runs one
+ * dispatch where a uniform window would take several. 64-token TTFT on llvmpipe, SmolLM2-135M Q8_0:
+ * 0.84x (13 interleaved rounds in one process, measured with the texture left unfilled).
+ *
+ * Where a step cannot copy between dispatches (its arena has no open step) or x is bound at an offset,
+ * the product reads x through a window or storage as before.
+ */
+import type { ParamArena } from './runtime/arena.ts';
+import type { BindingResource, CompiledKernel, KernelContext } from './runtime/context.ts';
+import { isTexture, WEIGHT_TEXTURE_WIDTH } from './runtime/weights.ts';
+import type { WindowedKernel, XWidth } from './matmul-x-window.ts';
+
+/** The declaration of x in matmul-common.wgsl that the texture kernels drop (matmul-x-texture.wgsl declares theirs). */
+const STORAGE_X = '@group(0) @binding(1) var<storage, read> x: array<vec4f>;';
+
+/** `common` (matmul-common.wgsl) without x's buffer, for kernels reading x through matmul-x-texture.wgsl. */
+export function withoutBufferX(common: string): string {
+  if (!common.includes(STORAGE_X)) throw new Error('matmul-x-texture: matmul-common.wgsl no longer declares x as expected');
+  return common.replace(STORAGE_X, '');
+}
+
+/** The texture a quantized-x buffer is copied into: whole rows of WEIGHT_TEXTURE_WIDTH texels covering the buffer. */
+const textures = new WeakMap<GPUBuffer, GPUTexture>();
+
+function textureFor(device: GPUDevice, x: GPUBuffer): GPUTexture {
+  let texture = textures.get(x);
+  if (!texture) {
+    const rows = Math.max(1, Math.ceil(x.size / 16 / WEIGHT_TEXTURE_WIDTH));
+    texture = device.createTexture({ label: `${x.label}.texture`, size: [WEIGHT_TEXTURE_WIDTH, rows], format: 'rgba32uint', usage: GPUTextureUsage.STORAGE_BINDING | GPUTextureUsage.COPY_DST });
+    textures.set(x, texture);
+  }
+  return texture;
+}
+
+/** Encode copies of the first `texels` vec4s of `x` into `texture`: whole rows, then the last row's part. */
+export function copyRows(encoder: GPUCommandEncoder, x: GPUBuffer, texture: GPUTexture, texels: number): void {
+  const W = WEIGHT_TEXTURE_WIDTH;
+  const full = Math.floor(texels / W);
+  if (full > 0) encoder.copyBufferToTexture({ buffer: x, offset: 0, bytesPerRow: W * 16 }, { texture }, [W, full]);
+  const rest = texels - full * W;
+  if (rest > 0) encoder.copyBufferToTexture({ buffer: x, offset: full * W * 16, bytesPerRow: W * 16 }, { texture, origin: [0, full] }, [rest, 1]);
+}
+
+/**
+ * The x textures of a product's bound buffers. `attach` records the buffers behind a bind group of the
+ * buffer-x kernels; `prepare` then copies a step's x into the texture of its buffer and gives the texture
+ * kernel of a width and the bind group that binds the texture (made once and kept), or undefined where
+ * x cannot go through one: no open step to copy in, x bound as a range, or at an offset.
+ */
+export class XTextures {
+  private readonly attached = new WeakMap<GPUBindGroup, { buffers: readonly BindingResource[]; bound?: GPUBindGroup }>();
+
+  constructor(
+    private readonly ctx: KernelContext,
+    private readonly kernels: WindowedKernel,
+  ) {}
+
+  attach(group: GPUBindGroup, buffers: readonly BindingResource[]): void {
+    this.attached.set(group, { buffers });
+  }
+
+  prepare(arena: ParamArena, group: GPUBindGroup, width: XWidth, y4: boolean, t: number, xOffset: number, xStride: number): { kernel: CompiledKernel; group: GPUBindGroup } | undefined {
+    const a = this.attached.get(group);
+    const x = a?.buffers[1];
+    if (!a || !arena.copiesBetween || xOffset !== 0 || x === undefined || 'buffer' in x || isTexture(x)) return undefined;
+    const texels = t * xStride;
+    if (texels * 16 > x.size) throw new Error(`matmul-x-texture: ${t} rows of ${xStride} vec4s are past the end of ${x.label} (${x.size} bytes)`);
+    const texture = textureFor(this.ctx.device, x);
+    arena.copyBetween((encoder) => copyRows(encoder, x, texture, texels));
+    const kernel = this.kernels(width, y4);
+    a.bound ??= kernel.bind(
+      a.buffers.map((b, i) => (i === 1 ? texture : b)),
+      `${kernel.label} x texture`,
+    );
+    return { kernel, group: a.bound };
+  }
+}

@@ -1,0 +1,105 @@
+/**
+ * On llvmpipe the tiled products read quantized x through a texture it is copied into between their
+ * dispatches (kernels/matmul-x-texture.ts), where the step allows copies (ParamArena.beginStep): the same
+ * bits as reading x from storage, one dispatch for the whole step (where a uniform window would take
+ * several), the copy taken when the product runs, and x from a window or storage where no copy can run.
+ */
+import { describe, expect, it } from 'vitest';
+import { GgmlType } from '../../ggml/types.ts';
+import { MatMulKernel } from '../../kernels/matmul.ts';
+import { xq8Buffer } from '../../kernels/matmul-x-window.ts';
+import { QuantizeXKernel, q8RowVec4s } from '../../kernels/quantize-x.ts';
+import type { ParamArena } from '../../kernels/runtime/arena.ts';
+import { readF32, runPass, runStep, testContext } from '../helpers/gpu.ts';
+import { randomF32 } from '../helpers/random.ts';
+import { randomWeights, uploadRows } from '../quant/weights.ts';
+
+const ctx = await testContext();
+
+/** Labels of the kernels dispatched through `arena` while `record` runs. */
+function labelling(arena: ParamArena, labels: string[]): void {
+  const dispatch = arena.dispatch.bind(arena);
+  arena.dispatch = (pass, kernel, ...rest) => {
+    labels.push(kernel.label);
+    dispatch(pass, kernel, ...rest);
+  };
+}
+
+describe.skipIf(!ctx.caps.weightTextures)('tiled products with x copied into a texture', () => {
+  const cases = [
+    { type: GgmlType.Q8_0, t: 5, k: 576 },
+    { type: GgmlType.Q4_0, t: 9, k: 1536 },
+    { type: GgmlType.Q8_0, t: 64, k: 576 },
+    { type: GgmlType.Q8_0, t: 64, k: 1536 },
+    { type: GgmlType.Q4_K, t: 24, k: 768 },
+    // Too wide for 16 rows in a 64 KiB window (storage x before): one texture dispatch all the same.
+    { type: GgmlType.Q8_0, t: 32, k: 4096 },
+  ];
+  it.each(cases)('$t tokens, $k wide: the same bits as storage x, one dispatch', async ({ type, t, k }) => {
+    const n = 72;
+    const w = uploadRows(ctx, randomWeights(type, n, k, 5 + t));
+    const x = ctx.storage('x', t * k * 4, randomF32(t * k, 9 + k));
+    const y0 = randomF32(4 + t * (n + 4), 11);
+    const kern = new MatMulKernel(ctx, type, 'regs', { xq8: true });
+    const quantize = new QuantizeXKernel(ctx);
+    const viaStorage = ctx.storage('xq.storage', t * q8RowVec4s(k) * 16);
+    const viaTexture = xq8Buffer(ctx, 'xq.texture', t * q8RowVec4s(k) * 16);
+    const [ys, yt] = [ctx.storage('y.s', y0.byteLength, y0), ctx.storage('y.t', y0.byteLength, y0)];
+    const p = { t, n, k, xStride: q8RowVec4s(k), yOffset: 4, yStride: n + 4, accumulate: true };
+    const labels: string[] = [];
+    const [plainGroup, textureGroup] = [kern.bind(w, viaStorage, ys), kern.bind(w, viaTexture, yt)];
+    await runStep(ctx, (pass, arena) => {
+      quantize.encode(pass, arena, quantize.bind(x, viaStorage), { tokens: t, k });
+      quantize.encode(pass, arena, quantize.bind(x, viaTexture), { tokens: t, k });
+      kern.encode(pass, arena, plainGroup, p);
+      labelling(arena, labels);
+      kern.encode(pass, arena, textureGroup, p);
+    });
+    expect(labels).toHaveLength(1);
+    expect(labels[0].endsWith('-xtex')).toBe(true);
+    const [plain, textured] = [await readF32(ctx, ys, y0.length), await readF32(ctx, yt, y0.length)];
+    expect(Array.from(textured)).toEqual(Array.from(plain));
+    expect(plain.slice(4).some((v, i) => v !== y0[4 + i])).toBe(true);
+  });
+
+  it('takes each product its x as it is when the product runs, in one step', async () => {
+    const [type, k, n, t] = [GgmlType.Q8_0, 576, 40, 20];
+    const w = uploadRows(ctx, randomWeights(type, n, k, 8));
+    const kern = new MatMulKernel(ctx, type, 'regs', { xq8: true });
+    const quantize = new QuantizeXKernel(ctx);
+    const xs = [ctx.storage('x.a', t * k * 4, randomF32(t * k, 21)), ctx.storage('x.b', t * k * 4, randomF32(t * k, 22))];
+    const xq = xq8Buffer(ctx, 'xq', t * q8RowVec4s(k) * 16);
+    const xqPlain = ctx.storage('xq.plain', t * q8RowVec4s(k) * 16);
+    const ys = [0, 1].map((i) => ctx.storage(`y.${i}`, t * n * 4));
+    const plain = [0, 1].map((i) => ctx.storage(`y.plain.${i}`, t * n * 4));
+    const p = { t, n, k, xStride: q8RowVec4s(k) };
+    // One x buffer rewritten between two products of the same step.
+    await runStep(ctx, (pass, arena) => {
+      for (const i of [0, 1]) {
+        quantize.encode(pass, arena, quantize.bind(xs[i], xq), { tokens: t, k });
+        kern.encode(pass, arena, kern.bind(w, xq, ys[i]), p);
+      }
+    });
+    for (const i of [0, 1]) {
+      await runPass(ctx, (pass, arena) => {
+        quantize.encode(pass, arena, quantize.bind(xs[i], xqPlain), { tokens: t, k });
+        kern.encode(pass, arena, kern.bind(w, xqPlain, plain[i]), p);
+      });
+      expect(Array.from(await readF32(ctx, ys[i], t * n))).toEqual(Array.from(await readF32(ctx, plain[i], t * n)));
+    }
+  });
+
+  it('reads x through its window where the step cannot copy between dispatches', async () => {
+    const [type, k, n, t] = [GgmlType.Q8_0, 576, 40, 20];
+    const w = uploadRows(ctx, randomWeights(type, n, k, 9));
+    const kern = new MatMulKernel(ctx, type, 'regs', { xq8: true });
+    const xq = xq8Buffer(ctx, 'xq', t * q8RowVec4s(k) * 16);
+    const y = ctx.storage('y', t * n * 4);
+    const labels: string[] = [];
+    await runPass(ctx, (pass, arena) => {
+      labelling(arena, labels);
+      kern.encode(pass, arena, kern.bind(w, xq, y), { t, n, k, xStride: q8RowVec4s(k) });
+    });
+    expect(labels).toEqual(['matmul-regs-Q8_0-xq8-t16-xwin']);
+  });
+});
