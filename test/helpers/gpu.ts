@@ -20,12 +20,30 @@ let lastError: string | undefined;
 
 /** Encode one compute pass with `record`, submit it and fail on any validation error. */
 export async function runPass(ctx: KernelContext, record: (pass: GPUComputePassEncoder, arena: ParamArena) => void, arenaSlots = 64): Promise<void> {
+  await submitChecked(ctx, arenaSlots, (enc, arena) => {
+    const pass = enc.beginComputePass();
+    record(pass, arena);
+    pass.end();
+  });
+}
+
+/**
+ * runPass for a step whose kernels may copy between their dispatches (ParamArena.beginStep, as the
+ * engine's steps are encoded): `record` gets the step's first pass, which a copy may end.
+ */
+export async function runStep(ctx: KernelContext, record: (pass: GPUComputePassEncoder, arena: ParamArena) => void, arenaSlots = 64): Promise<void> {
+  await submitChecked(ctx, arenaSlots, (enc, arena) => {
+    record(arena.beginStep(enc, 'test-step'), arena);
+    arena.endStep();
+  });
+}
+
+/** Encode with a fresh arena, submit, wait, and fail on any validation or uncaptured GPU error. */
+async function submitChecked(ctx: KernelContext, arenaSlots: number, encode: (enc: GPUCommandEncoder, arena: ParamArena) => void): Promise<void> {
   const arena = new ParamArena(ctx, arenaSlots);
   ctx.device.pushErrorScope('validation');
   const enc = ctx.device.createCommandEncoder();
-  const pass = enc.beginComputePass();
-  record(pass, arena);
-  pass.end();
+  encode(enc, arena);
   arena.flush();
   ctx.device.queue.submit([enc.finish()]);
   const err = await ctx.device.popErrorScope();
@@ -39,22 +57,13 @@ export async function runPass(ctx: KernelContext, record: (pass: GPUComputePassE
   }
 }
 
-/**
- * runPass for a step whose kernels may copy between their dispatches (ParamArena.beginStep, as the
- * engine's steps are encoded): `record` gets the step's first pass, which a copy may end.
- */
-export async function runStep(ctx: KernelContext, record: (pass: GPUComputePassEncoder, arena: ParamArena) => void, arenaSlots = 64): Promise<void> {
-  const arena = new ParamArena(ctx, arenaSlots);
-  ctx.device.pushErrorScope('validation');
-  const enc = ctx.device.createCommandEncoder();
-  record(arena.beginStep(enc, 'test-step'), arena);
-  arena.endStep();
-  arena.flush();
-  ctx.device.queue.submit([enc.finish()]);
-  const err = await ctx.device.popErrorScope();
-  await ctx.device.queue.onSubmittedWorkDone();
-  arena.buffer.destroy();
-  if (err) throw new Error(`GPU validation error: ${err.message}`);
+/** From now on, push the label of every kernel `arena` dispatches onto `labels`. */
+export function recordLabels(arena: ParamArena, labels: string[]): void {
+  const dispatch = arena.dispatch.bind(arena);
+  arena.dispatch = (pass, kernel, ...rest) => {
+    labels.push(kernel.label);
+    dispatch(pass, kernel, ...rest);
+  };
 }
 
 export async function readBuffer(ctx: KernelContext, src: GPUBuffer, byteLength = src.size, offset = 0): Promise<ArrayBuffer> {

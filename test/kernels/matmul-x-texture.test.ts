@@ -9,21 +9,11 @@ import { GgmlType } from '../../ggml/types.ts';
 import { MatMulKernel } from '../../kernels/matmul.ts';
 import { xq8Buffer } from '../../kernels/matmul-x-window.ts';
 import { QuantizeXKernel, q8RowVec4s } from '../../kernels/quantize-x.ts';
-import type { ParamArena } from '../../kernels/runtime/arena.ts';
-import { readF32, runPass, runStep, testContext } from '../helpers/gpu.ts';
+import { readF32, recordLabels, runPass, runStep, testContext } from '../helpers/gpu.ts';
 import { randomF32 } from '../helpers/random.ts';
 import { randomWeights, uploadRows } from '../quant/weights.ts';
 
 const ctx = await testContext();
-
-/** Labels of the kernels dispatched through `arena` while `record` runs. */
-function labelling(arena: ParamArena, labels: string[]): void {
-  const dispatch = arena.dispatch.bind(arena);
-  arena.dispatch = (pass, kernel, ...rest) => {
-    labels.push(kernel.label);
-    dispatch(pass, kernel, ...rest);
-  };
-}
 
 describe.skipIf(!ctx.caps.weightTextures)('tiled products with x copied into a texture', () => {
   const cases = [
@@ -52,7 +42,7 @@ describe.skipIf(!ctx.caps.weightTextures)('tiled products with x copied into a t
       quantize.encode(pass, arena, quantize.bind(x, viaStorage), { tokens: t, k });
       quantize.encode(pass, arena, quantize.bind(x, viaTexture), { tokens: t, k });
       kern.encode(pass, arena, plainGroup, p);
-      labelling(arena, labels);
+      recordLabels(arena, labels);
       kern.encode(pass, arena, textureGroup, p);
     });
     expect(labels).toHaveLength(1);
@@ -97,7 +87,7 @@ describe.skipIf(!ctx.caps.weightTextures)('tiled products with x copied into a t
     const y = ctx.storage('y', t * n * 4);
     const labels: string[] = [];
     await runPass(ctx, (pass, arena) => {
-      labelling(arena, labels);
+      recordLabels(arena, labels);
       kern.encode(pass, arena, kern.bind(w, xq, y), { t, n, k, xStride: q8RowVec4s(k) });
     });
     expect(labels).toEqual(['matmul-regs-Q8_0-xq8-t16-xwin']);

@@ -10,7 +10,7 @@ import { WeightMatmul } from '../../kernels/matmul-select.ts';
 import { xq8Buffer, xWindowBytes } from '../../kernels/matmul-x-window.ts';
 import { QuantizeXKernel, q8RowVec4s } from '../../kernels/quantize-x.ts';
 import type { ParamArena } from '../../kernels/runtime/arena.ts';
-import { readF32, runPass, testContext } from '../helpers/gpu.ts';
+import { readF32, recordLabels, runPass, testContext } from '../helpers/gpu.ts';
 import { randomF32 } from '../helpers/random.ts';
 import { randomWeights, uploadRows } from '../quant/weights.ts';
 
@@ -30,11 +30,7 @@ async function run(
   const labels: string[] = [];
   await runPass(ctx, (pass, arena) => {
     quantize.encode(pass, arena, quantize.bind(x, xq), { tokens: p.t, k: p.k });
-    const dispatch = arena.dispatch.bind(arena);
-    arena.dispatch = (ps, kernel, ...rest) => {
-      labels.push(kernel.label);
-      dispatch(ps, kernel, ...rest);
-    };
+    recordLabels(arena, labels);
     kern.encode(pass, arena, group, { ...p, xStride: q8RowVec4s(p.k), yOffset: 4, accumulate: true });
   });
   return { y: await readF32(ctx, y, 4 + p.t * p.yStride), labels };

@@ -7,7 +7,8 @@ import { MatVecKernel } from '../../kernels/matvec.ts';
 import { planRowShards } from '../../kernels/quant/index.ts';
 import { readF32, runPass, testContext } from '../helpers/gpu.ts';
 import { maxRelError, randomF32 } from '../helpers/random.ts';
-import { randomWeights, referenceProduct, uploadRows, WEIGHT_TYPES } from '../quant/weights.ts';
+import { accumulated, randomWeights, referenceProduct, uploadRows, WEIGHT_TYPES } from '../quant/weights.ts';
+import { expectAlignedAccumulate } from './product-cases.ts';
 
 const ctx = await testContext();
 const VARIANTS: MatMulVariant[] = ['regs', 'tiles'];
@@ -61,27 +62,11 @@ describe.each(WEIGHT_TYPES.map((t) => [typeName(t), t] as const))('tiled matmul 
         ),
       );
       const ref = referenceProduct(w, x, t, xOffset, xStride);
-      const want = Float64Array.from(y0);
-      for (let i = 0; i < t; i++) for (let j = 0; j < n; j++) want[yOffset + i * yStride + j] += ref[i * n + j];
-      expect(maxRelError(await readF32(ctx, by, y0.length), want)).toBeLessThan(TOL);
+      expect(maxRelError(await readF32(ctx, by, y0.length), accumulated(y0, ref, t, n, yOffset, yStride))).toBeLessThan(TOL);
     });
 
-    it(`${variant}: y offset, stride and rows multiples of 4 (the tiled kernels' four-row stores), accumulate`, async () => {
-      const [t, n, k] = [37, 100, colsFor(type)];
-      const w = randomWeights(type, n, k, 67 + type);
-      const [yOffset, yStride] = [8, n + 12];
-      const x = randomF32(t * k, 19);
-      const y0 = randomF32(yOffset + t * yStride + 4, 20);
-      const kern = new MatMulKernel(ctx, type, variant);
-      const by = ctx.storage('y', y0.byteLength, y0);
-      const group = kern.bind(uploadRows(ctx, w), ctx.storage('x', x.byteLength, x), by);
-      await runPass(ctx, (pass, arena) => kern.encode(pass, arena, group, { t, n, k, yOffset, yStride, accumulate: true }));
-      const ref = referenceProduct(w, x, t);
-      const want = Float64Array.from(y0);
-      for (let i = 0; i < t; i++) for (let j = 0; j < n; j++) want[yOffset + i * yStride + j] += ref[i * n + j];
-      // Every value outside the product's rows and columns is left as it was.
-      expect(maxRelError(await readF32(ctx, by, y0.length), want)).toBeLessThan(TOL);
-    });
+    it(`${variant}: y offset, stride and rows multiples of 4 (the tiled kernels' four-row stores), accumulate`, () =>
+      expectAlignedAccumulate(ctx, new MatMulKernel(ctx, type, variant), randomWeights(type, 100, colsFor(type), 67 + type), 37, 19, TOL));
 
     if (type === GgmlType.F32 || type === GgmlType.F16 || type === GgmlType.BF16) {
       it(`${variant}: rows whose length is no multiple of 16 or 32`, async () => {

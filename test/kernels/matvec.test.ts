@@ -4,7 +4,8 @@ import { MatVecKernel, type MatVecVariant } from '../../kernels/matvec.ts';
 import { deviceLayout, planRowShards } from '../../kernels/quant/index.ts';
 import { readF32, runPass, testContext } from '../helpers/gpu.ts';
 import { maxRelError, randomF32 } from '../helpers/random.ts';
-import { randomWeights, referenceProduct, uploadRows, WEIGHT_TYPES } from '../quant/weights.ts';
+import { accumulated, randomWeights, referenceProduct, uploadRows, WEIGHT_TYPES } from '../quant/weights.ts';
+import { expectAlignedAccumulate } from './product-cases.ts';
 
 const ctx = await testContext();
 // Every variant this adapter can run, not only the one it would pick.
@@ -45,27 +46,11 @@ describe.each(WEIGHT_TYPES.map((t) => [typeName(t), t] as const))('matvec %s', (
       await runPass(ctx, (pass, arena) => kern.encode(pass, arena, group, { t, n, k, xOffset, xStride, yOffset, yStride, accumulate: true }));
       const got = await readF32(ctx, by, y0.length);
       const ref = referenceProduct(w, x, t, xOffset, xStride);
-      const want = Float64Array.from(y0);
-      for (let i = 0; i < t; i++) for (let j = 0; j < n; j++) want[yOffset + i * yStride + j] += ref[i * n + j];
-      expect(maxRelError(got, want)).toBeLessThan(TOL);
+      expect(maxRelError(got, accumulated(y0, ref, t, n, yOffset, yStride))).toBeLessThan(TOL);
     });
 
-    it(`${variant}: y offset, stride and rows multiples of 4 (the rows kernel's four-row stores), accumulate`, async () => {
-      const [t, n, k] = [3, 72, colsFor(type)];
-      const w = randomWeights(type, n, k, 23 + type);
-      const [yOffset, yStride] = [8, n + 4];
-      const x = randomF32(t * k, 11);
-      const y0 = randomF32(yOffset + t * yStride + 4, 12);
-      const kern = new MatVecKernel(ctx, type, t, variant);
-      const by = ctx.storage('y', y0.byteLength, y0);
-      const group = kern.bind(uploadRows(ctx, w), ctx.storage('x', x.byteLength, x), by);
-      await runPass(ctx, (pass, arena) => kern.encode(pass, arena, group, { t, n, k, yOffset, yStride, accumulate: true }));
-      const ref = referenceProduct(w, x, t);
-      const want = Float64Array.from(y0);
-      for (let i = 0; i < t; i++) for (let j = 0; j < n; j++) want[yOffset + i * yStride + j] += ref[i * n + j];
-      // Every value outside the product's rows and columns is left as it was.
-      expect(maxRelError(await readF32(ctx, by, y0.length), want)).toBeLessThan(TOL);
-    });
+    it(`${variant}: y offset, stride and rows multiples of 4 (the rows kernel's four-row stores), accumulate`, () =>
+      expectAlignedAccumulate(ctx, new MatVecKernel(ctx, type, 3, variant), randomWeights(type, 72, colsFor(type), 23 + type), 3, 11, TOL));
 
     it(`${variant}: one dispatch per row shard`, async () => {
       const n = 150;

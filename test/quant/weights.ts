@@ -38,6 +38,13 @@ export function uploadRows(ctx: KernelContext, w: TestWeights, begin = 0, count 
   return uploadWeights(ctx.device, ctx.caps, 'w', packed);
 }
 
+/** `y0` with `ref` (t rows of n values, as referenceProduct gives) added from yOffset, rows yStride apart: what an accumulating product leaves in y. */
+export function accumulated(y0: Float32Array, ref: Float64Array, t: number, n: number, yOffset: number, yStride: number): Float64Array {
+  const want = Float64Array.from(y0);
+  for (let i = 0; i < t; i++) for (let j = 0; j < n; j++) want[yOffset + i * yStride + j] += ref[i * n + j];
+  return want;
+}
+
 /** y[t, n] = sum_k x[xOffset + t * xStride + k] * W[n, k] in float64, as a dense t x rows array. */
 export function referenceProduct(w: TestWeights, x: Float32Array, t: number, xOffset = 0, xStride = w.cols): Float64Array {
   const y = new Float64Array(t * w.rows);
