@@ -183,11 +183,11 @@ export class MatMulKernel {
 
   encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: MatmulParams): void {
     const xStride = p.xStride ?? q8RowVec4s(p.k);
+    // x copied into a texture (llvmpipe, in a step that allows copies): the whole step in one dispatch.
     const wide = this.wide !== undefined && p.t >= XQ8_WIDE_TOKENS;
-    const viaTexture = this.xTextures?.prepare(arena, group, wide ? 'wide' : 'narrow', this.variant === 'regs' && yVec4(p), p.t, p.xOffset ?? 0, xStride);
+    const viaTexture = this.xTextures?.prepare(arena, group, wide ? 'wide' : 'narrow', yVec4(p), p.t, p.xOffset ?? 0, xStride);
     if (viaTexture) {
-      const tileT = wide ? REGS.WG_T * XQ8_WIDE_TOKENS : this.tileT;
-      arena.dispatch(pass, viaTexture.kernel, viaTexture.group, writeMatmulParams(arena, { ...p, xStride }), Math.ceil(p.n / this.tileN), Math.ceil(p.t / tileT));
+      this.encodeRows(pass, arena, group, { ...p, xStride }, 0, viaTexture);
       return;
     }
     // A step whose x does not fit one window runs one dispatch per window-full of whole 16-token tiles,
@@ -203,14 +203,15 @@ export class MatMulKernel {
     this.encodeRows(pass, arena, group, p, 0);
   }
 
-  private encodeRows(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: MatmulParams, windowStart: number): void {
+  /** One dispatch over `p`'s rows: through `via` (an x texture's kernel and group), x's window at `windowStart`, or the bound x. */
+  private encodeRows(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: MatmulParams, windowStart: number, via?: { kernel: CompiledKernel; group: GPUBindGroup }): void {
     const s = writeMatmulParams(arena, p);
     const wide = this.wide !== undefined && p.t >= XQ8_WIDE_TOKENS;
     const tileT = wide ? REGS.WG_T * XQ8_WIDE_TOKENS : this.tileT;
     const y4 = this.variant === 'regs' && yVec4(p);
-    const window = this.xWindows?.window(group, wide ? 'wide' : 'narrow', y4, p.t, p.xOffset ?? 0, p.xStride ?? q8RowVec4s(p.k), windowStart);
+    const bound = via ?? this.xWindows?.window(group, wide ? 'wide' : 'narrow', y4, p.t, p.xOffset ?? 0, p.xStride ?? q8RowVec4s(p.k), windowStart);
     const pair = this.pairFor(y4);
-    const kernel = window?.kernel ?? (wide ? this.wide!(y4) : this.xq8 ? pair.aligned : pair.for(p));
-    arena.dispatch(pass, kernel, window?.group ?? group, s, Math.ceil(p.n / this.tileN), Math.ceil(p.t / tileT));
+    const kernel = bound?.kernel ?? (wide ? this.wide!(y4) : this.xq8 ? pair.aligned : pair.for(p));
+    arena.dispatch(pass, kernel, bound?.group ?? group, s, Math.ceil(p.n / this.tileN), Math.ceil(p.t / tileT));
   }
 }

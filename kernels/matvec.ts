@@ -97,8 +97,8 @@ export class MatVecKernel {
       this.rowsPerGroup = ROWS_WG * this.rowsPerInvocation;
       const constants = { WG: ROWS_WG, ...tailConstants(opts.tail, this.rowsPerInvocation) };
       // The block-walking kernel in two forms, as the tiled products (matmul.ts): storing four rows of y
-      // at once where the dispatch's y allows (a decode step 0.91x the time on llvmpipe, SmolLM2-135M
-      // Q8_0, 10 of 11 interleaved rounds), else one at a time (label suffix -y1).
+      // at once where the dispatch's y allows (a decode step 0.86x the time on llvmpipe, SmolLM2-135M
+      // Q8_0, 11 of 11 interleaved rounds), else one at a time (label suffix -y1).
       const pair = (y4: boolean) => {
         const code = blocks ? wgsl(unrollRowsTokens(withStoreWidth(rowsBlocks, y4), BLOCK_ROWS, t), this.xq8 ? wgsl(xBlockQ8, xqBuffer) : xBlockF32) : unrollRowsTokens(rows, 1, t);
         const parts = y4 ? [withVec4Y(common), wgsl(layout, store.code4)] : [common, decode];
