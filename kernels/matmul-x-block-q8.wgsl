@@ -1,6 +1,7 @@
 // x_block() for the block-walking kernels (XBlock in quant/block-walk.wgsl) reading x quantized by
-// quantize-x-q8.wgsl, vec4 i as xq_ld(i) (matmul-xq-buffer.wgsl or matmul-x-texture.wgsl): xb is the
-// row's first vec4 (the product's x offset and stride count vec4s here); block b's quants are two vec4s of its group of 4 blocks, its scale a component of the group's last
+// quantize-x-q8.wgsl, vec4 i as xq_ld(i) (matmul-xq-buffer.wgsl, or withTextureX in
+// matmul-x-texture.ts): xb is the row's first vec4 (the product's x offset and stride count vec4s here);
+// block b's quants are two vec4s of its group of 4 blocks, its scale a component of the group's last
 // vec4 (q8BlockLayout, quantize-x.ts).
 // Within a block the products of int8 values sum exactly in f32 (32 x 127 x 127 < 2^24), as llama.cpp's
 // integer sums do.

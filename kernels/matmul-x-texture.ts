@@ -10,23 +10,23 @@
  * just before each product that reads it: the product ends the step's pass for the copy (ParamArena
  * copyBetween) and dispatches its texture kernel. One step's x fits one texture, so the product runs one
  * dispatch where a uniform window would take several. 64-token TTFT on llvmpipe, SmolLM2-135M Q8_0:
- * 0.84x (13 interleaved rounds in one process, measured with the texture left unfilled).
+ * 0.87x with the copies (13 interleaved rounds in one process, 11 faster; 0.84x before the copies were
+ * written, with the texture left unfilled).
  *
  * Where a step cannot copy between dispatches (its arena has no open step) or x is bound at an offset,
  * the product reads x through a window or storage as before.
  */
 import type { ParamArena } from './runtime/arena.ts';
 import type { BindingResource, CompiledKernel, KernelContext } from './runtime/context.ts';
-import { isTexture, WEIGHT_TEXTURE_WIDTH } from './runtime/weights.ts';
-import type { WindowedKernel, XWidth } from './matmul-x-window.ts';
+import { isTexture, texelsWgsl, WEIGHT_TEXTURE_WIDTH } from './runtime/weights.ts';
+import { replaceStorageX, type WindowedKernel, type XWidth } from './matmul-x-window.ts';
 
-/** The declaration of x in matmul-common.wgsl that the texture kernels drop (matmul-x-texture.wgsl declares theirs). */
-const STORAGE_X = '@group(0) @binding(1) var<storage, read> x: array<vec4f>;';
-
-/** `common` (matmul-common.wgsl) without x's buffer, for kernels reading x through matmul-x-texture.wgsl. */
-export function withoutBufferX(common: string): string {
-  if (!common.includes(STORAGE_X)) throw new Error('matmul-x-texture: matmul-common.wgsl no longer declares x as expected');
-  return common.replace(STORAGE_X, '');
+/**
+ * `common` (matmul-common.wgsl) with x read through a texture instead of its buffer: binding 1 as the
+ * texture `x_tex` and xq_ld(i), vec4 i of quantized x (in place of matmul-xq-buffer.wgsl's).
+ */
+export function withTextureX(common: string): string {
+  return replaceStorageX(common, texelsWgsl('x_tex', 1, 'xq_ld'));
 }
 
 /** The texture a quantized-x buffer is copied into: whole rows of WEIGHT_TEXTURE_WIDTH texels covering the buffer. */

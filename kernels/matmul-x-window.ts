@@ -41,10 +41,15 @@ export function xq8Buffer(ctx: KernelContext, label: string, bytes: number): GPU
   return ctx.storage(label, bytes + xWindowBytes(ctx.caps), undefined, GPUBufferUsage.UNIFORM);
 }
 
+/** `common` (matmul-common.wgsl) with x's storage declaration replaced by `declaration`. */
+export function replaceStorageX(common: string, declaration: string): string {
+  if (!common.includes(STORAGE_X)) throw new Error('matmul-x-window: matmul-common.wgsl no longer declares x as expected');
+  return common.replace(STORAGE_X, declaration);
+}
+
 /** `common` (matmul-common.wgsl) with x declared as a uniform array of `vec4s` vec4s. */
 export function withUniformX(common: string, vec4s: number): string {
-  if (!common.includes(STORAGE_X)) throw new Error('matmul-x-window: matmul-common.wgsl no longer declares x as expected');
-  return common.replace(STORAGE_X, `@group(0) @binding(1) var<uniform> x: array<vec4f, ${vec4s}>;`);
+  return replaceStorageX(common, `@group(0) @binding(1) var<uniform> x: array<vec4f, ${vec4s}>;`);
 }
 
 /** The tiled kernel widths that read x through a window (matmul.ts: 8 and 16 tokens an invocation). */

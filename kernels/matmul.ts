@@ -7,8 +7,7 @@ import regsBlocks from './matmul-regs-blocks.wgsl?raw';
 import xBlockF32 from './matmul-x-block-f32.wgsl?raw';
 import xBlockQ8 from './matmul-x-block-q8.wgsl?raw';
 import xqBuffer from './matmul-xq-buffer.wgsl?raw';
-import xqTexture from './matmul-x-texture.wgsl?raw';
-import { withoutBufferX, XTextures } from './matmul-x-texture.ts';
+import { withTextureX, XTextures } from './matmul-x-texture.ts';
 import xAligned from './matmul-x-aligned.wgsl?raw';
 import { unrollRowsTokens } from './unroll.ts';
 import tiles from './matmul-tiles.wgsl?raw';
@@ -116,7 +115,7 @@ export class MatMulKernel {
       // a time for a dispatch whose y offset, stride or rows are not multiples of 4 (label suffix -y1).
       const source = (t: number, y4: boolean, xTexture = false) => {
         const unrolled = unrollRowsTokens(withStoreWidth(blocks ? regsBlocks : regs, y4), rows, t);
-        return blocks ? wgsl(unrolled, this.xq8 ? wgsl(xBlockQ8, xTexture ? xqTexture : xqBuffer) : xBlockF32) : unrolled;
+        return blocks ? wgsl(unrolled, this.xq8 ? (xTexture ? xBlockQ8 : wgsl(xBlockQ8, xqBuffer)) : xBlockF32) : unrolled;
       };
       const forY = (y4: boolean) => ({ common: y4 ? withVec4Y(common) : common, decode: y4 ? wgsl(layout, store.code4) : decode, suffix: y4 ? '' : '-y1' });
       const pair = (y4: boolean) => {
@@ -152,7 +151,7 @@ export class MatMulKernel {
           const name = `${width === 'wide' ? wideLabel : label}${f.suffix}-xtex`;
           const t = width === 'wide' ? XQ8_WIDE_TOKENS : tokens;
           const textureBindings = bindings.map((b, i) => (i === 1 ? ('texture' as const) : b));
-          return once(name, () => ({ label: name, code: wgsl(source(t, y4, true), withoutBufferX(f.common), f.decode), bindings: textureBindings, constants }));
+          return once(name, () => ({ label: name, code: wgsl(source(t, y4, true), withTextureX(f.common), f.decode), bindings: textureBindings, constants }));
         };
         if (ctx.caps.weightTextures) this.xTextures = new XTextures(ctx, textured);
       }

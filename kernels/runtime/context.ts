@@ -10,7 +10,7 @@
  *     so one writeBuffer per step carries every dispatch's parameters.
  */
 import type { GpuCaps } from './caps.ts';
-import { isTexture, weightsLayoutEntry, weightsWgsl, type WeightStore } from './weights.ts';
+import { isTexture, texelsLayoutEntry, weightsLayoutEntry, weightsWgsl, type WeightStore } from './weights.ts';
 
 /**
  * 'weights': a packed weight matrix, a storage buffer or a texture by the device (runtime/weights.ts).
@@ -91,7 +91,7 @@ export class KernelContext {
         kind === 'weights'
           ? weightsLayoutEntry(this.caps, binding)
           : kind === 'texture'
-          ? { binding, visibility: GPUShaderStage.COMPUTE, storageTexture: { access: 'read-only' as const, format: 'rgba32uint' as const, viewDimension: '2d' as const } }
+          ? texelsLayoutEntry(binding)
           : { binding, visibility: GPUShaderStage.COMPUTE, buffer: { type: kind === 'read' ? ('read-only-storage' as const) : kind === 'uniform' ? ('uniform' as const) : ('storage' as const) } },
       ),
     });

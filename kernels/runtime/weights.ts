@@ -27,15 +27,27 @@ export function weightsWgsl(caps: GpuCaps, binding: number): string {
   if (!caps.weightTextures) {
     return `@group(0) @binding(${binding}) var<storage, read> w: array<vec4u>;\nfn w_ld(i: u32) -> vec4u { return w[i]; }\n`;
   }
+  return texelsWgsl('w', binding, 'w_ld');
+}
+
+/**
+ * WGSL declaring binding `binding` as a read-only rgba32uint storage texture `name` of WEIGHT_TEXTURE_WIDTH
+ * texels a row, and `loader(i)`, its vec4 i (texel i % width of row i / width): the weights' texture, and
+ * quantized x copied into one (kernels/matmul-x-texture.ts).
+ */
+export function texelsWgsl(name: string, binding: number, loader: string): string {
   const shift = Math.log2(WEIGHT_TEXTURE_WIDTH);
-  return `@group(0) @binding(${binding}) var w: texture_storage_2d<rgba32uint, read>;\nfn w_ld(i: u32) -> vec4u { return textureLoad(w, vec2u(i & ${WEIGHT_TEXTURE_WIDTH - 1}u, i >> ${shift}u)); }\n`;
+  return `@group(0) @binding(${binding}) var ${name}: texture_storage_2d<rgba32uint, read>;\nfn ${loader}(i: u32) -> vec4u { return textureLoad(${name}, vec2u(i & ${WEIGHT_TEXTURE_WIDTH - 1}u, i >> ${shift}u)); }\n`;
+}
+
+/** The bind group layout entry of a texture that texelsWgsl declares. */
+export function texelsLayoutEntry(binding: number): GPUBindGroupLayoutEntry {
+  return { binding, visibility: GPUShaderStage.COMPUTE, storageTexture: { access: 'read-only', format: 'rgba32uint', viewDimension: '2d' } };
 }
 
 /** The bind group layout entry of a 'weights' binding. */
 export function weightsLayoutEntry(caps: GpuCaps, binding: number): GPUBindGroupLayoutEntry {
-  return caps.weightTextures
-    ? { binding, visibility: GPUShaderStage.COMPUTE, storageTexture: { access: 'read-only', format: 'rgba32uint', viewDimension: '2d' } }
-    : { binding, visibility: GPUShaderStage.COMPUTE, buffer: { type: 'read-only-storage' } };
+  return caps.weightTextures ? texelsLayoutEntry(binding) : { binding, visibility: GPUShaderStage.COMPUTE, buffer: { type: 'read-only-storage' } };
 }
 
 /** Most bytes one store may hold on this device (a binding, or a texture's rows). */
