@@ -52,7 +52,8 @@ export interface EngineOptions {
   kvCache?: 'auto' | KvFormat;
   /**
    * Share the KV pages of common prompt prefixes between requests (default true): a request whose
-   * prompt begins with full pages an earlier one computed skips their prefill. Cached pages no request
+   * prompt begins with tokens an earlier one computed skips their prefill (full pages shared, the start
+   * of the next page copied). Cached pages no request
    * uses are evicted, least recently used first, whenever a request needs the room.
    */
   prefixCache?: boolean;

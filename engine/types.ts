@@ -132,7 +132,7 @@ export interface GenerationTimings {
   decodeTokensPerSecond: number;
   /** Time spent waiting for the engine to be free (other requests) before prefill started. */
   queuedMs: number;
-  /** Prompt tokens whose KV came from the prefix cache (whole pages shared with earlier requests). */
+  /** Prompt tokens whose KV came from the prefix cache (pages shared with earlier requests, and the matching start of the page after them copied). */
   cachedPromptTokens: number;
   /** Prompt tokens left for prefill to compute: promptTokens - cachedPromptTokens (at least 1). */
   prefillTokens: number;

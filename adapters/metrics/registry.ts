@@ -50,10 +50,10 @@ export class ServiceMetrics {
       this.set({ state: 'free' }, s.kvPages.free);
       this.set({ state: 'used' }, s.kvPages.total - s.kvPages.free);
     } });
-    new Gauge({ name: 'svc_prefix_cache', help: 'Prefix cache counters since start (lookups, hits, hit tokens, blocks listed now)', labelNames: ['counter'], registers: [r], collect() {
+    new Gauge({ name: 'svc_prefix_cache', help: 'Prefix cache counters since start (lookups, hits, hit tokens and those copied from a partly matching page, blocks listed now)', labelNames: ['counter'], registers: [r], collect() {
       const p = engineStats()?.prefixCache;
       if (!p) return;
-      for (const k of ['lookups', 'hits', 'hitTokens', 'blocks', 'inserted', 'evicted'] as const) this.set({ counter: k }, p[k]);
+      for (const k of ['lookups', 'hits', 'hitTokens', 'copiedTokens', 'blocks', 'inserted', 'evicted'] as const) this.set({ counter: k }, p[k]);
     } });
     new Gauge({ name: 'svc_info', help: 'The adapter, model and version this replica runs (value 1)', labelNames: ['adapter', 'model', 'version'], registers: [r], collect() {
       const i = opts.info();

@@ -108,18 +108,24 @@ export class Scheduler {
       const slot = this.pages.acquireSlot();
       if (slot === undefined) return;
       // The cached run of the prompt's full pages, mapped first so that reserve() cannot evict them; the
-      // prompt's last token is always computed, so the sampler has its logits.
-      const shared = (!seq.uncached && this.prefixCache?.match(seq.prompt, seq.prompt.length - 1, seq.adapter?.id)) || [];
-      this.pages.share(slot, shared);
+      // prompt's last token is always computed, so the sampler has its logits. A page whose start goes on
+      // matching is copied where the runner can copy rows; it keeps a reference of ours until then.
+      const hit = (!seq.uncached && this.prefixCache?.lookup(seq.prompt, seq.prompt.length - 1, seq.adapter?.id, this.runner.copyKvRows !== undefined)) || { pages: [] };
+      const partial = hit.partial;
+      this.pages.share(slot, hit.pages);
+      if (partial) this.pages.retain(partial.page);
       if (!this.pages.reserve(slot, seq.maxLength)) {
+        if (partial) this.pages.unref(partial.page);
         this.pages.release(slot);
         return;
       }
       this.waiting.shift();
       seq.slot = slot;
-      seq.cached = seq.cachedPromptTokens = shared.length * this.pages.pageSize;
-      seq.listedPages = shared.length;
-      if (!seq.uncached) this.prefixCache?.recordLookup(seq.cachedPromptTokens);
+      const full = hit.pages.length * this.pages.pageSize;
+      seq.cached = seq.cachedPromptTokens = full + (partial?.tokens ?? 0);
+      seq.pendingCopy = partial && { from: partial.page, to: this.pages.pageAt(slot, full), rows: partial.tokens };
+      seq.listedPages = hit.pages.length;
+      if (!seq.uncached) this.prefixCache?.recordLookup(seq.cachedPromptTokens, partial?.tokens);
       seq.admittedAt = performance.now();
       this.running.push(seq);
     }
@@ -131,6 +137,8 @@ export class Scheduler {
   }
 
   private release(seq: Sequence): void {
+    if (seq.pendingCopy) this.pages.unref(seq.pendingCopy.from);
+    seq.pendingCopy = undefined;
     const i = this.running.indexOf(seq);
     if (i >= 0) this.running.splice(i, 1);
     if (seq.slot >= 0) this.pages.release(seq.slot);
@@ -213,6 +221,14 @@ export class Scheduler {
       const mask = endsPrompt ? this.maskOf(seq) : null;
       if (mask === false) continue;
       this.assertWritable(seq, n);
+      // Its first step copies the rows the prefix cache matched within a page; the step's work is queued
+      // after the copy, and nothing admits (and so reuses a freed page) before the step is submitted.
+      const copy = seq.pendingCopy;
+      if (copy) {
+        r.copyKvRows!(copy.from, copy.to, copy.rows);
+        this.pages.unref(copy.from);
+        seq.pendingCopy = undefined;
+      }
       let last = -1;
       const adapter = seq.adapter?.slot ?? -1;
       for (let i = 0; i < n; i++) last = r.addToken(seq.prompt[seq.cached + i], seq.cached + i, seq.slot, adapter);

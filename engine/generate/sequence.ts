@@ -19,6 +19,12 @@ export class Sequence {
   pendingWrite = 0;
   /** Prompt tokens whose KV pages came from the prefix cache at admission (not computed). */
   cachedPromptTokens = 0;
+  /**
+   * Rows to copy into the sequence's own page before its first step (the prefix cache's partial page,
+   * PrefixMatch.partial): positions `to * pageSize ...` take the first `rows` positions of page `from`,
+   * on which the sequence holds a reference until the copy is encoded.
+   */
+  pendingCopy: { from: number; to: number; rows: number } | undefined;
   /** Leading full pages of this sequence the prefix cache lists already. */
   listedPages = 0;
   /** Neither matches nor lists prefix-cache pages (the engine's warm-up, which no request shares). */

@@ -39,6 +39,12 @@ export interface StepRunner {
    * into this step's inputs) before that step is read back. Only for runners with `submit`.
    */
   addSampledToken?(row: number, position: number, slot: number, adapter?: number): number;
+  /**
+   * Before this step's work, copy positions 0 .. rows - 1 of KV page `from` into the same positions of
+   * page `to`, in every layer (a prefix-cache page whose start a prompt matches). Absent where the
+   * runner cannot; the prefix cache then shares whole pages only.
+   */
+  copyKvRows?(from: number, to: number, rows: number): void;
   /** Ask for the logits after token `tokenIndex` to be sampled; returns the row index. */
   addRow(tokenIndex: number, spec: SampleRowSpec): number;
   /** Of the last run(), the milliseconds before its first submit (uploads, encoding): the device had no work. */

@@ -27,6 +27,9 @@ export class PagedKvCache {
   readonly maxPagesPerSeq: number;
   readonly bytes: number;
   readonly format: KvFormat;
+  private readonly pageBytes: number;
+  /** A page's worth of staging for encodeCopyRows (WebGPU copies no buffer onto itself); made on first use. */
+  private staging: GPUBuffer | undefined;
 
   constructor(
     private readonly ctx: KernelContext,
@@ -35,6 +38,7 @@ export class PagedKvCache {
     this.format = opts.format ?? 'f32';
     const rowBytes = opts.kvDim * kvValueBytes(this.format);
     const pageBytes = opts.pageSize * rowBytes;
+    this.pageBytes = pageBytes;
     this.maxPagesPerSeq = Math.ceil(opts.maxSeqLength / opts.pageSize);
     // Enough pages for the budget, but no more than every slot at full length, and each layer's buffer
     // must fit one storage binding.
@@ -69,7 +73,25 @@ export class PagedKvCache {
     }
   }
 
+  /**
+   * Encode copying positions 0 .. rows - 1 of page `from` onto the same positions of page `to`, K and V of
+   * every layer (a prefix-cache page a prompt matches the start of). Through a staging buffer, since a
+   * copy's source and destination must be different buffers; the copies run in order, so one page of
+   * staging serves them all.
+   */
+  encodeCopyRows(enc: GPUCommandEncoder, from: number, to: number, rows: number): void {
+    if (rows <= 0 || rows >= this.opts.pageSize || from === to) throw new Error(`KV row copy: ${rows} rows from page ${from} to page ${to} (a page holds ${this.opts.pageSize})`);
+    // Offsets are whole pages (multiples of 4 bytes); the size rounds up within the page.
+    const bytes = Math.min(this.pageBytes, Math.ceil((rows * this.pageBytes) / this.opts.pageSize / 4) * 4);
+    this.staging ??= this.ctx.device.createBuffer({ label: 'kv.copy-staging', size: this.pageBytes, usage: GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
+    for (const b of [...this.k, ...this.v]) {
+      enc.copyBufferToBuffer(b, from * this.pageBytes, this.staging, 0, bytes);
+      enc.copyBufferToBuffer(this.staging, 0, b, to * this.pageBytes, bytes);
+    }
+  }
+
   destroy(): void {
+    this.staging?.destroy();
     for (const b of [...this.k, ...this.v, this.pageTable]) b.destroy();
   }
 }

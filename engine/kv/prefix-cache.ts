@@ -3,7 +3,10 @@
  * prompt, a conversation's history). A hash chain over page-sized token blocks: a block's key is its
  * parent block's identity plus its own tokens, so a block matches only after the same whole prefix.
  * Only full pages are listed, and a sequence only appends after its full pages, so no sequence ever
- * writes into a page it shares. KV computed under a LoRA adapter differs from the base model's: each
+ * writes into a page it shares. Where a prompt goes on to match only the start of a listed page (a
+ * specialist's system prompt ends mid-page, and each user's text follows it), lookup() names that page
+ * and how many of its positions match: the caller copies those rows into a page of its own (as
+ * SGLang's token-granular radix tree serves them, where vLLM's page-granular blocks recompute them). KV computed under a LoRA adapter differs from the base model's: each
  * adapter has its own key space (`space`, the adapter id; '' for the base model), so a chain matches
  * only pages computed under the same adapter.
  *
@@ -17,6 +20,8 @@ interface Block {
   /** Identity for the children's keys; never reused. */
   readonly id: number;
   readonly key: string;
+  /** Its page's tokens, to measure a partial match against (lookup). */
+  readonly tokens: readonly number[];
   readonly page: number;
   readonly parent: Block | undefined;
   readonly children: Set<Block>;
@@ -34,9 +39,22 @@ export interface PrefixCacheStats {
   hits: number;
   /** Prompt tokens found in the cache, over all lookups. */
   hitTokens: number;
+  /** Of hitTokens, those served by copying the matching start of a listed page (lookup's `partial`). */
+  copiedTokens: number;
   /** Blocks listed, and blocks dropped (evicted, or cleared when the cache is turned off). */
   inserted: number;
   evicted: number;
+}
+
+/** What lookup() found for a prompt. */
+export interface PrefixMatch {
+  /** The listed pages of its longest run of whole matching blocks, in position order: shared. */
+  pages: number[];
+  /**
+   * The listed page after them whose first `tokens` positions (1 .. pageSize - 1) continue the match:
+   * copied, since the prompt goes on differently within that page.
+   */
+  partial?: { page: number; tokens: number };
 }
 
 export class PrefixCache {
@@ -44,7 +62,7 @@ export class PrefixCache {
   private readonly roots = new Set<Block>();
   private nextId = 1;
   private clock = 0;
-  private readonly counts = { lookups: 0, hits: 0, hitTokens: 0, inserted: 0, evicted: 0 };
+  private readonly counts = { lookups: 0, hits: 0, hitTokens: 0, copiedTokens: 0, inserted: 0, evicted: 0 };
 
   constructor(private readonly pages: PageAllocator) {}
 
@@ -61,26 +79,54 @@ export class PrefixCache {
    * `maxTokens` tokens (a prompt leaves its last token to compute, so the sampler has logits).
    */
   match(tokens: readonly number[], maxTokens = tokens.length, space = ''): number[] {
+    return this.lookup(tokens, maxTokens, space, false).pages;
+  }
+
+  /**
+   * match(), and with `partial` the listed page after the run whose start matches the next tokens
+   * longest (most recently used among equals), within `maxTokens` in all. The caller copies its rows
+   * before the page can be evicted (take a reference first).
+   */
+  lookup(tokens: readonly number[], maxTokens = tokens.length, space = '', partial = true): PrefixMatch {
     const ps = this.pageSize;
-    const n = Math.floor(Math.min(maxTokens, tokens.length) / ps);
-    const out: number[] = [];
+    const limit = Math.min(maxTokens, tokens.length);
+    const n = Math.floor(limit / ps);
+    const pages: number[] = [];
     const tick = ++this.clock;
     let parent: Block | undefined;
     for (let i = 0; i < n; i++) {
       const b = this.blocks.get(keyOf(parent, tokens, i, ps, space));
       if (!b) break;
       b.lastUse = tick;
-      out.push(b.page);
+      pages.push(b.page);
       parent = b;
     }
-    return out;
+    if (!partial) return { pages };
+    const start = pages.length * ps;
+    const room = Math.min(ps - 1, limit - start);
+    let best: Block | undefined;
+    let bestLength = 0;
+    const root = rootPrefix(space);
+    for (const b of parent?.children ?? this.roots) {
+      if (!parent && !b.key.startsWith(root)) continue;
+      let m = 0;
+      while (m < room && b.tokens[m] === tokens[start + m]) m++;
+      if (m > bestLength || (m === bestLength && m > 0 && b.lastUse > best!.lastUse)) {
+        best = b;
+        bestLength = m;
+      }
+    }
+    if (!best) return { pages };
+    best.lastUse = tick;
+    return { pages, partial: { page: best.page, tokens: bestLength } };
   }
 
-  /** Count one admitted lookup that found `tokens` cached tokens (match() may run again for a waiting one). */
-  recordLookup(tokens: number): void {
+  /** Count one admitted lookup that found `tokens` cached tokens, `copied` of them from a partial page (lookup may run again for a waiting one). */
+  recordLookup(tokens: number, copied = 0): void {
     this.counts.lookups++;
     if (tokens > 0) this.counts.hits++;
     this.counts.hitTokens += tokens;
+    this.counts.copiedTokens += copied;
   }
 
   /**
@@ -99,7 +145,7 @@ export class PrefixCache {
       let b = this.blocks.get(key);
       if (!b) {
         this.pages.retain(pages[i]);
-        b = { id: this.nextId++, key, page: pages[i], parent, children: new Set(), depth: i, lastUse: tick };
+        b = { id: this.nextId++, key, tokens: tokens.slice(i * ps, (i + 1) * ps), page: pages[i], parent, children: new Set(), depth: i, lastUse: tick };
         this.blocks.set(key, b);
         (parent?.children ?? this.roots).add(b);
         added++;

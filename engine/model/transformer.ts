@@ -135,6 +135,8 @@ export class Transformer implements StepRunner {
   lastHostMs = 0;
   /** Tokens of this step that the previous step samples (addSampledToken): its row, this step's token index. */
   private readonly feeds: { row: number; token: number }[] = [];
+  /** KV rows copied before this step's work (copyKvRows). */
+  private readonly kvCopies: { from: number; to: number; rows: number }[] = [];
   /** The staging buffer (Workspace.sampleReads) the next submitted step copies its samples to. */
   private nextStaging = 0;
   /** Steps submitted and not yet read. */
@@ -346,6 +348,7 @@ export class Transformer implements StepRunner {
 
   begin(): void {
     this.feeds.length = 0;
+    this.kvCopies.length = 0;
     this.nTokens = 0;
     this.nRows = 0;
     this.nEntries = 0;
@@ -389,6 +392,10 @@ export class Transformer implements StepRunner {
     } else this.tokenAdapter[i] = LORA_NO_ADAPTER;
     this.nTokens++;
     return i;
+  }
+
+  copyKvRows(from: number, to: number, rows: number): void {
+    this.kvCopies.push({ from, to, rows });
   }
 
   addRow(tokenIndex: number, spec: SampleRowSpec): number {
@@ -468,6 +475,7 @@ export class Transformer implements StepRunner {
     const split = this.yieldBetweenLayers !== undefined;
     let enc = device.createCommandEncoder({ label: 'step' });
     const ws = this.ws;
+    for (const c of this.kvCopies) this.cache.encodeCopyRows(enc, c.from, c.to, c.rows);
     for (const f of this.feeds) enc.copyBufferToBuffer(ws.sampleOut, f.row * SAMPLE_OUT_WORDS * 4, ws.tokens, f.token * 4, 4);
     // The arena holds the step's open pass, so a product may end it for a copy (kernels/matmul-x-texture.ts).
     let pass = arena.beginStep(enc, 'step');

@@ -50,6 +50,36 @@ describe('PrefixCache', () => {
     expect(cache.match(range(100, 9), 8)).toEqual([p0, p1]);
   });
 
+  it('looks up the listed page whose start continues the match longest, within maxTokens and the key space', () => {
+    const { pages, cache } = setup();
+    const a = range(100, 8); // two full pages
+    const s = admit(pages, cache, a)!;
+    list(pages, cache, s.slot, a);
+    const b = [...range(100, 4), 104, 105, 0, 0]; // first page, then a second page matching 2 of 4
+    const t = admit(pages, cache, b)!;
+    list(pages, cache, t.slot, b);
+    const [p0, p1] = pages.pagesOfSlot(s.slot);
+    const q1 = pages.pagesOfSlot(t.slot)[1];
+    // Three of a's second page: longer than b's two.
+    expect(cache.lookup([...range(100, 7), 1, 2])).toEqual({ pages: [p0], partial: { page: p1, tokens: 3 } });
+    // Two only: both pages match that far; the more recently used wins (a's, just looked up; then b's).
+    expect(cache.lookup([...range(100, 6), 9, 9])).toEqual({ pages: [p0], partial: { page: p1, tokens: 2 } });
+    cache.match(b);
+    expect(cache.lookup([...range(100, 6), 9, 9])).toEqual({ pages: [p0], partial: { page: q1, tokens: 2 } });
+    // No full page: a first page's start (roots of the same key space only).
+    expect(cache.lookup([100, 101, 7, 7, 7])).toEqual({ pages: [], partial: { page: p0, tokens: 2 } });
+    expect(cache.lookup([100, 101, 7, 7, 7], 5, 'adapter-1')).toEqual({ pages: [] });
+    // Within maxTokens in all (a whole page is never partial: it is shared), and none without a match.
+    expect(cache.lookup(range(100, 8), 6)).toEqual({ pages: [p0], partial: { page: q1, tokens: 2 } }); // b's as far, and more recent
+    expect(cache.lookup(range(100, 8), 7)).toEqual({ pages: [p0], partial: { page: p1, tokens: 3 } });
+    expect(cache.lookup([...range(100, 4), 50, 51])).toEqual({ pages: [p0] });
+    expect(cache.lookup(range(100, 8), 4)).toEqual({ pages: [p0] });
+    // match() is the full pages alone.
+    expect(cache.match([...range(100, 7), 1, 2])).toEqual([p0]);
+    cache.recordLookup(7, 3);
+    expect(cache.stats()).toMatchObject({ hitTokens: 7, copiedTokens: 3 });
+  });
+
   it('never lists a partial page', () => {
     const { pages, cache } = setup();
     const a = range(1, 7);

@@ -15,17 +15,33 @@ import type { GenerationResult } from '../../engine/types.ts';
 
 const PS = 16;
 
-/** Samples token (position + 1) % 50 + 1000 after each row; checks every write goes to a page only its sequence holds. */
+/**
+ * Holds what each KV page's rows hold (the token written there, or copied with copyKvRows where `copies`)
+ * and samples from what a row's token reads back: a token hashed from its whole context, rows 0 .. its
+ * position through its page table. So an output changes if any row it reads holds the wrong token.
+ * Also checks every write goes to a page only its sequence holds.
+ */
 class FakeRunner implements StepRunner {
   readonly maxTokensPerStep = 40;
   readonly maxRowsPerStep = 4;
   private step: { token: number; position: number; slot: number }[] = [];
   private rows: number[] = [];
+  private copies: { from: number; to: number; rows: number }[] = [];
+  private contexts: number[][] = [];
+  private readonly kv = new Map<number, number[]>();
   readonly writes: { token: number; position: number; slot: number; refs: number }[] = [];
-  constructor(private readonly pages: PageAllocator) {}
+  readonly copied: { from: number; to: number; rows: number }[] = [];
+  copyKvRows?: (from: number, to: number, rows: number) => void;
+  constructor(
+    private readonly pages: PageAllocator,
+    copies: boolean,
+  ) {
+    if (copies) this.copyKvRows = (from, to, rows) => void this.copies.push({ from, to, rows });
+  }
   begin(): void {
     this.step = [];
     this.rows = [];
+    this.copies = [];
   }
   addToken(token: number, position: number, slot: number): number {
     this.step.push({ token, position, slot });
@@ -35,13 +51,30 @@ class FakeRunner implements StepRunner {
     this.rows.push(tokenIndex);
     return this.rows.length - 1;
   }
+  private page(p: number): number[] {
+    if (!this.kv.has(p)) this.kv.set(p, []);
+    return this.kv.get(p)!;
+  }
   async run(): Promise<void> {
     await new Promise((r) => setImmediate(r)); // a step takes a turn of the event loop, as on a GPU
-    for (const t of this.step) this.writes.push({ ...t, refs: this.pages.refCount(this.pages.pageAt(t.slot, t.position)) });
+    for (const c of this.copies) {
+      const from = this.page(c.from);
+      const to = this.page(c.to);
+      for (let i = 0; i < c.rows; i++) to[i] = from[i];
+      this.copied.push(c);
+    }
+    for (const t of this.step) {
+      const page = this.pages.pageAt(t.slot, t.position);
+      this.writes.push({ ...t, refs: this.pages.refCount(page) });
+      this.page(page)[t.position % PS] = t.token;
+    }
+    this.contexts = this.rows.map((i) => {
+      const t = this.step[i];
+      return Array.from({ length: t.position + 1 }, (_, p) => this.kv.get(this.pages.pageAt(t.slot, p))?.[p % PS] ?? -1);
+    });
   }
   sampled(row: number) {
-    const t = this.step[this.rows[row]];
-    return { token: 1000 + ((t.position + 1) % 50), logprob: 0 };
+    return { token: 1000 + this.contexts[row].reduce((h, token, p) => (h * 31 + token * (p + 1)) % 997, 7) % 50, logprob: 0 };
   }
   candidates(): never {
     throw new Error('no candidates');
@@ -54,9 +87,9 @@ const tokenizer = {
   isEndOfGeneration: () => false,
 } as unknown as Tokenizer;
 
-function setup(prefix: boolean, numPages = 64) {
+function setup(prefix: boolean, numPages = 64, copies = false) {
   const pages = new PageAllocator(numPages, PS, 4, 16);
-  const runner = new FakeRunner(pages);
+  const runner = new FakeRunner(pages, copies);
   const cache = prefix ? new PrefixCache(pages) : undefined;
   if (cache) pages.reclaimer = (n) => void cache.evict(n);
   const scheduler = new Scheduler(runner, pages, () => pages.takeDirty(), cache);
@@ -85,8 +118,39 @@ describe('scheduler with the prefix cache', () => {
     // b's first write is at position 64, and no write of b touched a page with another holder.
     expect(runner.writes[0].position).toBe(64);
     expect(runner.writes.every((w) => w.refs === 1)).toBe(true);
-    expect(b.tokens).toEqual(a.tokens.map((_, i) => 1000 + ((73 + i) % 50)));
-    expect(cache!.stats()).toMatchObject({ lookups: 2, hits: 1, hitTokens: 64 });
+    expect(b.tokens).toEqual((await setup(false).run([...system, 600, 601, 602])).tokens);
+    expect(cache!.stats()).toMatchObject({ lookups: 2, hits: 1, hitTokens: 64, copiedTokens: 0 });
+  });
+
+  it('copies the rows of a listed page whose start the prompt matches, and starts after them', async () => {
+    const { pages, runner, cache, run } = setup(true, 64, true);
+    const system = range(1, 70); // four full pages and 6 tokens
+    await run([...system, 500, 501], 20); // 91 positions written: page 4 (64..79) is full and listed
+    runner.writes.length = 0;
+    const b = await run([...system, 600, 601, 602]);
+    expect(b.timings.cachedPromptTokens).toBe(70);
+    expect(b.timings.prefillTokens).toBe(3);
+    expect(runner.copied).toHaveLength(1);
+    expect(runner.copied[0].rows).toBe(6);
+    expect(runner.writes[0].position).toBe(70);
+    expect(runner.writes.every((w) => w.refs === 1)).toBe(true);
+    // What b read back through its page table (the copied rows included) is what it reads without the cache.
+    expect(b.tokens).toEqual((await setup(false).run([...system, 600, 601, 602])).tokens);
+    expect(cache!.stats()).toMatchObject({ lookups: 2, hits: 1, hitTokens: 70, copiedTokens: 6 });
+    // The copy's source keeps only the cache's reference.
+    expect(pages.refCount(runner.copied[0].from)).toBe(1);
+  });
+
+  it('with copies, leaves exactly the last prompt token to compute when the whole prompt is cached', async () => {
+    const { runner, run } = setup(true, 64, true);
+    const p = range(1, 64);
+    const first = await run(p, 20);
+    runner.writes.length = 0;
+    const again = await run(p, 20);
+    expect(again.timings.cachedPromptTokens).toBe(63);
+    expect(again.timings.prefillTokens).toBe(1);
+    expect(runner.writes[0].position).toBe(63);
+    expect(again.tokens).toEqual(first.tokens);
   });
 
   it('leaves the last prompt token to compute when the whole prompt is cached', async () => {
@@ -116,8 +180,8 @@ describe('scheduler with the prefix cache', () => {
   it('gives the same outputs with the cache off, and the pool is whole again afterwards', async () => {
     const prompts = [range(1, 50), [...range(1, 40), 3, 3], range(1, 50), [...range(1, 33), 9]];
     const outs: GenerationResult[][] = [];
-    for (const prefix of [false, true]) {
-      const { pages, cache, run } = setup(prefix, 24);
+    for (const [prefix, copies] of [[false, false], [true, false], [true, true]]) {
+      const { pages, cache, run } = setup(prefix, 24, copies);
       const res: GenerationResult[] = [];
       for (const p of prompts) res.push(await run(p, 30));
       res.push(...(await Promise.all(prompts.map((p) => run(p, 30)))));
@@ -126,7 +190,9 @@ describe('scheduler with the prefix cache', () => {
       expect(pages.freePages).toBe(24);
     }
     expect(outs[1].map((r) => r.tokens)).toEqual(outs[0].map((r) => r.tokens));
+    expect(outs[2].map((r) => r.tokens)).toEqual(outs[0].map((r) => r.tokens));
     expect(outs[0].every((r) => r.timings.cachedPromptTokens === 0)).toBe(true);
     expect(outs[1].some((r) => r.timings.cachedPromptTokens > 0)).toBe(true);
+    expect(outs[2].some((r) => r.timings.cachedPromptTokens % PS !== 0)).toBe(true);
   });
 });
