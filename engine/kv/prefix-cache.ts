@@ -6,9 +6,10 @@
  * writes into a page it shares. Where a prompt goes on to match only the start of a listed page (a
  * specialist's system prompt ends mid-page, and each user's text follows it), lookup() names that page
  * and how many of its positions match: the caller copies those rows into a page of its own (as
- * SGLang's token-granular radix tree serves them, where vLLM's page-granular blocks recompute them). KV computed under a LoRA adapter differs from the base model's: each
- * adapter has its own key space (`space`, the adapter id; '' for the base model), so a chain matches
- * only pages computed under the same adapter.
+ * SGLang's token-granular radix tree serves them, where vLLM's page-granular blocks recompute them).
+ * KV computed under a LoRA adapter differs from the base model's: each adapter has its own key space
+ * (`space`, the adapter id; '' for the base model), so a chain matches only pages computed under the
+ * same adapter.
  *
  * The cache holds one reference (PageAllocator refs) on each page it lists. When the allocator runs out
  * of free pages it asks the cache to evict: pages only the cache holds go, least recently used first,
