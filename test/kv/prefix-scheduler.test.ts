@@ -99,7 +99,13 @@ function setup(prefix: boolean, numPages = 64, copies = false) {
     scheduler.submit(seq);
     return seq.queue.result;
   };
-  return { pages, runner, cache, run };
+  /** run(), and the sequence, to abort through the scheduler. */
+  const start = (prompt: number[], maxTokens = 6) => {
+    const seq = new Sequence(id++, prompt, resolveOptions({ maxTokens, temperature: 0 }), prompt.length + maxTokens, tokenizer, undefined);
+    scheduler.submit(seq);
+    return { seq, result: seq.queue.result.catch((e: unknown) => e), abort: () => scheduler.abort(seq) };
+  };
+  return { pages, runner, cache, run, start };
 }
 
 const range = (from: number, n: number) => Array.from({ length: n }, (_, i) => from + i);
@@ -139,6 +145,28 @@ describe('scheduler with the prefix cache', () => {
     expect(cache!.stats()).toMatchObject({ lookups: 2, hits: 1, hitTokens: 70, copiedTokens: 6 });
     // The copy's source keeps only the cache's reference.
     expect(pages.refCount(runner.copied[0].from)).toBe(1);
+  });
+
+  it('drops the copy and its reference when a sequence ends before its first step', async () => {
+    const { pages, runner, cache, run, start } = setup(true, 64, true);
+    const system = range(1, 70);
+    await run([...system, 500, 501], 20); // page 4 (64..79) listed
+    // Two at once: the first fills the 40-token step, so the second waits admitted with its copy pending.
+    const a = start([...system, 600, ...range(700, 40)]);
+    const b = start([...system, 601, 602]);
+    // b is admitted once a's first step is read, and a's prompt fills the next step too.
+    while (b.seq.slot < 0) await new Promise((r) => setImmediate(r));
+    expect(b.seq.pendingCopy).toBeDefined();
+    const source = b.seq.pendingCopy!.from;
+    expect(pages.refCount(source)).toBe(2); // the cache's, and b's until its copy (a's was made in its first step)
+    b.abort();
+    await a.result;
+    await b.result;
+    expect(b.seq.pendingCopy).toBeUndefined();
+    expect(runner.copied).toHaveLength(1); // a's only
+    expect(pages.refCount(source)).toBe(1);
+    cache!.clear();
+    expect(pages.freePages).toBe(64);
   });
 
   it('with copies, leaves exactly the last prompt token to compute when the whole prompt is cached', async () => {
