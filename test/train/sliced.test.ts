@@ -28,9 +28,15 @@ describe('training files in slices', () => {
     const good = JSON.stringify({ messages: [{ role: 'user', content: 'Tom saw a cat near the tree. '.repeat(8) }, { role: 'assistant', content: 'Label: cat' }] });
     const lines = Array.from({ length: Math.floor((4 * 2 ** 20) / (good.length + 1)) }, (_, i) => (i % 3000 === 1234 ? '{"messages": [{"role": "robot"}]}' : good));
     const text = lines.join('\n');
-    const t0 = performance.now();
+    // The straight-through check's time, warm (its first run also compiles it) and the best of two, so a
+    // slow moment of the machine does not inflate the count expected below.
     const sync = validateTrainingJsonl(text);
-    const syncMs = performance.now() - t0;
+    let syncMs = Infinity;
+    for (let i = 0; i < 2; i++) {
+      const t0 = performance.now();
+      validateTrainingJsonl(text);
+      syncMs = Math.min(syncMs, performance.now() - t0);
+    }
     expect(sync.problems.length).toBeGreaterThan(0);
     const { value, turns } = await turnsGivenDuring(() => validateTrainingJsonlAsync(text));
     expect(value).toEqual(sync);
