@@ -12,6 +12,7 @@ import { QuantizeXKernel, q8RowVec4s } from '../../kernels/quantize-x.ts';
 import { readF32, recordLabels, runPass, runStep, testContext } from '../helpers/gpu.ts';
 import { randomF32 } from '../helpers/random.ts';
 import { randomWeights, uploadRows } from '../quant/weights.ts';
+import { runOverQuantizedX } from './product-cases.ts';
 
 const ctx = await testContext();
 
@@ -31,25 +32,18 @@ describe.skipIf(!ctx.caps.weightTextures)('tiled products with x copied into a t
     const x = ctx.storage('x', t * k * 4, randomF32(t * k, 9 + k));
     const y0 = randomF32(4 + t * (n + 4), 11);
     const kern = new MatMulKernel(ctx, type, 'regs', { xq8: true });
-    const quantize = new QuantizeXKernel(ctx);
     const viaStorage = ctx.storage('xq.storage', t * q8RowVec4s(k) * 16);
     const viaTexture = xq8Buffer(ctx, 'xq.texture', t * q8RowVec4s(k) * 16);
     const [ys, yt] = [ctx.storage('y.s', y0.byteLength, y0), ctx.storage('y.t', y0.byteLength, y0)];
-    const p = { t, n, k, xStride: q8RowVec4s(k), yOffset: 4, yStride: n + 4, accumulate: true };
-    const labels: string[] = [];
-    const [plainGroup, textureGroup] = [kern.bind(w, viaStorage, ys), kern.bind(w, viaTexture, yt)];
-    await runStep(ctx, (pass, arena) => {
-      quantize.encode(pass, arena, quantize.bind(x, viaStorage), { tokens: t, k });
-      quantize.encode(pass, arena, quantize.bind(x, viaTexture), { tokens: t, k });
-      kern.encode(pass, arena, plainGroup, p);
-      recordLabels(arena, labels);
-      kern.encode(pass, arena, textureGroup, p);
-    });
-    expect(labels).toHaveLength(1);
-    expect(labels[0].endsWith('-xtex')).toBe(true);
-    const [plain, textured] = [await readF32(ctx, ys, y0.length), await readF32(ctx, yt, y0.length)];
-    expect(Array.from(textured)).toEqual(Array.from(plain));
-    expect(plain.slice(4).some((v, i) => v !== y0[4 + i])).toBe(true);
+    const p = { t, n, k, yStride: n + 4 };
+    // Storage x in a plain pass (no step to copy in), the texture in a step.
+    const plain = await runOverQuantizedX(ctx, kern, kern.bind(w, viaStorage, ys), viaStorage, x, ys, p);
+    const textured = await runOverQuantizedX(ctx, kern, kern.bind(w, viaTexture, yt), viaTexture, x, yt, p, true);
+    expect(plain.labels.some((l) => l.endsWith('-xtex'))).toBe(false);
+    expect(textured.labels).toHaveLength(1);
+    expect(textured.labels[0].endsWith('-xtex')).toBe(true);
+    expect(Array.from(textured.y)).toEqual(Array.from(plain.y));
+    expect(plain.y.slice(4).some((v, i) => v !== y0[4 + i])).toBe(true);
   });
 
   it('takes each product its x as it is when the product runs, in one step', async () => {

@@ -8,33 +8,14 @@ import { GgmlType, typeName } from '../../ggml/types.ts';
 import { MatMulKernel } from '../../kernels/matmul.ts';
 import { WeightMatmul } from '../../kernels/matmul-select.ts';
 import { xq8Buffer, xWindowBytes } from '../../kernels/matmul-x-window.ts';
-import { QuantizeXKernel, q8RowVec4s } from '../../kernels/quantize-x.ts';
-import type { ParamArena } from '../../kernels/runtime/arena.ts';
-import { readF32, recordLabels, runPass, testContext } from '../helpers/gpu.ts';
+import { q8RowVec4s } from '../../kernels/quantize-x.ts';
+import { testContext } from '../helpers/gpu.ts';
 import { randomF32 } from '../helpers/random.ts';
 import { randomWeights, uploadRows } from '../quant/weights.ts';
+import { runOverQuantizedX } from './product-cases.ts';
 
 const ctx = await testContext();
 const windows = ctx.caps.software && xWindowBytes(ctx.caps) > 0;
-
-/** Runs `kern` (or WeightMatmul) over x quantized into `xq`; the result and the labels of the kernels dispatched. */
-async function run(
-  kern: { encode: (pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: Parameters<MatMulKernel['encode']>[3]) => void },
-  group: GPUBindGroup,
-  xq: GPUBuffer,
-  x: GPUBuffer,
-  y: GPUBuffer,
-  p: { t: number; n: number; k: number; yStride: number },
-): Promise<{ y: Float32Array; labels: string[] }> {
-  const quantize = new QuantizeXKernel(ctx);
-  const labels: string[] = [];
-  await runPass(ctx, (pass, arena) => {
-    quantize.encode(pass, arena, quantize.bind(x, xq), { tokens: p.t, k: p.k });
-    recordLabels(arena, labels);
-    kern.encode(pass, arena, group, { ...p, xStride: q8RowVec4s(p.k), yOffset: 4, accumulate: true });
-  });
-  return { y: await readF32(ctx, y, 4 + p.t * p.yStride), labels };
-}
 
 describe.skipIf(!windows)('tiled products with x in a uniform window', () => {
   const cases = [
@@ -61,8 +42,8 @@ describe.skipIf(!windows)('tiled products with x in a uniform window', () => {
     const viaWindow = xq8Buffer(ctx, 'xq.window', t * q8RowVec4s(k) * 16);
     const [ys, yw] = [ctx.storage('y.s', y0.byteLength, y0), ctx.storage('y.w', y0.byteLength, y0)];
     const p = { t, n, k, yStride: n + 2 };
-    const plain = await run(kern, kern.bind(w, viaStorage, ys), viaStorage, x, ys, p);
-    const windowed = await run(kern, kern.bind(w, viaWindow, yw), viaWindow, x, yw, p);
+    const plain = await runOverQuantizedX(ctx, kern, kern.bind(w, viaStorage, ys), viaStorage, x, ys, p);
+    const windowed = await runOverQuantizedX(ctx, kern, kern.bind(w, viaWindow, yw), viaWindow, x, yw, p);
     expect(plain.labels.some((l) => l.endsWith('-xwin'))).toBe(false);
     const rowBytes = q8RowVec4s(k) * 16;
     const fits = t * rowBytes <= xWindowBytes(ctx.caps);
@@ -85,7 +66,7 @@ describe.skipIf(!windows)('tiled products with x in a uniform window', () => {
     const xq = xq8Buffer(ctx, 'xq', t * q8RowVec4s(k) * 16);
     const y = ctx.storage('y', (4 + t * n) * 4);
     const mm = new WeightMatmul(ctx, type, { xq8: true });
-    const { labels } = await run(mm, mm.bind(w, xq, y), xq, x, y, { t, n, k, yStride: n });
+    const { labels } = await runOverQuantizedX(ctx, mm, mm.bind(w, xq, y), xq, x, y, { t, n, k, yStride: n });
     expect(labels).toEqual([`matmul-regs-${typeName(type)}-xq8${width}-xwin`]);
   });
 
@@ -98,8 +79,8 @@ describe.skipIf(!windows)('tiled products with x in a uniform window', () => {
     const [viaStorage, viaWindow] = [kern.bind(w, xs, ys), kern.bind(w, xw, yw)];
     for (const t of [5, most]) {
       const x = ctx.storage('x', t * k * 4, randomF32(t * k, 7 + t));
-      const windowed = await run(kern, viaWindow, xw, x, yw, { t, n, k, yStride: n });
-      const plain = await run(kern, viaStorage, xs, x, ys, { t, n, k, yStride: n });
+      const windowed = await runOverQuantizedX(ctx, kern, viaWindow, xw, x, yw, { t, n, k, yStride: n });
+      const plain = await runOverQuantizedX(ctx, kern, viaStorage, xs, x, ys, { t, n, k, yStride: n });
       expect(windowed.labels).toEqual([`matmul-regs-${typeName(type)}-xq8${t >= 16 ? '-t16' : ''}-xwin`]);
       expect(Array.from(windowed.y)).toEqual(Array.from(plain.y));
     }
