@@ -15,6 +15,7 @@ import { attentionPositionLimit } from '../kernels/attention.ts';
 import { kvFormatFor, kvValueBytes, type KvFormat } from '../kernels/kv-format.ts';
 import { PagedKvCache } from './kv/paged-cache.ts';
 import { PrefixCache, type PrefixCacheStats } from './kv/prefix-cache.ts';
+import type { KvMirrorOptions } from './kv/kv-mirror.ts';
 import type { ModelSource } from './loader/source.ts';
 import { loadWeights, type LoadProgress } from './model/load-weights.ts';
 import type { MatrixKernels } from './model/matrix.ts';
@@ -76,6 +77,13 @@ export interface EngineOptions {
    * dispatches or fused otherwise: GpuCaps.orderedAtomics). False keeps every pass its own dispatch.
    */
   productTails?: boolean;
+  /**
+   * On llvmpipe, steps in which many tokens read the same earlier KV rows (a prompt's chunk after a long
+   * prefix) gather each layer's rows into textures that attention reads instead of the paged cache
+   * (engine/kv/kv-mirror.ts), with the same results to the bit. Default true; false always reads the
+   * cache; the thresholds are for tests.
+   */
+  kvMirror?: boolean | KvMirrorOptions;
   /** LoRA adapters loaded at once (default 16). */
   maxAdapters?: number;
   /** Most bytes of one LoRA adapter's weights as F32 (default 1 GiB). */
@@ -179,7 +187,7 @@ export class WebGpuEngine implements TextEngine {
       budgetBytes: Math.max(opts.kvCacheBytes ?? 512 * 2 ** 20, fullContextBytes + 2 * cfg.nLayers * pageSize * kvDim * valueBytes),
       format: kvFormat,
     });
-    const transformer = new Transformer(ctx, cfg, weights, cache, matrices, { maxTokensPerStep, maxRowsPerStep: maxSequences, yieldEveryMs: opts.yieldEveryMs }, selected.blockingSubmit ? yieldToHost : undefined);
+    const transformer = new Transformer(ctx, cfg, weights, cache, matrices, { maxTokensPerStep, maxRowsPerStep: maxSequences, yieldEveryMs: opts.yieldEveryMs, kvMirror: opts.kvMirror }, selected.blockingSubmit ? yieldToHost : undefined);
     await ctx.checkKernels();
     const scheduler = new Scheduler(transformer, cache.allocator, () => cache.syncPageTable(), undefined, {
       pipeline: opts.pipelinedDecode ?? !selected.blockingSubmit,
@@ -407,7 +415,7 @@ export class WebGpuEngine implements TextEngine {
       weightsBytes: this.weights.bytes,
       kvCacheBytes: this.cache.bytes,
       kvFormat: this.cache.format,
-      workspaceBytes: this.transformer.ws.bytes,
+      workspaceBytes: this.transformer.workspaceBytes,
       weightShards: this.weights.buffers.length,
       lastStepDispatches: this.transformer.lastDispatches,
       activeSequences: this.scheduler.activeCount,

@@ -1,5 +1,4 @@
-// Params and bindings shared by attention.wgsl, attention-serial.wgsl and attention-serial-vec4.wgsl (see
-// AttentionKernel.bind).
+// Params and bindings shared by the attention kernels (see AttentionKernel.bind).
 
 struct Params {
   tokens: u32,
@@ -23,8 +22,9 @@ struct Params {
 const MAX_HEAD_DIM: u32 = 256u;
 
 // q, k_cache, v_cache (bindings 0-2) and out (binding 6): f32 arrays in attention-io-f32.wgsl, vec4 arrays
-// in attention-io-vec4.wgsl (head dimensions, offsets and strides all multiples of 4).
-@group(0) @binding(3) var<storage, read> page_table: array<u32>;
+// in attention-io-vec4.wgsl (head dimensions, offsets and strides all multiples of 4). Binding 3 says
+// where a position's KV row is (kv_row): the page table (attention-pages.wgsl), or a long step's mirror
+// of the rows (attention-mirror.wgsl).
 @group(0) @binding(4) var<storage, read> positions: array<u32>;
 @group(0) @binding(5) var<storage, read> token_seq: array<u32>;
 @group(1) @binding(0) var<uniform> params: Params;

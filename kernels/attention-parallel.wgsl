@@ -49,8 +49,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
     var top = -3.4e38;
     for (var i = lid; i < n; i += WG) {
       let p = start + i;
-      let page = page_table[seq * params.max_pages + p / params.page_size];
-      let base = (page * params.page_size + p % params.page_size) * kv_vec + kh * HV;
+      let base = kv_row(seq, p) * kv_vec + kh * HV;
       var s4 = vec4f();
       for (var d = 0u; d < HV; d++) { s4 += q_shared[d] * k_one(base, d); }
       var s = (s4.x + s4.y + s4.z + s4.w) * params.scale;

@@ -29,8 +29,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   var m = -3.4e38;
   var l = 0.0;
   for (var p = first; p <= last; p++) {
-    let page = page_table[seq * params.max_pages + p / params.page_size];
-    let base = (page * params.page_size + p % params.page_size) * kv_vec + kh * hv;
+    let base = kv_row(seq, p) * kv_vec + kh * hv;
     var s4 = vec4f();
     // A head two vec4s at a time (one load where the cache packs them, attention-kv-f16.wgsl), written
     // out by the wrapper (unrollLines): a line per pair, and the odd-head line only where a head has an

@@ -24,8 +24,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   var m = -3.4e38;
   var l = 0.0;
   for (var p = first; p <= last; p++) {
-    let page = page_table[seq * params.max_pages + p / params.page_size];
-    let base = (page * params.page_size + p % params.page_size) * kv_dim + kh * hd;
+    let base = kv_row(seq, p) * kv_dim + kh * hd;
     var s = 0.0;
     for (var d = 0u; d < hd; d++) { s += q[qb + d] * k_cache[base + d]; }
     s = s * params.scale;

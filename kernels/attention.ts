@@ -2,8 +2,11 @@ import source from './attention.wgsl?raw';
 import io from './attention-io.wgsl?raw';
 import ioF32 from './attention-io-f32.wgsl?raw';
 import ioVec4 from './attention-io-vec4.wgsl?raw';
+import halves from './attention-halves.wgsl?raw';
 import kvF16 from './attention-kv-f16.wgsl?raw';
 import kvF32 from './attention-kv-f32.wgsl?raw';
+import mirrorRows from './attention-mirror.wgsl?raw';
+import pages from './attention-pages.wgsl?raw';
 import type { KvFormat } from './kv-format.ts';
 import outF32 from './attention-out-f32.wgsl?raw';
 import outQ8 from './attention-out-q8.wgsl?raw';
@@ -13,8 +16,9 @@ import serialGrouped from './attention-serial-grouped.wgsl?raw';
 import serialVec4 from './attention-serial-vec4.wgsl?raw';
 import type { ParamArena } from './runtime/arena.ts';
 import type { GpuCaps } from './runtime/caps.ts';
-import { type CompiledKernel, type KernelContext, wgsl } from './runtime/context.ts';
+import { type BindingKind, type CompiledKernel, type KernelContext, wgsl } from './runtime/context.ts';
 import { grid2d } from './runtime/grid.ts';
+import { texelsWgsl } from './runtime/weights.ts';
 import xqBlock from './quantize-x-block.wgsl?raw';
 import { q8RowVec4s } from './quantize-x.ts';
 import { unrollLines, unrollRowsTokens } from './unroll.ts';
@@ -38,6 +42,10 @@ export function groupedHeads(heads: number, kvHeads: number, headDim: number): n
   return best;
 }
 const BINDINGS = ['read', 'read', 'read', 'read', 'read', 'read', 'write'] as const;
+/** Where K and V come from a long step's mirror (attention-mirror.wgsl): textures, and each slot's first row. */
+const MIRROR_BINDINGS: readonly BindingKind[] = ['read', 'texture', 'texture', 'read', 'read', 'read', 'write'];
+/** The mirror's K and V textures as the mirror kernels read them (attention-mirror.wgsl's k_ld, v_ld). */
+const MIRROR_TEXTURES = texelsWgsl('k_tex', 1, 'k_ld') + texelsWgsl('v_tex', 2, 'v_ld');
 
 /**
  * The most positions a sequence may hold for the attention kernels on this adapter. A serial kernel walks
@@ -75,6 +83,11 @@ export interface AttentionParams {
    * kernels only, head dimensions that are multiples of 32.
    */
   output?: 'f32' | 'q8_0';
+  /**
+   * 'mirror': K and V from a long step's mirror (bindMirror; engine/kv/kv-mirror.ts) instead of the paged
+   * cache; serial vec4 kernels over an f16 cache only.
+   */
+  kvSource?: 'pages' | 'mirror';
 }
 
 /**
@@ -111,8 +124,8 @@ export class AttentionKernel {
     if (kv === 'f16' && variant !== 'serial') throw new Error('attention: an f16 KV cache is read by the serial (CPU) kernels only');
     this.serial = variant === 'serial';
     this.kernel = this.serial
-      ? ctx.kernel({ label: 'attention-serial', code: wgsl(io, ioF32, serial), bindings: BINDINGS, constants: { WG: SERIAL_WG } })
-      : ctx.kernel({ label: 'attention', code: wgsl(io, ioF32, source), bindings: BINDINGS });
+      ? ctx.kernel({ label: 'attention-serial', code: wgsl(io, ioF32, pages, serial), bindings: BINDINGS, constants: { WG: SERIAL_WG } })
+      : ctx.kernel({ label: 'attention', code: wgsl(io, ioF32, pages, source), bindings: BINDINGS });
     this.ctx = ctx;
   }
 
@@ -125,9 +138,12 @@ export class AttentionKernel {
     return group > 1 ? Math.max(SERIAL_WG, this.ctx.caps.cpuLanes) : SERIAL_WG;
   }
 
-  /** A vec4 kernel (`template`, with query heads `group` to an invocation where grouped) writing `output`. */
-  private vec4Kernel(headDim: number, output: 'f32' | 'q8_0', group = 1): CompiledKernel {
-    const key = `${headDim}/${group}/${output}`;
+  /**
+   * A vec4 kernel (`template`, with query heads `group` to an invocation where grouped) writing `output`,
+   * reading K and V from the paged cache or from a long step's mirror.
+   */
+  private vec4Kernel(headDim: number, output: 'f32' | 'q8_0', group = 1, kvSource: 'pages' | 'mirror' = 'pages'): CompiledKernel {
+    const key = `${headDim}/${group}/${output}/${kvSource}`;
     let k = this.serialVec4.get(key);
     if (!k) {
       const constants = { WG: this.wgFor(group), HV: headDim / 4, ...(output === 'q8_0' ? { XQ_GROUP: 32 } : {}) };
@@ -137,10 +153,11 @@ export class AttentionKernel {
       // Pairs first, then query heads, so each pair's load is followed by every head's use of it.
       const pairs = unrollLines(unrollLines(group > 1 ? serialGrouped : serialVec4, '$p', Math.floor(hv / 2)), '$q', hv % 2);
       const body = group > 1 ? unrollRowsTokens(pairs, group, 1) : pairs;
-      const label = `attention-serial-${group > 1 ? `grouped-d${headDim}-g${group}` : `vec4-d${headDim}`}${output === 'q8_0' ? '-q8' : ''}`;
+      const mirror = kvSource === 'mirror';
+      const label = `attention-serial-${group > 1 ? `grouped-d${headDim}-g${group}` : `vec4-d${headDim}`}${output === 'q8_0' ? '-q8' : ''}${this.kv === 'f16' ? '-kv16' : ''}${mirror ? '-mirror' : ''}`;
       const out = output === 'q8_0' ? wgsl(outQ8, xqBlock) : outF32;
-      const kv = this.kv === 'f16' ? kvF16 : kvF32;
-      this.serialVec4.set(key, (k = this.ctx.kernel({ label: `${label}${this.kv === 'f16' ? '-kv16' : ''}`, code: wgsl(io, ioVec4, kv, out, body), bindings: BINDINGS, constants })));
+      const kv = mirror ? wgsl(halves, MIRROR_TEXTURES, mirrorRows) : this.kv === 'f16' ? wgsl(halves, kvF16, pages) : wgsl(kvF32, pages);
+      this.serialVec4.set(key, (k = this.ctx.kernel({ label, code: wgsl(io, ioVec4, kv, out, body), bindings: mirror ? MIRROR_BINDINGS : BINDINGS, constants })));
     }
     return k;
   }
@@ -150,13 +167,21 @@ export class AttentionKernel {
     let k = this.parallel.get(headDim);
     if (!k) {
       const constants = { WG: PARALLEL_WG, HV: headDim / 4 };
-      this.parallel.set(headDim, (k = this.ctx.kernel({ label: `attention-parallel-d${headDim}`, code: wgsl(io, ioVec4, kvF32, outF32, parallel), bindings: BINDINGS, constants })));
+      this.parallel.set(headDim, (k = this.ctx.kernel({ label: `attention-parallel-d${headDim}`, code: wgsl(io, ioVec4, kvF32, pages, outF32, parallel), bindings: BINDINGS, constants })));
     }
     return k;
   }
 
   bind(q: GPUBuffer, kCache: GPUBuffer, vCache: GPUBuffer, pageTable: GPUBuffer, positions: GPUBuffer, tokenSeq: GPUBuffer, out: GPUBuffer): GPUBindGroup {
     return this.kernel.bind([q, kCache, vCache, pageTable, positions, tokenSeq, out]);
+  }
+
+  /**
+   * Bindings for `kvSource: 'mirror'`: K and V of one layer mirrored in textures (engine/kv/kv-mirror.ts),
+   * `firstRows[slot]` the mirror row of that sequence's position 0.
+   */
+  bindMirror(q: GPUBuffer, kMirror: GPUTexture, vMirror: GPUTexture, firstRows: GPUBuffer, positions: GPUBuffer, tokenSeq: GPUBuffer, out: GPUBuffer): GPUBindGroup {
+    return this.ctx.bindGroup(MIRROR_BINDINGS, [q, kMirror, vMirror, firstRows, positions, tokenSeq, out], 'attention-mirror');
   }
 
   encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: AttentionParams): void {
@@ -183,6 +208,9 @@ export class AttentionKernel {
     if (q8 && (!this.serial || !by4 || p.headDim % 32 !== 0)) {
       throw new Error(`attention: quantized output needs the serial vec4 kernels, a head dimension that is a multiple of 32 (got ${p.headDim}) and q offsets and strides that are multiples of 4`);
     }
+    if (p.kvSource === 'mirror' && (!this.serial || this.kv !== 'f16' || !by4)) {
+      throw new Error('attention: the KV mirror is read by the serial vec4 kernels over an f16 cache only');
+    }
     if (!this.serial) {
       const [gx, gy] = grid2d(p.tokens * p.heads);
       const wide = by4 && this.ctx.caps.maxInvocationsPerWorkgroup >= PARALLEL_WG;
@@ -195,7 +223,7 @@ export class AttentionKernel {
     if (this.kv === 'f16' && (!by4 || p.headDim % 8 !== 0)) {
       throw new Error(`attention: an f16 KV cache needs the vec4 kernels: a head dimension that is a multiple of 8 (got ${p.headDim}) and q and output offsets and strides that are multiples of 4`);
     }
-    const kernel = by4 ? this.vec4Kernel(p.headDim, q8 ? 'q8_0' : 'f32', grouped ? together : 1) : this.kernel;
+    const kernel = by4 ? this.vec4Kernel(p.headDim, q8 ? 'q8_0' : 'f32', grouped ? together : 1, p.kvSource) : this.kernel;
     arena.dispatch(pass, kernel, group, s, gx, gy);
   }
 }

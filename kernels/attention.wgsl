@@ -12,11 +12,6 @@ var<workgroup> scores: array<f32, WG>;
 var<workgroup> weights: array<f32, WG>;
 var<workgroup> rows: array<u32, WG>;
 
-fn cache_row(seq: u32, pos: u32) -> u32 {
-  let page = page_table[seq * params.max_pages + pos / params.page_size];
-  return page * params.page_size + pos % params.page_size;
-}
-
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: u32) {
   let item = wg.x + wg.y * 65535u;
@@ -41,7 +36,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
     let p = start + lid;
     var s = -3.4e38;
     if (p <= last) {
-      let row = cache_row(seq, p);
+      let row = kv_row(seq, p);
       rows[lid] = row;
       let kb = row * kv_dim + kh * hd;
       var dot = 0.0;

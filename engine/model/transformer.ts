@@ -18,6 +18,7 @@ import { LORA_NO_ADAPTER } from '../../kernels/lora.ts';
 import type { LoraPool } from '../lora/pool.ts';
 import { LoraLayers } from './lora-layers.ts';
 import { SegmentPlanner } from './segment-planner.ts';
+import { KvMirror, type KvMirrorOptions, type MirrorPlan } from '../kv/kv-mirror.ts';
 import type { ModelConfig } from '../arch/types.ts';
 import type { SampleRowSpec, StepRunner, SubmittedStep } from '../generate/step.ts';
 import type { PagedKvCache } from '../kv/paged-cache.ts';
@@ -42,7 +43,7 @@ interface LayerPlan {
    * its output quantized (AttentionKernel 'q8_0') into the buffer this product reads, with no quantize
    * pass between them. `attention` and `o` above serve steps whose adapters adapt O (LoRA's A reads f32).
    */
-  quantizedO?: { attention: GPUBindGroup; o: BoundProduct };
+  quantizedO?: { attention: GPUBindGroup; o: BoundProduct; out: GPUBuffer };
   ffnNorm: GPUBindGroup;
   gateUp: BoundProduct[];
   /**
@@ -97,6 +98,8 @@ export class Transformer implements StepRunner {
   private readonly rope: RopeTail;
   /** The counters of the products' tails (MatrixIo.tail), shared: a step's dispatches run in order. */
   private readonly tailCounter: GPUBuffer | undefined;
+  /** Long steps' K and V for attention, mirrored in textures (llvmpipe: engine/kv/kv-mirror.ts). */
+  private readonly kvMirror: KvMirror | undefined;
   private readonly head: { normKernel: RmsNormKernel; norm: GPUBindGroup; product: BoundProduct; normed: BoundProduct | undefined; sample: SampleGroups; topk: GPUBindGroup; penalties: GPUBindGroup };
   // CPU mirrors of the step inputs, allocated once.
   private readonly tokens: Uint32Array;
@@ -157,7 +160,7 @@ export class Transformer implements StepRunner {
     private readonly weights: ModelWeights,
     private readonly cache: PagedKvCache,
     private readonly matrices: MatrixKernels,
-    limits: { maxTokensPerStep: number; maxRowsPerStep: number; yieldEveryMs?: number },
+    limits: { maxTokensPerStep: number; maxRowsPerStep: number; yieldEveryMs?: number; kvMirror?: boolean | KvMirrorOptions },
     /**
      * Where `queue.submit` runs the work before it returns (llvmpipe through Dawn's OpenGL ES backend), a
      * step is submitted in segments of layers (sized by SegmentPlanner) and this is awaited in between,
@@ -182,6 +185,11 @@ export class Transformer implements StepRunner {
       topk: new TopKKernel(ctx),
       penalties: new PenaltiesKernel(ctx),
     };
+    const mirrorOpts = limits.kvMirror ?? true;
+    this.kvMirror =
+      mirrorOpts !== false && ctx.caps.weightTextures && cache.format === 'f16' && this.k.attention.serial
+        ? new KvMirror(ctx, cache, (k, v, firstRows, out) => this.k.attention.bindMirror(ws.qkv, k, v, firstRows, ws.positions, ws.slots, out), mirrorOpts === true ? {} : mirrorOpts)
+        : undefined;
     // Generous: about 15 dispatches per layer plus head and sampling, times row shards, plus 10 per layer
     // in steps with LoRA rows.
     this.arena = new ParamArena(ctx, 64 + cfg.nLayers * 34);
@@ -277,6 +285,7 @@ export class Transformer implements StepRunner {
             ? {
                 attention: this.k.attention.bind(ws.qkv, cache.k[l], cache.v[l], cache.pageTable, ws.positions, ws.slots, attnQ8),
                 o: this.matrices.product(w.o, attnQ8, ws.x, { ...io(q8RowVec4s(qDim), 0, D, true), xq8: true, tail: ffnTail }),
+                out: attnQ8,
               }
             : undefined,
         ffnNorm: this.k.rmsnorm.bind(ws.x, w.ffnNorm, ws.xNorm),
@@ -468,6 +477,7 @@ export class Transformer implements StepRunner {
     if (this.unread >= 2) throw new Error('two steps are already waiting to be read');
     const started = performance.now();
     this.upload();
+    const mirror = this.kvMirror?.plan(this.slots, this.positions, T);
     const device = this.ctx.device;
     const arena = this.arena;
     arena.reset();
@@ -480,7 +490,7 @@ export class Transformer implements StepRunner {
     // The arena holds the step's open pass, so a product may end it for a copy (kernels/matmul-x-texture.ts).
     let pass = arena.beginStep(enc, 'step');
     const perSegment = this.segments.layersPerSegment(T);
-    this.encodeForward(pass, T, perSegment, split ? () => {
+    this.encodeForward(pass, T, perSegment, mirror, split ? () => {
       const finished = enc;
       enc = device.createCommandEncoder({ label: 'step' });
       pass = arena.continueStep(enc);
@@ -558,7 +568,7 @@ export class Transformer implements StepRunner {
   }
 
   /** `afterLayer` (if given) is called after every `perSegment` layers but not after the last; it may replace the pass. */
-  private encodeForward(firstPass: GPUComputePassEncoder, T: number, perSegment: number, afterLayer?: () => GPUComputePassEncoder): void {
+  private encodeForward(firstPass: GPUComputePassEncoder, T: number, perSegment: number, mirror: MirrorPlan | undefined, afterLayer?: () => GPUComputePassEncoder): void {
     let pass = firstPass;
     const cfg = this.cfg;
     const a = this.arena;
@@ -582,7 +592,9 @@ export class Transformer implements StepRunner {
       if (L.qkNorm) k.qkNorm!.encode(pass, a, L.qkNorm, { rows: T * (cfg.nHeads + cfg.nKvHeads), dim: hd, eps: cfg.rmsEps, group: cfg.nHeads + cfg.nKvHeads, xStride: S, wSplit: cfg.nHeads });
       if (!roped) k.ropeStore.encode(pass, a, L.ropeStore, { ...this.rope, tokens: T, tokenStride: S });
       const quantizedO = !(lora?.adapts(l, 'o') ?? false) ? L.quantizedO : undefined;
-      k.attention.encode(pass, a, quantizedO?.attention ?? L.attention, {
+      if (mirror) this.kvMirror!.encodeLayer(pass, a, l, mirror);
+      const attention = mirror ? this.kvMirror!.attentionGroup(quantizedO?.out ?? this.ws.attn) : (quantizedO?.attention ?? L.attention);
+      k.attention.encode(pass, a, attention, {
         tokens: T,
         heads: cfg.nHeads,
         kvHeads: cfg.nKvHeads,
@@ -592,6 +604,7 @@ export class Transformer implements StepRunner {
         scale: 1 / Math.sqrt(hd),
         qStride: S,
         output: quantizedO ? 'q8_0' : 'f32',
+        kvSource: mirror ? 'mirror' : 'pages',
       });
       // A tail runs only where its pass would come next: no adapter's product between, and the
       // consumer on the quantized path (encodeNormed's).
@@ -689,11 +702,17 @@ export class Transformer implements StepRunner {
     return readTopKRow(this.topkU32, this.topkF32, row);
   }
 
+  /** Bytes of the step's scratch buffers: activations, outputs, and the KV mirror as large as it has grown. */
+  get workspaceBytes(): number {
+    return this.ws.bytes + (this.kvMirror?.bytes ?? 0);
+  }
+
   destroy(): void {
     this.ws.destroy();
     this.arena.buffer.destroy();
     this.ropeFactorsDummy?.destroy();
     this.tailCounter?.destroy();
+    this.kvMirror?.destroy();
     this.logitsRead?.destroy();
   }
 }

@@ -44,15 +44,17 @@ export class CompiledKernel {
 
   /** Bind group for group(0); create once per set of buffers and reuse it every step. */
   bind(buffers: readonly BindingResource[], label?: string): GPUBindGroup {
-    if (buffers.length !== this.bindingCount) {
-      throw new Error(`kernel ${this.label} takes ${this.bindingCount} buffers, got ${buffers.length}`);
-    }
-    return this.device.createBindGroup({
-      label: label ?? this.label,
-      layout: this.bufferLayout,
-      entries: buffers.map((b, binding) => ({ binding, resource: 'buffer' in b ? b : isTexture(b) ? b.createView() : { buffer: b } })),
-    });
+    return bindResources(this.device, this.bufferLayout, this.bindingCount, buffers, label ?? this.label);
   }
+}
+
+function bindResources(device: GPUDevice, layout: GPUBindGroupLayout, count: number, buffers: readonly BindingResource[], label: string): GPUBindGroup {
+  if (buffers.length !== count) throw new Error(`kernel ${label} takes ${count} buffers, got ${buffers.length}`);
+  return device.createBindGroup({
+    label,
+    layout,
+    entries: buffers.map((b, binding) => ({ binding, resource: 'buffer' in b ? b : isTexture(b) ? b.createView() : { buffer: b } })),
+  });
 }
 
 /** Size in bytes of one dispatch's parameter slot: WebGPU's largest required uniform offset alignment. */
@@ -60,6 +62,7 @@ export const PARAM_SLOT_BYTES = 256;
 
 export class KernelContext {
   private readonly cache = new Map<string, CompiledKernel>();
+  private readonly layouts = new Map<string, GPUBindGroupLayout>();
   readonly paramsLayout: GPUBindGroupLayout;
   /** The validation results of pipelines made since the last checkKernels(), each naming its kernel. */
   private unchecked: Promise<string | undefined>[] = [];
@@ -85,16 +88,7 @@ export class KernelContext {
     const weights = spec.bindings.flatMap((kind, binding) => (kind === 'weights' ? [binding] : []));
     if (weights.length > 1) throw new Error(`kernel ${spec.label}: one weights binding at most (its WGSL name is w)`);
     const device = this.device;
-    const bufferLayout = device.createBindGroupLayout({
-      label: spec.label,
-      entries: spec.bindings.map((kind, binding) =>
-        kind === 'weights'
-          ? weightsLayoutEntry(this.caps, binding)
-          : kind === 'texture'
-          ? texelsLayoutEntry(binding)
-          : { binding, visibility: GPUShaderStage.COMPUTE, buffer: { type: kind === 'read' ? ('read-only-storage' as const) : kind === 'uniform' ? ('uniform' as const) : ('storage' as const) } },
-      ),
-    });
+    const bufferLayout = this.layoutFor(spec.bindings);
     // Appended: WGSL's module-scope declarations may come in any order, but directives must come first.
     const code = weights.length > 0 ? `${spec.code}\n${weightsWgsl(this.caps, weights[0])}` : spec.code;
     // A pipeline that fails to build is only an error object until used, and a dispatch of it does
@@ -116,6 +110,34 @@ export class KernelContext {
     const compiled = new CompiledKernel(spec.label, pipeline, bufferLayout, device, spec.bindings.length);
     this.cache.set(key, compiled);
     return compiled;
+  }
+
+  /** The group(0) layout of bindings of these kinds; kernels with equal kinds share it. */
+  private layoutFor(kinds: readonly BindingKind[]): GPUBindGroupLayout {
+    const key = kinds.join(',');
+    let layout = this.layouts.get(key);
+    if (!layout) {
+      layout = this.device.createBindGroupLayout({
+        label: key,
+        entries: kinds.map((kind, binding) =>
+          kind === 'weights'
+            ? weightsLayoutEntry(this.caps, binding)
+            : kind === 'texture'
+            ? texelsLayoutEntry(binding)
+            : { binding, visibility: GPUShaderStage.COMPUTE, buffer: { type: kind === 'read' ? ('read-only-storage' as const) : kind === 'uniform' ? ('uniform' as const) : ('storage' as const) } },
+        ),
+      });
+      this.layouts.set(key, layout);
+    }
+    return layout;
+  }
+
+  /**
+   * A group(0) bind group for any kernel whose bindings are `kinds`, made before (or without) compiling
+   * one of them: WebGPU takes a bind group for every pipeline whose layout has the same entries.
+   */
+  bindGroup(kinds: readonly BindingKind[], resources: readonly BindingResource[], label: string): GPUBindGroup {
+    return bindResources(this.device, this.layoutFor(kinds), kinds.length, resources, label);
   }
 
   /**
