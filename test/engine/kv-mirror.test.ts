@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WebGpuEngine } from '../../engine/engine.ts';
 import { loadEngine } from '../../engine/node.ts';
 import { sharedModel } from '../helpers/models.ts';
+import { greedyRun } from '../helpers/engine.ts';
 import { testContext } from '../helpers/gpu.ts';
 
 const model = sharedModel('TinyStories-656K-Q8_0.gguf');
@@ -20,14 +21,7 @@ const STORY = [1, 365, 1321, 266, 1167, 279, 1481, 715, 262, 1037, 11, 900, 540,
 const LONG = Array.from({ length: 150 }, (_, i) => STORY[i % STORY.length]);
 const PROMPTS = [LONG, [...LONG.slice(0, 100), 900, 540, 340], [...LONG.slice(0, 100), 1070, 279]];
 
-async function generate(engine: WebGpuEngine, tokens: number[]): Promise<{ tokens: number[]; logprobs: number[] }> {
-  const out = { tokens: [] as number[], logprobs: [] as number[] };
-  for await (const c of engine.generate({ tokens, maxTokens: 16, temperature: 0, stopAtEndOfGeneration: false })) {
-    out.tokens.push(...c.tokens);
-    out.logprobs.push(...c.logprobs);
-  }
-  return out;
-}
+const generate = (engine: WebGpuEngine, tokens: number[]) => greedyRun(engine, tokens, 16);
 
 describe.skipIf(!mirrored)('KV mirror in the engine', () => {
   let on: WebGpuEngine;

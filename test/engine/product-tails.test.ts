@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WebGpuEngine } from '../../engine/engine.ts';
 import { loadEngine } from '../../engine/node.ts';
 import { sharedModel } from '../helpers/models.ts';
+import { greedyRun } from '../helpers/engine.ts';
 import { testContext } from '../helpers/gpu.ts';
 
 const model = sharedModel('TinyStories-656K-Q8_0.gguf');
@@ -21,14 +22,7 @@ const PROMPTS = [
   [1, 900, 540, 340],
 ];
 
-async function generate(engine: WebGpuEngine, tokens: number[]): Promise<{ tokens: number[]; logprobs: number[] }> {
-  const out = { tokens: [] as number[], logprobs: [] as number[] };
-  for await (const c of engine.generate({ tokens, maxTokens: 24, temperature: 0, stopAtEndOfGeneration: false })) {
-    out.tokens.push(...c.tokens);
-    out.logprobs.push(...c.logprobs);
-  }
-  return out;
-}
+const generate = (engine: WebGpuEngine, tokens: number[]) => greedyRun(engine, tokens, 24);
 
 describe.skipIf(!tails)('product tails', () => {
   let on: WebGpuEngine;

@@ -11,6 +11,7 @@ import { WebGpuEngine } from '../../engine/engine.ts';
 import { FileSource } from '../../engine/loader/file-source.ts';
 import { openNodeDevice } from '../../engine/platform/node.ts';
 import { sharedModel } from '../helpers/models.ts';
+import { greedyRun } from '../helpers/engine.ts';
 
 const fixtures = JSON.parse(readFileSync(new URL('../fixtures/llama-greedy.json', import.meta.url), 'utf8')) as Record<string, { promptTokens: number[]; greedy: number[] }[]>;
 
@@ -34,14 +35,7 @@ describe('row-sharded weights', () => {
   });
 
   it('Q8_0 rows in groups over 64 KiB bindings: the tokens and log-probabilities of the unsharded model, to the bit', async () => {
-    const generate = async (engine: WebGpuEngine) => {
-      const out = { tokens: [] as number[], logprobs: [] as number[] };
-      for await (const c of engine.generate({ tokens: [1, 365, 1321, 266, 1167], maxTokens: 24, temperature: 0, stopAtEndOfGeneration: false })) {
-        out.tokens.push(...c.tokens);
-        out.logprobs.push(...c.logprobs);
-      }
-      return out;
-    };
+    const generate = (engine: WebGpuEngine) => greedyRun(engine, [1, 365, 1321, 266, 1167], 24);
     const load = async (maxStorageBinding?: number) => {
       const selected = await openNodeDevice();
       if (maxStorageBinding) selected.caps = { ...selected.caps, maxStorageBinding };

@@ -16,6 +16,16 @@ export function testEngine(file = 'stories260K.gguf', opts: Omit<NodeEngineOptio
   return e;
 }
 
+/** Greedy generation of `maxTokens` tokens from `tokens` (no early stop): the tokens and their log-probabilities, as streamed. */
+export async function greedyRun(engine: WebGpuEngine, tokens: number[], maxTokens: number): Promise<{ tokens: number[]; logprobs: number[] }> {
+  const out = { tokens: [] as number[], logprobs: [] as number[] };
+  for await (const c of engine.generate({ tokens, maxTokens, temperature: 0, stopAtEndOfGeneration: false })) {
+    out.tokens.push(...c.tokens);
+    out.logprobs.push(...c.logprobs);
+  }
+  return out;
+}
+
 afterAll(async () => {
   for (const e of engines.values()) await (await e.catch(() => undefined))?.dispose();
   engines.clear();
