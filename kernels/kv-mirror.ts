@@ -1,6 +1,7 @@
+import pages from './attention-pages.wgsl?raw';
 import source from './kv-mirror.wgsl?raw';
 import type { ParamArena } from './runtime/arena.ts';
-import type { CompiledKernel, KernelContext } from './runtime/context.ts';
+import { type CompiledKernel, type KernelContext, wgsl } from './runtime/context.ts';
 import { grid2d } from './runtime/grid.ts';
 
 const WG = 64;
@@ -16,8 +17,8 @@ export interface KvMirrorParams {
 }
 
 /**
- * The gather of a long step's KV rows into linear runs (kv-mirror.wgsl). Bindings: kCache, vCache,
- * pageTable, runs (read); kOut, vOut (write).
+ * The gather of a long step's KV rows into linear runs (kv-mirror.wgsl). Bindings: kCache, vCache, runs,
+ * pageTable (read; binding 3 as attention's, so both find a row through attention-pages.wgsl); kOut, vOut (write).
  */
 export class KvMirrorKernel {
   readonly kernel: CompiledKernel;
@@ -27,11 +28,11 @@ export class KvMirrorKernel {
     ctx: KernelContext,
     readonly rowVec4s: number,
   ) {
-    this.kernel = ctx.kernel({ label: `kv-mirror-r${rowVec4s}`, code: source, bindings: ['read', 'read', 'read', 'read', 'write', 'write'], constants: { WG, ROW_VEC4S: rowVec4s } });
+    this.kernel = ctx.kernel({ label: `kv-mirror-r${rowVec4s}`, code: wgsl(source, pages), bindings: ['read', 'read', 'read', 'read', 'write', 'write'], constants: { WG, ROW_VEC4S: rowVec4s } });
   }
 
   bind(kCache: GPUBuffer, vCache: GPUBuffer, pageTable: GPUBuffer, runs: GPUBuffer, kOut: GPUBuffer, vOut: GPUBuffer): GPUBindGroup {
-    return this.kernel.bind([kCache, vCache, pageTable, runs, kOut, vOut]);
+    return this.kernel.bind([kCache, vCache, runs, pageTable, kOut, vOut]);
   }
 
   encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: KvMirrorParams): void {

@@ -26,8 +26,8 @@ override ROW_VEC4S: u32;
 
 @group(0) @binding(0) var<storage, read> k_cache: array<vec4u>;
 @group(0) @binding(1) var<storage, read> v_cache: array<vec4u>;
-@group(0) @binding(2) var<storage, read> page_table: array<u32>;
-@group(0) @binding(3) var<storage, read> runs: array<Run>;
+@group(0) @binding(2) var<storage, read> runs: array<Run>;
+// Binding 3, the page table, and kv_row() come with attention-pages.wgsl.
 @group(0) @binding(4) var<storage, read_write> k_out: array<vec4u>;
 @group(0) @binding(5) var<storage, read_write> v_out: array<vec4u>;
 @group(1) @binding(0) var<uniform> params: Params;
@@ -37,7 +37,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   let run = runs[gid.z];
   let p = gid.x + gid.y * nwg.x * WG;
   if (p >= run.rows) { return; }
-  let src = (page_table[run.slot * params.max_pages + p / params.page_size] * params.page_size + p % params.page_size) * ROW_VEC4S;
+  let src = kv_row(run.slot, p) * ROW_VEC4S;
   let dst = (run.first + p) * ROW_VEC4S;
   for (var c = 0u; c < ROW_VEC4S; c++) {
     k_out[dst + c] = k_cache[src + c];

@@ -18,7 +18,7 @@
  */
 import type { ParamArena } from './runtime/arena.ts';
 import type { BindingResource, CompiledKernel, KernelContext } from './runtime/context.ts';
-import { isTexture, texelsWgsl, WEIGHT_TEXTURE_WIDTH } from './runtime/weights.ts';
+import { copyTexels, isTexture, texelsWgsl, texelTexture } from './runtime/weights.ts';
 import { replaceStorageX, type WindowedKernel, type XWidth } from './matmul-x-window.ts';
 
 /**
@@ -35,20 +35,10 @@ const textures = new WeakMap<GPUBuffer, GPUTexture>();
 function textureFor(device: GPUDevice, x: GPUBuffer): GPUTexture {
   let texture = textures.get(x);
   if (!texture) {
-    const rows = Math.max(1, Math.ceil(x.size / 16 / WEIGHT_TEXTURE_WIDTH));
-    texture = device.createTexture({ label: `${x.label}.texture`, size: [WEIGHT_TEXTURE_WIDTH, rows], format: 'rgba32uint', usage: GPUTextureUsage.STORAGE_BINDING | GPUTextureUsage.COPY_DST });
+    texture = texelTexture(device, `${x.label}.texture`, x.size / 16);
     textures.set(x, texture);
   }
   return texture;
-}
-
-/** Encode copies of the first `texels` vec4s of `x` into `texture`: whole rows, then the last row's part. */
-export function copyRows(encoder: GPUCommandEncoder, x: GPUBuffer, texture: GPUTexture, texels: number): void {
-  const W = WEIGHT_TEXTURE_WIDTH;
-  const full = Math.floor(texels / W);
-  if (full > 0) encoder.copyBufferToTexture({ buffer: x, offset: 0, bytesPerRow: W * 16 }, { texture }, [W, full]);
-  const rest = texels - full * W;
-  if (rest > 0) encoder.copyBufferToTexture({ buffer: x, offset: full * W * 16, bytesPerRow: W * 16 }, { texture, origin: [0, full] }, [rest, 1]);
 }
 
 /**
@@ -76,7 +66,7 @@ export class XTextures {
     const texels = t * xStride;
     if (texels * 16 > x.size) throw new Error(`matmul-x-texture: ${t} rows of ${xStride} vec4s are past the end of ${x.label} (${x.size} bytes)`);
     const texture = textureFor(this.ctx.device, x);
-    arena.copyBetween((encoder) => copyRows(encoder, x, texture, texels));
+    arena.copyBetween((encoder) => copyTexels(encoder, x, texture, texels));
     const kernel = this.kernels(width, y4);
     a.bound ??= kernel.bind(
       a.buffers.map((b, i) => (i === 1 ? texture : b)),

@@ -14,9 +14,8 @@
  */
 import type { KernelContext } from '../../kernels/runtime/context.ts';
 import { KvMirrorKernel, MIRROR_RUN_WORDS } from '../../kernels/kv-mirror.ts';
-import { copyRows } from '../../kernels/matmul-x-texture.ts';
 import type { ParamArena } from '../../kernels/runtime/arena.ts';
-import { WEIGHT_TEXTURE_WIDTH } from '../../kernels/runtime/weights.ts';
+import { copyTexels, texelTexture, WEIGHT_TEXTURE_WIDTH } from '../../kernels/runtime/weights.ts';
 import type { PagedKvCache } from './paged-cache.ts';
 
 /**
@@ -137,8 +136,8 @@ export class KvMirror {
     this.gather.encode(pass, arena, this.gatherGroups[layer], { pageSize: this.cache.pageSize, maxPages: this.cache.maxPagesPerSeq, runs: plan.runs, maxRows: plan.maxRows });
     const texels = plan.rows * this.rowVec4s;
     arena.copyBetween((encoder) => {
-      copyRows(encoder, staging.k, textures.k, texels);
-      copyRows(encoder, staging.v, textures.v, texels);
+      copyTexels(encoder, staging.k, textures.k, texels);
+      copyTexels(encoder, staging.v, textures.v, texels);
     });
   }
 
@@ -161,7 +160,7 @@ export class KvMirror {
     const rows = Math.ceil(capacity / W);
     const device = this.ctx.device;
     const buffer = (name: string) => device.createBuffer({ label: `kv-mirror.${name}`, size: rows * W * 16, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC });
-    const texture = (name: string) => device.createTexture({ label: `kv-mirror.${name}`, size: [W, rows], format: 'rgba32uint', usage: GPUTextureUsage.STORAGE_BINDING | GPUTextureUsage.COPY_DST });
+    const texture = (name: string) => texelTexture(device, `kv-mirror.${name}`, rows * W);
     this.destroyStorage();
     this.staging = { k: buffer('k'), v: buffer('v') };
     this.textures = { k: texture('k-texture'), v: texture('v-texture') };

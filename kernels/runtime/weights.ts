@@ -32,12 +32,31 @@ export function weightsWgsl(caps: GpuCaps, binding: number): string {
 
 /**
  * WGSL declaring binding `binding` as a read-only rgba32uint storage texture `name` of WEIGHT_TEXTURE_WIDTH
- * texels a row, and `loader(i)`, its vec4 i (texel i % width of row i / width): the weights' texture, and
- * quantized x copied into one (kernels/matmul-x-texture.ts).
+ * texels a row, and `loader(i)`, its vec4 i (texel i % width of row i / width): the weights' texture,
+ * quantized x copied into one (kernels/matmul-x-texture.ts), a long step's KV mirror (engine/kv/kv-mirror.ts).
  */
 export function texelsWgsl(name: string, binding: number, loader: string): string {
   const shift = Math.log2(WEIGHT_TEXTURE_WIDTH);
   return `@group(0) @binding(${binding}) var ${name}: texture_storage_2d<rgba32uint, read>;\nfn ${loader}(i: u32) -> vec4u { return textureLoad(${name}, vec2u(i & ${WEIGHT_TEXTURE_WIDTH - 1}u, i >> ${shift}u)); }\n`;
+}
+
+/**
+ * A texture as texelsWgsl reads it: whole rows of WEIGHT_TEXTURE_WIDTH rgba32uint texels, at least `texels`
+ * of them (at least one row), filled by copies (copyTexels) or writes; `usage` adds to storage reads and
+ * copies in.
+ */
+export function texelTexture(device: GPUDevice, label: string, texels: number, usage = 0): GPUTexture {
+  const rows = Math.max(1, Math.ceil(texels / WEIGHT_TEXTURE_WIDTH));
+  return device.createTexture({ label, size: [WEIGHT_TEXTURE_WIDTH, rows], format: 'rgba32uint', usage: GPUTextureUsage.STORAGE_BINDING | GPUTextureUsage.COPY_DST | usage });
+}
+
+/** Encode copies of the first `texels` vec4s of `buffer` into `texture` (texelTexture): whole rows, then the last row's part. */
+export function copyTexels(encoder: GPUCommandEncoder, buffer: GPUBuffer, texture: GPUTexture, texels: number): void {
+  const W = WEIGHT_TEXTURE_WIDTH;
+  const full = Math.floor(texels / W);
+  if (full > 0) encoder.copyBufferToTexture({ buffer, offset: 0, bytesPerRow: W * 16 }, { texture }, [W, full]);
+  const rest = texels - full * W;
+  if (rest > 0) encoder.copyBufferToTexture({ buffer, offset: full * W * 16, bytesPerRow: W * 16 }, { texture, origin: [0, full] }, [rest, 1]);
 }
 
 /** The bind group layout entry of a texture that texelsWgsl declares. */
@@ -62,8 +81,7 @@ export function createWeightStore(device: GPUDevice, caps: GpuCaps, label: strin
   if (!caps.weightTextures) {
     return device.createBuffer({ label, size: Math.max(16, Math.ceil(bytes / 16) * 16), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC });
   }
-  const rows = Math.max(1, Math.ceil(bytes / ROW_BYTES));
-  return device.createTexture({ label, size: [WEIGHT_TEXTURE_WIDTH, rows], format: 'rgba32uint', usage: GPUTextureUsage.STORAGE_BINDING | GPUTextureUsage.COPY_DST | GPUTextureUsage.COPY_SRC });
+  return texelTexture(device, label, Math.ceil(bytes / 16), GPUTextureUsage.COPY_SRC);
 }
 
 /** A store holding `data` from its first byte (the weight-store counterpart of KernelContext.storage). */
