@@ -32,6 +32,7 @@ export function registerDoctor(program: Command): void {
         deviceFeatures: [...sel.device.features].map(String).sort(),
         engineUses: { f16: sel.caps.f16, subgroups: sel.caps.subgroups, subgroupSize: sel.caps.subgroups ? [sel.caps.subgroupMinSize, sel.caps.subgroupMaxSize] : null, timestamps: sel.caps.timestamps },
         limits: sel.adapterLimits,
+        ...(sel.workerPinning ? { workerThreads: sel.workerPinning } : {}),
         ...(opts.calibrate ? { calibration: await calibrate(sel.device, sel.caps, opts.calibrateMib, !opts.json) } : {}),
       };
       sel.device.destroy();
@@ -45,6 +46,7 @@ export function registerDoctor(program: Command): void {
       out.push(`feature level:  ${report.featureLevel}${report.software ? ', software (CPU) adapter' : ''}`);
       for (const s of report.skipped) out.push(`skipped:        ${s.name}: ${s.reason}`);
       out.push(`engine uses:    shader-f16 ${yes(report.engineUses.f16)}, subgroups ${yes(report.engineUses.subgroups)}${report.engineUses.subgroupSize ? ` (size ${report.engineUses.subgroupSize.join('-')})` : ''}, timestamp-query ${yes(report.engineUses.timestamps)}`);
+      if (report.workerThreads) out.push(`worker threads: ${report.workerThreads.reason}`);
       out.push(`features:       ${report.adapterFeatures.join(', ')}`);
       out.push('limits:');
       for (const [k, v] of Object.entries(report.limits).sort()) out.push(`  ${k.padEnd(44)} ${v}`);

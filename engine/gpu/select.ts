@@ -32,6 +32,11 @@ export interface SelectedDevice {
   /** Every feature the adapter offers (the device enables only those the engine uses). */
   adapterFeatures: string[];
   adapterLimits: Record<string, number>;
+  /**
+   * Where a software adapter's worker threads were placed (Node on Linux, llvmpipe:
+   * platform/worker-pinning.ts); absent where the platform does not place them.
+   */
+  workerPinning?: { pinned: { tid: number; cpu: number }[]; reason: string };
 }
 
 /** Features the engine can use when present; none is required. */

@@ -1,6 +1,7 @@
 /** Node entry to the device layer: Dawn's adapters, chosen by option or SVC_ADAPTER. */
 import { ADAPTER_CHOICES, selectDevice, type AdapterChoice, type SelectedDevice } from '../gpu/select.ts';
 import { nodeAdapterCandidates } from './node-gpu.ts';
+import { pinComputeWorkers } from './worker-pinning.ts';
 
 /** Parse an adapter choice from an option or, by default, the SVC_ADAPTER environment variable. */
 export function adapterChoiceFromEnv(value = process.env.SVC_ADAPTER, what = 'SVC_ADAPTER'): AdapterChoice {
@@ -11,6 +12,9 @@ export function adapterChoiceFromEnv(value = process.env.SVC_ADAPTER, what = 'SV
   return v as AdapterChoice;
 }
 
-export function openNodeDevice(choice: AdapterChoice = adapterChoiceFromEnv()): Promise<SelectedDevice> {
-  return selectDevice(nodeAdapterCandidates(), choice);
+/** The chosen adapter's device; on llvmpipe, its compute workers each pinned to a CPU (worker-pinning.ts). */
+export async function openNodeDevice(choice: AdapterChoice = adapterChoiceFromEnv()): Promise<SelectedDevice> {
+  const selected = await selectDevice(nodeAdapterCandidates(), choice);
+  if (selected.choice === 'llvmpipe') selected.workerPinning = await pinComputeWorkers(selected.device, selected.caps);
+  return selected;
 }
