@@ -20,50 +20,20 @@ fn after_rows(nwg: vec3u, n0: u32) {
   for (var t = 0u; t < params.t; t++) { rope_head(t, h); }
 }
 
+fn head_in(e: u32) -> vec4f {
+  return tail_in(e);
+}
+
+fn head_out(e: u32, v: vec4f) {
+  tail_out(e, v);
+}
+
 // Head h (Q heads, then K, then V) of token t.
 fn rope_head(t: u32, h: u32) {
   let hv = params.tail_head_dim / 4u;
-  let heads = params.tail_heads;
-  let kv_heads = params.tail_kv_heads;
-  let base = params.tail_in_offset + t * params.tail_in_stride + h * params.tail_head_dim;
   let pos = positions[t];
   let page = page_table[token_seq[t] * params.tail_max_pages + pos / params.tail_page_size];
-  let cache_row = (page * params.tail_page_size + pos % params.tail_page_size) * kv_heads * hv;
-  if (h >= heads + kv_heads) {
-    let vb = cache_row + (h - heads - kv_heads) * hv;
-    for (var j = 0u; j < hv; j++) { store_v(vb + j, tail_in(base + 4u * j)); }
-    return;
-  }
+  let cache_row = (page * params.tail_page_size + pos % params.tail_page_size) * params.tail_kv_heads * hv;
   let rot = RopeRot(params.tail_n_rot, params.tail_neox, params.tail_freq_base, params.tail_freq_scale, params.tail_use_factors);
-  let rot_vec = rot.n_rot / 4u;
-  let half_vec = rot.n_rot / 8u;
-  let kb = cache_row + (h - min(h, heads)) * hv;
-  for (var j = 0u; j < hv; j++) {
-    // Up to two vec4s out: `a` at vec4 j, and in NeoX order `b` at jb, the upper halves of a's pairs.
-    var a: vec4f;
-    var b = vec4f();
-    var jb = 0u;
-    if (j >= rot_vec) {
-      // Q's unrotated values stay where they are.
-      if (h < heads) { continue; }
-      a = tail_in(base + 4u * j);
-    } else if (rot.neox == 0u) {
-      a = rope_pairs(rot, pos, j, tail_in(base + 4u * j));
-    } else {
-      // The upper half's vec4s are written with their lower partners.
-      if (j >= half_vec) { continue; }
-      jb = j + half_vec;
-      let ab = rope_halves(rot, pos, j, tail_in(base + 4u * j), tail_in(base + 4u * jb));
-      a = ab[0];
-      b = ab[1];
-    }
-    let two = rot.neox != 0u && j < rot_vec;
-    if (h < heads) {
-      tail_out(base + 4u * j, a);
-      if (two) { tail_out(base + 4u * jb, b); }
-    } else {
-      store_k(kb + j, a);
-      if (two) { store_k(kb + jb, b); }
-    }
-  }
+  rope_kv_head(params.tail_in_offset + t * params.tail_in_stride, h, pos, cache_row, params.tail_heads, params.tail_kv_heads, hv, rot);
 }

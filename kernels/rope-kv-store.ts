@@ -80,8 +80,7 @@ export class RopeKvStoreKernel {
     const byVec4 = this.vec4 && fitsVec4Rope(p);
     if (this.kv === 'f16' && !byVec4) throw new Error(`rope-kv-store: an f16 KV cache needs the vec4 kernel: head dim ${p.headDim}, token stride ${p.tokenStride} and rotated dims ${p.nRot} must be multiples of 4 (8 rotated in NeoX order)`);
     // Items per token: elements of every head and of V, two (scalar) or four (vec4) to an item.
-    const perItem = byVec4 ? 4 : 2;
-    const perToken = ((p.heads + 2 * p.kvHeads) * p.headDim) / perItem;
+    const perToken = byVec4 ? p.heads + 2 * p.kvHeads : ((p.heads + 2 * p.kvHeads) * p.headDim) / 2;
     const [gx, gy] = grid2d(Math.ceil((p.tokens * perToken) / WG));
     arena.dispatch(pass, byVec4 ? this.vec4! : this.kernel, group, s, gx, gy);
   }
