@@ -10,14 +10,15 @@
  * decode 23.4 -> 32.2 tok/s; the same recorded prefill step replayed: slow runs 21 -> 4 of 32.
  *
  * Mesa neither names these threads nor offers a setting for their placement, so they are found by what
- * they do: a short burst of compute, and the threads whose CPU time grew with it. Node has no call to
+ * they do: every dispatch wakes each of them (wokenThreads). Node has no call to
  * set a thread's affinity; util-linux's `taskset` does it by thread id. Pinning is skipped (and says
- * why) where the workers outnumber the CPUs this process may use (pinning would pack them), where there
- * is one CPU, where `/proc` or `taskset` is missing, or when SVC_PIN_WORKERS=off.
+ * why) unless there is one worker for each CPU this process may use (planPinning), where `/proc` or
+ * `taskset` is missing, or when SVC_PIN_WORKERS=off.
  */
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { FmaProbe } from '../../kernels/probes/fma.ts';
+import { cpus as onlineCpus } from 'node:os';
+import { EmptyProbe } from '../../kernels/probes/empty.ts';
 import { onePass, submitMs } from '../../kernels/probes/timing.ts';
 import { ParamArena } from '../../kernels/runtime/arena.ts';
 import { KernelContext } from '../../kernels/runtime/context.ts';
@@ -48,12 +49,13 @@ export function allowedCpus(status = readFileSync('/proc/self/status', 'utf8')):
   return parseCpuList(m[1]);
 }
 
-/** Nanoseconds each thread of this process has run (schedstat's first field), by thread id. */
-export function threadRuntimes(): Map<number, number> {
+/** Voluntary context switches of each thread of this process (a sleep and a wake each), by thread id. */
+export function threadWakeups(): Map<number, number> {
   const out = new Map<number, number>();
   for (const tid of readdirSync('/proc/self/task')) {
     try {
-      out.set(Number(tid), Number(readFileSync(`/proc/self/task/${tid}/schedstat`, 'utf8').split(' ')[0]));
+      const m = /^voluntary_ctxt_switches:\s*(\d+)/m.exec(readFileSync(`/proc/self/task/${tid}/status`, 'utf8'));
+      if (m) out.set(Number(tid), Number(m[1]));
     } catch {
       // The thread ended between the listing and the read.
     }
@@ -62,27 +64,46 @@ export function threadRuntimes(): Map<number, number> {
 }
 
 /**
- * The threads that did a burst's work: those (other than `mainTid`, which submitted it) whose run time
- * grew by at least half the largest growth, most first. The pool shares a burst's workgroups about
- * evenly; Node's and Dawn's own threads ran 1-3 ms beside the workers' 9.5 during one.
+ * The threads woken by the dispatches of a burst: those (other than `mainTid`, which submitted them and
+ * waits for each) that slept and woke at least once for every 2 dispatches, in id order. llvmpipe wakes
+ * every worker of its pool for each dispatch: on the development VM 50-64 dispatches woke each worker
+ * 48-128 times (with LP_NUM_THREADS 1, 2 and 4), V8's own threads 0-12 times. Their CPU time is a poorer sign:
+ * Mesa's disk-cache thread and Node's own ran 1-3 ms beside a worker's 9.5 in a 20 ms burst of compute,
+ * and an oversubscribed pool shares the CPUs unevenly.
  */
-export function busiestThreads(before: ReadonlyMap<number, number>, after: ReadonlyMap<number, number>, mainTid: number): number[] {
-  const grown = [...after].filter(([tid]) => tid !== mainTid).map(([tid, ns]) => ({ tid, ns: ns - (before.get(tid) ?? 0) }));
-  const most = Math.max(0, ...grown.map((g) => g.ns));
-  if (most <= 0) return [];
-  return grown
-    .filter((g) => g.ns >= most / 2)
-    .sort((a, b) => b.ns - a.ns)
-    .map((g) => g.tid);
+export function wokenThreads(before: ReadonlyMap<number, number>, after: ReadonlyMap<number, number>, mainTid: number, dispatches: number): number[] {
+  return [...after]
+    .filter(([tid, n]) => tid !== mainTid && n - (before.get(tid) ?? n) >= dispatches / 2)
+    .map(([tid]) => tid)
+    .sort((a, b) => a - b);
 }
 
-/** Worker i to the i-th allowed CPU, or why not. */
-export function planPinning(workers: readonly number[], cpus: readonly number[]): { tid: number; cpu: number }[] | string {
+/**
+ * The size of llvmpipe's worker pool (Mesa 22.3's llvmpipe_create_screen): LP_NUM_THREADS where set, else
+ * the machine's online CPUs.
+ */
+export function llvmpipePoolSize(env: NodeJS.ProcessEnv = process.env, online = onlineCpus().length): number {
+  const n = Number.parseInt(env.LP_NUM_THREADS ?? '', 10);
+  return Number.isFinite(n) && n >= 0 ? n : online;
+}
+
+/**
+ * Worker i to the i-th allowed CPU, where there is one worker for each (llvmpipe's default) and the
+ * threads found are the whole pool (`pool`, llvmpipePoolSize), or why not: more workers than CPUs would be
+ * packed, fewer (LP_NUM_THREADS below the CPU count) would all go to the first CPUs, where several such
+ * processes on one machine would crowd each other, and a count other than the pool's means the search
+ * missed some (a pool larger than the CPUs may not run all its workers between two dispatches).
+ */
+export function planPinning(workers: readonly number[], cpus: readonly number[], pool = workers.length): { tid: number; cpu: number }[] | string {
   if (cpus.length < 2) return `this process may use ${cpus.length} CPU, nothing to spread`;
   if (workers.length < 2) return `found ${workers.length} compute worker thread, nothing to spread`;
+  if (workers.length !== pool) return `found ${workers.length} compute worker threads where llvmpipe's pool has ${pool}; left as they are`;
   if (workers.length > cpus.length) return `llvmpipe runs ${workers.length} compute workers on ${cpus.length} allowed CPUs; pinning would pack them`;
+  if (workers.length < cpus.length) return `llvmpipe runs ${workers.length} compute workers for ${cpus.length} allowed CPUs; left to the scheduler, which can spread several processes`;
   return workers.map((tid, i) => ({ tid, cpu: cpus[i] }));
 }
+
+const BURST_DISPATCHES = 64;
 
 type Run = (file: string, args: string[]) => void;
 const runQuietly: Run = (file, args) => {
@@ -90,8 +111,8 @@ const runQuietly: Run = (file, args) => {
 };
 
 /**
- * Find the device's compute workers with bursts of FMA work (about 10 ms a CPU each on llvmpipe) and pin each
- * to its own allowed CPU. Never throws: a failure leaves the threads where they were and says why.
+ * Find the device's compute workers (the threads a burst of 64 empty dispatches wakes: a few ms) and pin
+ * each to its own allowed CPU. Never throws: a failure leaves the threads where they were and says why.
  */
 export async function pinComputeWorkers(device: GPUDevice, caps: GpuCaps, env: NodeJS.ProcessEnv = process.env, run: Run = runQuietly): Promise<WorkerPinning> {
   if ((env.SVC_PIN_WORKERS ?? '').toLowerCase() === 'off') return { pinned: [], reason: 'SVC_PIN_WORKERS=off' };
@@ -99,9 +120,7 @@ export async function pinComputeWorkers(device: GPUDevice, caps: GpuCaps, env: N
   try {
     const cpus = allowedCpus();
     if (cpus.length < 2) return { pinned: [], reason: `this process may use ${cpus.length} CPU, nothing to spread` };
-    // Another process's load can hide a worker from one search; a second search usually finds it.
-    let plan = planPinning(await findComputeWorkers(device, caps, cpus.length), cpus);
-    if (typeof plan === 'string') plan = planPinning(await findComputeWorkers(device, caps, cpus.length), cpus);
+    const plan = planPinning(await findComputeWorkers(device, caps), cpus, llvmpipePoolSize(env));
     if (typeof plan === 'string') return { pinned: [], reason: plan };
     for (const p of plan) run('taskset', ['-p', '-c', String(p.cpu), String(p.tid)]);
     return { pinned: plan, reason: `${plan.length} llvmpipe compute workers pinned one to a CPU (${plan.map((p) => p.cpu).join(', ')})` };
@@ -110,31 +129,26 @@ export async function pinComputeWorkers(device: GPUDevice, caps: GpuCaps, env: N
   }
 }
 
-/**
- * The threads that ran three bursts of compute, after one that compiles the kernel, by their run time
- * over the three together (busiestThreads): Mesa writes a newly compiled shader to its disk cache on a
- * thread of its own, and on a busy machine one burst may reach a worker late; summed, the pool's
- * workers stand out.
- */
-async function findComputeWorkers(device: GPUDevice, caps: GpuCaps, cpus: number): Promise<number[]> {
-  await computeBurst(device, caps, cpus, 1);
-  const before = threadRuntimes();
-  for (let i = 0; i < 3; i++) await computeBurst(device, caps, cpus);
-  return busiestThreads(before, threadRuntimes(), process.pid);
-}
-
-/** 32 workgroups of FMA chains a CPU, enough for every worker of the pool to take some. */
-export async function computeBurst(device: GPUDevice, caps: GpuCaps, cpus: number, iters = 8192): Promise<void> {
+/** The threads a burst of empty dispatches wakes (wokenThreads), after one dispatch that compiles the kernel. */
+export async function findComputeWorkers(device: GPUDevice, caps: GpuCaps): Promise<number[]> {
   const ctx = new KernelContext(device, caps);
-  const probe = new FmaProbe(ctx, 4, 64);
-  const workgroups = 32 * cpus;
-  const out = ctx.storage('pin-burst-out', probe.invocations(workgroups) * 4);
-  const arena = new ParamArena(ctx, 1);
+  const probe = new EmptyProbe(ctx);
+  const out = ctx.storage('pin-burst-out', 16);
+  const arena = new ParamArena(ctx, BURST_DISPATCHES);
   try {
     const group = probe.bind(out);
-    const commands = onePass(device, (pass) => probe.encode(pass, arena, group, { iters, m: 1, c: 1, workgroups }));
-    arena.flush();
-    await submitMs(device, commands);
+    const burst = async (n: number) => {
+      const commands = onePass(device, (pass) => {
+        arena.reset();
+        for (let i = 0; i < n; i++) probe.encode(pass, arena, group, { index: 0, value: i });
+      });
+      arena.flush();
+      await submitMs(device, commands);
+    };
+    await burst(1);
+    const before = threadWakeups();
+    await burst(BURST_DISPATCHES);
+    return wokenThreads(before, threadWakeups(), process.pid, BURST_DISPATCHES);
   } finally {
     out.destroy();
     arena.buffer.destroy();

@@ -1,13 +1,56 @@
 /**
- * llvmpipe's compute workers each run on their own CPU (engine/platform/worker-pinning.ts): found by the
- * compute they do, pinned with taskset, skipped with a reason where that cannot help or cannot be done.
+ * llvmpipe's compute workers each run on their own CPU (engine/platform/worker-pinning.ts): found as the
+ * threads every dispatch wakes, pinned with taskset, skipped with a reason where that cannot help or
+ * cannot be done.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { openNodeDevice } from '../../engine/platform/node.ts';
-import { allowedCpus, busiestThreads, computeBurst, parseCpuList, pinComputeWorkers, planPinning, threadRuntimes } from '../../engine/platform/worker-pinning.ts';
+import { allowedCpus, findComputeWorkers, llvmpipePoolSize, parseCpuList, pinComputeWorkers, planPinning, wokenThreads } from '../../engine/platform/worker-pinning.ts';
+import { FmaProbe } from '../../kernels/probes/fma.ts';
+import { onePass, submitMs } from '../../kernels/probes/timing.ts';
+import { ParamArena } from '../../kernels/runtime/arena.ts';
+import { KernelContext } from '../../kernels/runtime/context.ts';
+import type { SelectedDevice } from '../../engine/gpu/select.ts';
 
 const cpusOf = (tid: number) => parseCpuList(/^Cpus_allowed_list:\s*(\S+)/m.exec(readFileSync(`/proc/self/task/${tid}/status`, 'utf8'))![1]);
+
+/** Nanoseconds each thread has run (schedstat), by thread id. */
+function runtimes(): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const tid of readdirSync('/proc/self/task')) {
+    try {
+      out.set(Number(tid), Number(readFileSync(`/proc/self/task/${tid}/schedstat`, 'utf8').split(' ')[0]));
+    } catch {
+      // ended meanwhile
+    }
+  }
+  return out;
+}
+
+/** How each thread's run time grew over a burst of FMA work (about 10 ms a CPU on llvmpipe). */
+async function computeTime(sel: SelectedDevice): Promise<Map<number, number>> {
+  const ctx = new KernelContext(sel.device, sel.caps);
+  const probe = new FmaProbe(ctx, 4, 64);
+  const workgroups = 32 * allowedCpus().length;
+  const out = ctx.storage('fma-out', probe.invocations(workgroups) * 4);
+  const arena = new ParamArena(ctx, 1);
+  const group = probe.bind(out);
+  const run = () => {
+    const commands = onePass(sel.device, (pass) => {
+      arena.reset();
+      probe.encode(pass, arena, group, { iters: 8192, m: 1, c: 1, workgroups });
+    });
+    arena.flush();
+    return submitMs(sel.device, commands);
+  };
+  await run();
+  const before = runtimes();
+  await run();
+  const after = runtimes();
+  out.destroy();
+  return new Map([...after].map(([tid, ns]) => [tid, ns - (before.get(tid) ?? ns)]));
+}
 
 describe('worker pinning, the parts', () => {
   it('reads CPU lists and the process mask', () => {
@@ -19,45 +62,50 @@ describe('worker pinning, the parts', () => {
     expect(allowedCpus()).toEqual(cpusOf(process.pid));
   });
 
-  it('takes the threads whose run time grew with the burst, never the submitting one', () => {
-    const before = new Map([[1, 0], [2, 100], [3, 0], [4, 50]]);
-    const after = new Map([[1, 9_000_000], [2, 8_000_100], [3, 7_500_000], [4, 60], [5, 3_000_000]]);
-    expect(busiestThreads(before, after, 1)).toEqual([2, 3]);
-    expect(busiestThreads(before, before, 1)).toEqual([]);
+  it('takes the threads woken once every 2 dispatches or more, never the submitting one or a new one', () => {
+    const before = new Map([[1, 10], [2, 100], [3, 0], [4, 50]]);
+    const after = new Map([[1, 80], [2, 164], [3, 32], [4, 62], [9, 70]]);
+    expect(wokenThreads(before, after, 1, 64)).toEqual([2, 3]);
+    expect(wokenThreads(before, before, 1, 64)).toEqual([]);
   });
 
-  it('spreads workers one to a CPU, or says why not', () => {
-    expect(planPinning([11, 12], [2, 5, 7])).toEqual([{ tid: 11, cpu: 2 }, { tid: 12, cpu: 5 }]);
+  it('spreads workers one to a CPU where there is one for each, or says why not', () => {
+    expect(planPinning([11, 12, 13], [2, 5, 7])).toEqual([{ tid: 11, cpu: 2 }, { tid: 12, cpu: 5 }, { tid: 13, cpu: 7 }]);
+    expect(planPinning([11, 12], [2, 5, 7])).toMatch(/2 compute workers for 3 allowed CPUs; left to the scheduler/);
     expect(planPinning([11, 12, 13], [0, 1])).toMatch(/3 compute workers on 2 allowed CPUs/);
     expect(planPinning([11], [0, 1])).toMatch(/found 1 compute worker/);
     expect(planPinning([11, 12], [0])).toMatch(/1 CPU/);
+    expect(planPinning([11, 12], [0, 1], 4)).toMatch(/found 2 compute worker threads where llvmpipe's pool has 4/);
+  });
+
+  it("sizes llvmpipe's pool as Mesa does: LP_NUM_THREADS, else the online CPUs", () => {
+    expect(llvmpipePoolSize({}, 6)).toBe(6);
+    expect(llvmpipePoolSize({ LP_NUM_THREADS: '3' }, 6)).toBe(3);
+    expect(llvmpipePoolSize({ LP_NUM_THREADS: '0' }, 6)).toBe(0);
+    expect(llvmpipePoolSize({ LP_NUM_THREADS: 'many' }, 6)).toBe(6);
   });
 });
 
 describe('worker pinning on llvmpipe', () => {
-  it('pins the threads that run the dispatches, each to its own allowed CPU', async () => {
+  it('pins the threads that run the compute, each to its own allowed CPU, where there is one for each', async () => {
     const sel = await openNodeDevice('llvmpipe');
     try {
       const pinning = sel.workerPinning!;
       const cpus = allowedCpus();
-      if (cpus.length < 2) {
-        expect(pinning.pinned).toEqual([]);
-        expect(pinning.reason).toMatch(/1 CPU/);
+      const plan = planPinning(await findComputeWorkers(sel.device, sel.caps), cpus, llvmpipePoolSize());
+      if (typeof plan === 'string') {
+        // This machine's CPUs and llvmpipe's pool do not pair up (one CPU, LP_NUM_THREADS, a narrow cpuset).
+        expect(pinning).toEqual({ pinned: [], reason: plan });
         return;
       }
       expect(pinning.reason).toMatch(/compute workers pinned one to a CPU/);
-      expect(pinning.pinned.length).toBeGreaterThanOrEqual(2);
-      expect(new Set(pinning.pinned.map((p) => p.cpu)).size).toBe(pinning.pinned.length);
-      for (const p of pinning.pinned) {
-        expect(cpus).toContain(p.cpu);
-        expect(cpusOf(p.tid)).toEqual([p.cpu]);
-      }
-      // The next dispatch's work lands on the pinned threads.
-      const before = threadRuntimes();
-      for (let i = 0; i < 3; i++) await computeBurst(sel.device, sel.caps, cpus.length);
-      const busy = busiestThreads(before, threadRuntimes(), process.pid);
-      expect(busy.length).toBeGreaterThanOrEqual(2);
-      for (const tid of busy) expect(pinning.pinned.map((p) => p.tid)).toContain(tid);
+      expect(pinning.pinned).toEqual(plan);
+      for (const p of pinning.pinned) expect(cpusOf(p.tid)).toEqual([p.cpu]);
+      // The pinned threads are the ones that run a dispatch's work: nearly all the CPU time it took.
+      const grown = await computeTime(sel);
+      const total = [...grown].filter(([tid]) => tid !== process.pid).reduce((s, [, ns]) => s + ns, 0);
+      const pinned = pinning.pinned.reduce((s, p) => s + (grown.get(p.tid) ?? 0), 0);
+      expect(pinned / total).toBeGreaterThan(0.8);
     } finally {
       sel.device.destroy();
     }
@@ -68,12 +116,11 @@ describe('worker pinning on llvmpipe', () => {
     try {
       const off = await pinComputeWorkers(sel.device, sel.caps, { SVC_PIN_WORKERS: 'off' });
       expect(off).toEqual({ pinned: [], reason: 'SVC_PIN_WORKERS=off' });
-      if (allowedCpus().length < 2) return;
+      if (typeof planPinning(await findComputeWorkers(sel.device, sel.caps), allowedCpus(), llvmpipePoolSize()) === 'string') return;
       const failed = await pinComputeWorkers(sel.device, sel.caps, {}, () => {
         throw new Error('spawnSync taskset ENOENT');
       });
-      expect(failed.pinned).toEqual([]);
-      expect(failed.reason).toBe('not pinned: spawnSync taskset ENOENT');
+      expect(failed).toEqual({ pinned: [], reason: 'not pinned: spawnSync taskset ENOENT' });
     } finally {
       sel.device.destroy();
     }
