@@ -93,6 +93,8 @@ export interface EngineOptions {
 
 export interface EngineStats {
   adapter: string;
+  /** Where the adapter's worker threads run (llvmpipe in Node: platform/worker-pinning.ts), or null. */
+  workerThreads: string | null;
   weightsBytes: number;
   kvCacheBytes: number;
   /** How the KV cache holds values (kernels/kv-format.ts). */
@@ -412,6 +414,7 @@ export class WebGpuEngine implements TextEngine {
     const t = this.scheduler.stepTiming;
     return {
       adapter: this.selected.choice,
+      workerThreads: this.selected.workerPinning?.reason ?? null,
       weightsBytes: this.weights.bytes,
       kvCacheBytes: this.cache.bytes,
       kvFormat: this.cache.format,

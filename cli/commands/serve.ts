@@ -157,7 +157,8 @@ async function serve(opts: ServeOptions): Promise<void> {
         logged = Math.max(logged, quarter);
       },
     });
-    logger.info({ name: engine.info.name, contextLength: engine.info.contextLength }, 'model loaded');
+    const stats = engine.stats();
+    logger.info({ name: engine.info.name, contextLength: engine.info.contextLength, adapter: stats.adapter, ...(stats.workerThreads ? { workerThreads: stats.workerThreads } : {}) }, 'model loaded');
     // Grammar workers start, and the kernels' pipelines compile, now: not in the first request.
     await Promise.all([engine.grammars?.warm?.(), engine.warmUp()]);
     loaded(engine);

@@ -12,6 +12,7 @@ import { onePass, submitMs } from '../../kernels/probes/timing.ts';
 import { ParamArena } from '../../kernels/runtime/arena.ts';
 import { KernelContext } from '../../kernels/runtime/context.ts';
 import type { SelectedDevice } from '../../engine/gpu/select.ts';
+import { testEngine } from '../helpers/engine.ts';
 
 const cpusOf = (tid: number) => parseCpuList(/^Cpus_allowed_list:\s*(\S+)/m.exec(readFileSync(`/proc/self/task/${tid}/status`, 'utf8'))![1]);
 
@@ -124,5 +125,10 @@ describe('worker pinning on llvmpipe', () => {
     } finally {
       sel.device.destroy();
     }
+  });
+
+  it("the engine on llvmpipe reports what was done with its workers (svc serve logs it)", async () => {
+    const engine = await testEngine('stories260K.gguf', { adapter: 'llvmpipe' });
+    expect(engine.stats().workerThreads).toMatch(/compute workers? (pinned one to a CPU|thread)|CPU/);
   });
 });
