@@ -59,6 +59,11 @@ export class XTextures {
     this.attached.set(group, { buffers });
   }
 
+  /** The texture kernel of `width`, which takes the bind group prepare() gave (every width shares its layout). */
+  kernel(width: XWidth, y4: boolean): CompiledKernel {
+    return this.kernels(width, y4);
+  }
+
   prepare(arena: ParamArena, group: GPUBindGroup, width: XWidth, y4: boolean, t: number, xOffset: number, xStride: number): { kernel: CompiledKernel; group: GPUBindGroup } | undefined {
     const a = this.attached.get(group);
     const x = a?.buffers[1];

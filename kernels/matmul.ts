@@ -65,6 +65,16 @@ export function tiledRowsFor(caps: GpuCaps, widths: readonly number[]): number {
 export const XQ8_WIDE_TOKENS = 16;
 
 /**
+ * Tokens of a step the 16-token kernel takes when the rest go to the 8-token one: a step of 16q + r
+ * tokens (q >= 1, 1 <= r <= 8) in one dispatch computes its last tile in full, 16 - r tokens of repeated
+ * x; in two (16q, then r through the 8-token kernel) it computes 8 - r. 0: one dispatch.
+ */
+export function wideHead(t: number): number {
+  const r = t % XQ8_WIDE_TOKENS;
+  return t > XQ8_WIDE_TOKENS && r >= 1 && r <= REGS.tokens ? t - r : 0;
+}
+
+/**
  * y[t, n] (+)= sum_k x[t, k] W[n, k] for any number of rows of x (prefill), W packed as `type`.
  * Bindings: W (read, GPU layout of quant/), x (read), y (write), and with `bias` the bias (read).
  */
@@ -186,7 +196,16 @@ export class MatMulKernel {
     const wide = this.wide !== undefined && p.t >= XQ8_WIDE_TOKENS;
     const viaTexture = this.xTextures?.prepare(arena, group, wide ? 'wide' : 'narrow', yVec4(p), p.t, p.xOffset ?? 0, xStride);
     if (viaTexture) {
-      this.encodeRows(pass, arena, group, { ...p, xStride }, 0, viaTexture);
+      const head = wideHead(p.t);
+      if (head === 0) {
+        this.encodeRows(pass, arena, group, { ...p, xStride }, 0, viaTexture);
+        return;
+      }
+      // Whole 16-token tiles, then the last few tokens through the 8-token kernel from the same texture.
+      const yStride = p.yStride ?? p.n;
+      const rest = { ...p, t: p.t - head, xStride, yStride, xOffset: head * xStride, yOffset: (p.yOffset ?? 0) + head * yStride };
+      this.encodeRows(pass, arena, group, { ...p, t: head, xStride, yStride }, 0, viaTexture);
+      this.encodeRows(pass, arena, group, rest, 0, { kernel: this.xTextures!.kernel('narrow', yVec4(rest)), group: viaTexture.group });
       return;
     }
     // A step whose x does not fit one window runs one dispatch per window-full of whole 16-token tiles,
