@@ -213,9 +213,14 @@ export class Scheduler {
       budget -= tokens.length;
       this.addRow(seq, last, mask);
     }
+    const chunk = Math.min(r.prefillChunkTokens ?? r.maxTokensPerStep, r.maxTokensPerStep);
     for (const seq of [...this.running]) {
       if (!seq.inPrefill || seq.aborted || budget === 0) continue;
-      const n = Math.min(budget, seq.prompt.length - seq.cached);
+      // The rest of a prompt where it fits the step; else a chunk, within the chunk size less what the
+      // step already holds, so a step is never longer than one chunk and its decode rows.
+      const rest = seq.prompt.length - seq.cached;
+      const n = rest <= budget ? rest : Math.min(rest, chunk - (r.maxTokensPerStep - budget));
+      if (n <= 0) continue;
       const endsPrompt = seq.cached + n === seq.prompt.length;
       if (endsPrompt && (this.rowSeq.length >= r.maxRowsPerStep || !this.hold(seq))) continue;
       const mask = endsPrompt ? this.maskOf(seq) : null;

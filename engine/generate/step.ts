@@ -26,6 +26,12 @@ export interface SubmittedStep {
 
 export interface StepRunner {
   readonly maxTokensPerStep: number;
+  /**
+   * The most tokens a step gives a prompt it does not finish (default maxTokensPerStep). A prompt whose
+   * rest fits the step's room goes whole, so the room above this lets a prompt end in one step instead of
+   * leaving a short last chunk, which costs nearly a whole step of its own.
+   */
+  readonly prefillChunkTokens?: number;
   readonly maxRowsPerStep: number;
   /** Start filling a new step. */
   begin(): void;

@@ -152,6 +152,7 @@ export class Transformer implements StepRunner {
   private capturedLogits: Float32Array | undefined;
 
   readonly maxTokensPerStep: number;
+  readonly prefillChunkTokens: number;
   readonly maxRowsPerStep: number;
 
   constructor(
@@ -160,7 +161,7 @@ export class Transformer implements StepRunner {
     private readonly weights: ModelWeights,
     private readonly cache: PagedKvCache,
     private readonly matrices: MatrixKernels,
-    limits: { maxTokensPerStep: number; maxRowsPerStep: number; yieldEveryMs?: number; kvMirror?: boolean | KvMirrorOptions },
+    limits: { maxTokensPerStep: number; prefillChunkTokens?: number; maxRowsPerStep: number; yieldEveryMs?: number; kvMirror?: boolean | KvMirrorOptions },
     /**
      * Where `queue.submit` runs the work before it returns (llvmpipe through Dawn's OpenGL ES backend), a
      * step is submitted in segments of layers (sized by SegmentPlanner) and this is awaited in between,
@@ -172,6 +173,7 @@ export class Transformer implements StepRunner {
     this.fuseNormUpTo = cfg.dim % 4 === 0 ? matrices.fuseNormUpTo : 0;
     this.fuseGluUpTo = matrices.fuseGluUpTo;
     this.maxTokensPerStep = limits.maxTokensPerStep;
+    this.prefillChunkTokens = limits.prefillChunkTokens ?? limits.maxTokensPerStep;
     this.maxRowsPerStep = limits.maxRowsPerStep;
     const ws = (this.ws = new Workspace(ctx, cfg, limits.maxTokensPerStep, limits.maxRowsPerStep));
     this.k = {
