@@ -395,7 +395,7 @@ export class WebGpuEngine implements TextEngine {
     // The tiled products in both widths, and a full-length step: where a step's x outgrows a uniform
     // window (kernels/matmul-x-window.ts), its products read storage x through pipelines no shorter step
     // builds, and a first compile on llvmpipe takes seconds.
-    const lengths = new Set([MAX_MATVEC_T + 1, XQ8_WIDE_TOKENS, this.transformer.prefillChunkTokens, this.transformer.maxTokensPerStep].filter((n) => n + 2 <= this.info.contextLength));
+    const lengths = new Set([MAX_MATVEC_T + 1, XQ8_WIDE_TOKENS, this.transformer.maxTokensPerStep].filter((n) => n + 2 <= this.info.contextLength));
     for (const length of lengths) {
       const tokens = Array.from({ length }, (_, i) => words[i % words.length]);
       // Outside the prefix cache: a full page of warm-up tokens would stay listed, and no request shares it.
