@@ -117,15 +117,21 @@ const runQuietly: Run = (file, args) => {
 export async function pinComputeWorkers(device: GPUDevice, caps: GpuCaps, env: NodeJS.ProcessEnv = process.env, run: Run = runQuietly): Promise<WorkerPinning> {
   if ((env.SVC_PIN_WORKERS ?? '').toLowerCase() === 'off') return { pinned: [], reason: 'SVC_PIN_WORKERS=off' };
   if (process.platform !== 'linux') return { pinned: [], reason: `not on Linux (${process.platform})` };
+  // What taskset has done, so a failure part way says which workers it left pinned.
+  const pinned: { tid: number; cpu: number }[] = [];
   try {
     const cpus = allowedCpus();
-    if (cpus.length < 2) return { pinned: [], reason: `this process may use ${cpus.length} CPU, nothing to spread` };
+    if (cpus.length < 2) return { pinned, reason: `this process may use ${cpus.length} CPU, nothing to spread` };
     const plan = planPinning(await findComputeWorkers(device, caps), cpus, llvmpipePoolSize(env));
-    if (typeof plan === 'string') return { pinned: [], reason: plan };
-    for (const p of plan) run('taskset', ['-p', '-c', String(p.cpu), String(p.tid)]);
-    return { pinned: plan, reason: `${plan.length} llvmpipe compute workers pinned one to a CPU (${plan.map((p) => p.cpu).join(', ')})` };
+    if (typeof plan === 'string') return { pinned, reason: plan };
+    for (const p of plan) {
+      run('taskset', ['-p', '-c', String(p.cpu), String(p.tid)]);
+      pinned.push(p);
+    }
+    return { pinned, reason: `${plan.length} llvmpipe compute workers pinned one to a CPU (${plan.map((p) => p.cpu).join(', ')})` };
   } catch (e) {
-    return { pinned: [], reason: `not pinned: ${(e as Error).message.split('\n')[0]}` };
+    const what = pinned.length > 0 ? `pinned ${pinned.length} worker(s), then stopped` : 'not pinned';
+    return { pinned, reason: `${what}: ${(e as Error).message.split('\n')[0]}` };
   }
 }
 

@@ -122,6 +122,12 @@ describe('worker pinning on llvmpipe', () => {
         throw new Error('spawnSync taskset ENOENT');
       });
       expect(failed).toEqual({ pinned: [], reason: 'not pinned: spawnSync taskset ENOENT' });
+      let calls = 0;
+      const partway = await pinComputeWorkers(sel.device, sel.caps, {}, () => {
+        if (calls++ > 0) throw new Error('taskset: failed to set pid 1234\'s affinity');
+      });
+      expect(partway.pinned).toHaveLength(1);
+      expect(partway.reason).toBe("pinned 1 worker(s), then stopped: taskset: failed to set pid 1234's affinity");
     } finally {
       sel.device.destroy();
     }
