@@ -21,6 +21,6 @@ override WG: u32 = 64u;
 
 @group(0) @binding(1) var<storage, read> positions: array<u32>;
 @group(0) @binding(2) var<storage, read> token_seq: array<u32>;
-@group(0) @binding(3) var<storage, read> page_table: array<u32>;
+// Binding 3, the page table, and kv_row() come with attention-pages.wgsl, as attention finds a row.
 @group(0) @binding(4) var<storage, read> factors: array<f32>;
 @group(1) @binding(0) var<uniform> params: Params;

@@ -30,8 +30,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   if (idx >= params.tokens * per_token) { return; }
   let t = idx / per_token;
   let pos = positions[t];
-  let page = page_table[token_seq[t] * params.max_pages + pos / params.page_size];
-  let cache_row = (page * params.page_size + pos % params.page_size) * params.kv_heads * hv;
+  let cache_row = kv_row(token_seq[t], pos) * params.kv_heads * hv;
   let rot = RopeRot(params.n_rot, params.neox, params.freq_base, params.freq_scale, params.use_factors);
   rope_kv_head(t * params.token_stride, idx % per_token, pos, cache_row, params.heads, params.kv_heads, hv, rot);
 }

@@ -1,4 +1,5 @@
 import angle from './rope-angle.wgsl?raw';
+import pages from './attention-pages.wgsl?raw';
 import ropeVec4 from './rope-vec4.wgsl?raw';
 import source from './rope-kv-store.wgsl?raw';
 import sourceVec4 from './rope-kv-store-vec4.wgsl?raw';
@@ -54,11 +55,11 @@ export class RopeKvStoreKernel {
     readonly kv: KvFormat = 'f32',
   ) {
     const bindings = ['write', 'read', 'read', 'read', 'read', 'write', 'write'] as const;
-    this.kernel = ctx.kernel({ label: 'rope-kv-store', code: wgsl(io, source, angle), bindings, constants: { WG } });
+    this.kernel = ctx.kernel({ label: 'rope-kv-store', code: wgsl(io, pages, source, angle), bindings, constants: { WG } });
     if (kv === 'f16' && variant === 'scalar') throw new Error('rope-kv-store: an f16 KV cache is written by the vec4 kernel only');
     if (variant === 'vec4' || kv === 'f16' || (variant === 'auto' && ctx.caps.software)) {
       const label = `rope-kv-store-vec4${kv === 'f16' ? '-kv16' : ''}`;
-      this.vec4 = ctx.kernel({ label, code: wgsl(io, sourceVec4, kv === 'f16' ? cacheF16 : cacheF32, ropeVec4, angle), bindings, constants: { WG } });
+      this.vec4 = ctx.kernel({ label, code: wgsl(io, pages, sourceVec4, kv === 'f16' ? cacheF16 : cacheF32, ropeVec4, angle), bindings, constants: { WG } });
     }
   }
 

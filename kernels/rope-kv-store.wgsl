@@ -24,8 +24,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   let item = idx % per_token;
   let row = t * params.token_stride;
   let pos = positions[t];
-  let page = page_table[token_seq[t] * params.max_pages + pos / params.page_size];
-  let cache_row = (page * params.page_size + pos % params.page_size) * kv_dim;
+  let cache_row = kv_row(token_seq[t], pos) * kv_dim;
   let q_dim = params.heads * params.head_dim;
 
   if (item >= head_items) {
