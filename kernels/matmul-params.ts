@@ -111,6 +111,11 @@ export interface ProductOptions {
   tail?: ProductTail;
   /** CPU rasterisers' tiled kernel (matmul.ts): weight rows per invocation, TILED_ROWS (default 16; tiledRowsFor). */
   tiledRows?: number;
+  /**
+   * GPU matrix-vector variants (coop, subgroup): invocations per workgroup and weight rows per workgroup,
+   * for tuning on a GPU host (bench/gpu/lab.ts); default 64 invocations, one row a subgroup (coop: 4 rows).
+   */
+  gpuGroup?: { wg: number; rows: number };
 }
 
 /**

@@ -6,33 +6,32 @@
 
 @group(0) @binding(NORM_BINDING) var<storage, read> norm_w: array<vec4f>;
 
-const NORM_WG: u32 = 64u;
-var<workgroup> norm_red: array<f32, NORM_WG * 8u>;
+var<workgroup> norm_red: array<f32, WG * 8u>;
 var<workgroup> inv_rms: array<f32, 8>;
 
-// Call first, from every invocation (it has barriers). Needs WG == NORM_WG and k % 4 == 0.
+// Call first, from every invocation (it has barriers). Needs WG a power of two and k % 4 == 0.
 fn norm_prologue(lid: u32) {
   let k4 = params.k / 4u;
   for (var t = 0u; t < TT; t++) {
     var s = 0.0;
     let xb = (params.x_offset + t * params.x_stride) / 4u;
-    for (var i = lid; i < k4; i += NORM_WG) {
+    for (var i = lid; i < k4; i += WG) {
       let v = x[xb + i];
       s += dot(v, v);
     }
-    norm_red[t * NORM_WG + lid] = s;
+    norm_red[t * WG + lid] = s;
   }
-  for (var stride = NORM_WG / 2u; stride > 0u; stride >>= 1u) {
+  for (var stride = WG / 2u; stride > 0u; stride >>= 1u) {
     workgroupBarrier();
     if (lid < stride) {
       for (var t = 0u; t < TT; t++) {
-        norm_red[t * NORM_WG + lid] += norm_red[t * NORM_WG + lid + stride];
+        norm_red[t * WG + lid] += norm_red[t * WG + lid + stride];
       }
     }
   }
   workgroupBarrier();
   if (lid < TT) {
-    inv_rms[lid] = inverseSqrt(norm_red[lid * NORM_WG] / f32(params.k) + params.norm_eps);
+    inv_rms[lid] = inverseSqrt(norm_red[lid * WG] / f32(params.k) + params.norm_eps);
   }
   workgroupBarrier();
 }

@@ -36,6 +36,19 @@ export function matvecVariant(caps: GpuCaps): MatVecVariant {
 
 const WG = 64;
 const LANES = 16;
+
+/**
+ * The subgroup variant's workgroup: one subgroup of at least 32 invocations, a row to each subgroup at
+ * the smallest size the device may pick (a larger subgroup loops over the rows). On an H200 (subgroups
+ * of 32; bench/gpu/lab.ts, 1B-class Q8_0 decode products) one subgroup a workgroup streamed 1.1-1.2 TB/s
+ * on the big products where two to eight subgroups a workgroup, one row each, streamed 0.26-0.33: a
+ * decode step's products 1.6 ms against 4.8.
+ */
+export function subgroupGroup(caps: Pick<GpuCaps, 'subgroupMinSize'>): { wg: number; rows: number } {
+  const size = Math.max(4, caps.subgroupMinSize);
+  const wg = Math.max(32, Math.min(64, size));
+  return { wg, rows: Math.max(1, Math.floor(wg / size)) };
+}
 // The rows variant: invocations per workgroup, each computing 4 or BLOCK_ROWS weight rows. Small
 // workgroups give a CPU rasteriser enough of them to spread over its threads.
 const ROWS_WG = 32;
@@ -85,12 +98,16 @@ export class MatVecKernel {
     if (variant === 'subgroup') {
       if (!ctx.caps.subgroups) throw new Error('matvec: the subgroup variant needs the subgroups feature');
       // One row per subgroup at the smallest size the device may pick; larger subgroups loop over rows.
-      this.rowsPerGroup = Math.max(1, Math.floor(WG / Math.max(4, ctx.caps.subgroupMinSize)));
-      const constants = { WG, ROWS: this.rowsPerGroup, TT: t };
+      const group = opts.gpuGroup ?? subgroupGroup(ctx.caps);
+      this.rowsPerGroup = group.rows;
+      const constants = { WG: group.wg, ROWS: group.rows, TT: t };
       this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(subgroup, common, x4, xRead, decode), bindings: BINDINGS, constants }), opts.glu);
     } else if (variant === 'coop') {
-      this.rowsPerGroup = WG / LANES;
-      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(coop, common, x4, xRead, decode), bindings: BINDINGS, constants: { WG, LANES, TT: t } }), opts.glu);
+      const wg = opts.gpuGroup?.wg ?? WG;
+      const lanes = opts.gpuGroup ? wg / opts.gpuGroup.rows : LANES;
+      if (!Number.isInteger(lanes) || lanes < 1 || (lanes & (lanes - 1)) !== 0) throw new Error(`${label}: ${wg} invocations over ${opts.gpuGroup?.rows} rows is not a power-of-two number of lanes a row`);
+      this.rowsPerGroup = wg / lanes;
+      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(coop, common, x4, xRead, decode), bindings: BINDINGS, constants: { WG: wg, LANES: lanes, TT: t } }), opts.glu);
     } else {
       const blocks = BLOCK_WALK_TYPES.has(type);
       this.rowsPerInvocation = blocks ? BLOCK_ROWS : 4;

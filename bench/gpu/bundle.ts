@@ -1,6 +1,6 @@
 /**
  * The project side of the GPU-host pack (bench/gpu/pack.sh): esbuild bundles of the bench, the parity
- * check (check.ts), the model synthesizer and the grammar worker, plus the few packages that cannot be bundled (native code, or files
+ * check (check.ts), the kernel lab (lab.ts), the model synthesizer and the grammar worker, plus the few packages that cannot be bundled (native code, or files
  * found on disk at run time), copied from this checkout's node_modules into `<out>/node_modules`:
  *
  *   node --import ./bin/register.mjs bench/gpu/bundle.ts --out /tmp/svc-gpu/app [--no-cuda]
@@ -101,7 +101,7 @@ const BANNER = "import { createRequire as __svcCreateRequire } from 'node:module
 export async function bundle(out: string, opts: { cuda: boolean }): Promise<{ files: string[]; packagesBytes: number }> {
   rmSync(out, { recursive: true, force: true });
   mkdirSync(out, { recursive: true });
-  const entries = { bench: 'bench/run.ts', check: 'bench/gpu/check.ts', synth: 'bench/synth/cli.ts', 'grammar-worker': 'engine/grammar/isolated/worker-node.ts' };
+  const entries = { bench: 'bench/run.ts', check: 'bench/gpu/check.ts', lab: 'bench/gpu/lab.ts', synth: 'bench/synth/cli.ts', 'grammar-worker': 'engine/grammar/isolated/worker-node.ts' };
   await build({
     absWorkingDir: ROOT,
     entryPoints: Object.fromEntries(Object.entries(entries).map(([k, v]) => [k, join(ROOT, v)])),

@@ -4,7 +4,7 @@
 #
 #   ./run-on-gpu.sh [--llama-gpu auto|cuda|vulkan|false] [--models "smollm2-135m llama-3.2-1b"] [--type q8_0]
 #                   [--adapter gpu] [--label NAME] [--out DIR] [--no-limits] [--no-check]
-#                   [--step-timeout SECONDS] [-- more bench options]
+#                   [--step-timeout SECONDS] [--lab] [--no-bench] [-- more bench options]
 #
 # For each model preset it synthesizes the GGUF once (models/, random weights of the real shapes). Then the
 # parity check (app/check.mjs): our engine on the adapter must give llama.cpp's (CPU) greedy tokens on the
@@ -15,6 +15,9 @@
 #   -p 512 -n 128 -r 3 --curve 1,4,8,16 --profile --threads <cores>
 # Options after `--` go to the bench last and override those. --step-timeout stops any one step (a
 # synthesis, the check, a bench) that runs longer, so a lease-bound run still reaches the next step.
+# --lab first runs the kernel lab (app/lab.mjs: the adapter's limits, the decode matrix-vector kernels in
+# each workgroup shape on 1B-class products, and each model's steps kernel by kernel) into DIR/lab.json;
+# --no-bench stops after it and the check.
 # Writes into DIR (default ./results): check.json, one results JSON and log per model, and host.txt (GPU,
 # driver, Vulkan drivers found, what llama.cpp could load). Copy DIR back.
 set -uo pipefail
@@ -29,6 +32,8 @@ LABEL=
 OUT=$HERE/results
 LIMITS=--limits
 CHECK=1
+LAB=0
+BENCH=1
 STEP_TIMEOUT=
 EXTRA=()
 while [ $# -gt 0 ]; do
@@ -41,9 +46,11 @@ while [ $# -gt 0 ]; do
     --out) OUT=$2; shift 2 ;;
     --no-limits) LIMITS=; shift ;;
     --no-check) CHECK=0; shift ;;
+    --lab) LAB=1; shift ;;
+    --no-bench) BENCH=0; shift ;;
     --step-timeout) STEP_TIMEOUT=$2; shift 2 ;;
     --) shift; EXTRA=("$@"); break ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "run-on-gpu: unknown argument $1 (bench options go after --)" >&2; exit 2 ;;
   esac
 done
@@ -167,6 +174,13 @@ for preset in $MODELS; do
   BENCHED+=("$preset")
 done
 
+if [ "$LAB" = 1 ]; then
+  echo "=== kernel lab on --adapter $ADAPTER" >&2
+  step "$NODE" "$HERE/app/lab.mjs" --adapter "$ADAPTER" --out "$OUT/lab.json" \
+    --models $(for p in "${BENCHED[@]}"; do echo "$HERE/models/$p-$TYPE.gguf"; done) 2>&1 | tee "$OUT/lab.log"
+  [ "${PIPESTATUS[0]}" = 0 ] || { echo "run-on-gpu: the kernel lab failed (see $OUT/lab.log)" >&2; STATUS=1; }
+fi
+
 if [ "$CHECK" = 1 ]; then
   echo "=== parity check: our engine on --adapter $ADAPTER against llama.cpp (CPU) greedy tokens" >&2
   step "$NODE" "$HERE/app/check.mjs" --adapter "$ADAPTER" --threads "$(nproc)" --out "$OUT/check.json" \
@@ -174,6 +188,7 @@ if [ "$CHECK" = 1 ]; then
     || { echo "run-on-gpu: the parity check failed (see $OUT/check.json)" >&2; STATUS=1; }
 fi
 
+[ "$BENCH" = 1 ] || BENCHED=()
 for preset in "${BENCHED[@]}"; do
   MODEL=$HERE/models/$preset-$TYPE.gguf
   echo "=== $preset ($TYPE): our engine on --adapter $ADAPTER, llama.cpp on --llama-gpu $LLAMA_GPU" >&2

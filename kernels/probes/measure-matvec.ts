@@ -9,6 +9,7 @@
  */
 import { GgmlType, typeName } from '../../ggml/types.ts';
 import { MatVecKernel, type MatVecVariant } from '../matvec.ts';
+import type { ProductOptions } from '../matmul-params.ts';
 import { BLOCK_WALK_TYPES, deviceLayout, gpuLayout } from '../quant/layouts.ts';
 import { QuantizeXKernel, q8RowVec4s } from '../quantize-x.ts';
 import { ParamArena } from '../runtime/arena.ts';
@@ -44,6 +45,7 @@ export interface MatVecRate {
 }
 
 const LAYERS = 30;
+const NORM_EPS = 1e-5;
 
 export function matvecShapes(longBytes = 96 * 2 ** 20): (type: GgmlType) => MatVecShape[] {
   return (type) => {
@@ -71,12 +73,12 @@ export function matvecShapes(longBytes = 96 * 2 ** 20): (type: GgmlType) => MatV
  * `expectedDot(k)`: one row of the pattern matrix dotted with x, as a CPU decoder computes it (the
  * caller's: kernels/ has no CPU decoders); the first output must equal it before any time counts.
  */
-export async function measureMatVec(ctx: KernelContext, type: GgmlType, variant: MatVecVariant, shapes: MatVecShape[], expectedDot: (k: number) => number, runs = 5): Promise<MatVecRate[]> {
+export async function measureMatVec(ctx: KernelContext, type: GgmlType, variant: MatVecVariant, shapes: MatVecShape[], expectedDot: (k: number) => number, runs = 5, opts: ProductOptions = {}): Promise<MatVecRate[]> {
   // The device's layout: rows in groups where it keeps them so (weightRowGroup), buffers of whole groups.
   const layout = deviceLayout(ctx.caps, type);
   // As the engine runs it: CPU rasterisers' block-walking types read x quantized (quantize-x.ts).
-  const xq8 = ctx.caps.software && variant === 'rows' && BLOCK_WALK_TYPES.has(type);
-  const kernel = new MatVecKernel(ctx, type, 1, variant, { xq8 });
+  const xq8 = opts.xq8 ?? (ctx.caps.software && variant === 'rows' && BLOCK_WALK_TYPES.has(type));
+  const kernel = new MatVecKernel(ctx, type, 1, variant, { ...opts, xq8 });
   const out: MatVecRate[] = [];
   for (const shape of shapes) {
     const bufs: WeightStore[] = [];
@@ -89,6 +91,9 @@ export async function measureMatVec(ctx: KernelContext, type: GgmlType, variant:
     bufs.push(xf, y);
     const x = xq8 ? await quantized(ctx, xf, maxK) : xf;
     if (xq8) bufs.push(x);
+    // Norm-fused products read RMSNorm(x) with a norm weight of ones: every x value becomes 1 / sqrt(1 + eps / X^2).
+    const norm = opts.norm ? ctx.storage('mv-norm', maxK * 4, new Float32Array(maxK).fill(1)) : undefined;
+    if (norm) bufs.push(norm);
     const matrices: { w: WeightStore; n: number; k: number }[] = [];
     for (const p of shape.products) {
       const bytes = layout.bufferBytes(p.n, p.k);
@@ -100,12 +105,12 @@ export async function measureMatVec(ctx: KernelContext, type: GgmlType, variant:
         weightBytes += bytes;
       }
     }
-    for (const m of matrices) jobs.push({ group: kernel.bind(m.w, x, y), n: m.n, k: m.k });
+    for (const m of matrices) jobs.push({ group: kernel.bind(m.w, x, y, norm ? { norm } : {}), n: m.n, k: m.k });
     const arena = new ParamArena(ctx, jobs.length);
     const once = () => {
       const commands = onePass(ctx.device, (pass) => {
         arena.reset();
-        for (const j of jobs) kernel.encode(pass, arena, j.group, { t: 1, n: j.n, k: j.k, xStride: xq8 ? q8RowVec4s(j.k) : j.k });
+        for (const j of jobs) kernel.encode(pass, arena, j.group, { t: 1, n: j.n, k: j.k, xStride: xq8 ? q8RowVec4s(j.k) : j.k, normEps: NORM_EPS });
       });
       arena.flush();
       return submitMs(ctx.device, commands);
@@ -114,7 +119,8 @@ export async function measureMatVec(ctx: KernelContext, type: GgmlType, variant:
     await once(); // compile and touch every buffer
     const error = await ctx.device.popErrorScope();
     if (error) throw new Error(`matvec probe ${typeName(type)}/${variant}: ${error.message}`);
-    await checkFirstOutput(ctx, type, expectedDot(shape.products[shape.products.length - 1].k), y);
+    const normed = opts.norm ? 1 / Math.sqrt(X * X + NORM_EPS) : 1;
+    await checkFirstOutput(ctx, type, expectedDot(shape.products[shape.products.length - 1].k) * normed, y);
     const ms = await bestOf(runs, once);
     out.push({ type: typeName(type), variant, x: xq8 ? 'int8' : 'f32', shape: shape.label, weightBytes, dispatches: jobs.length, ms, GBps: weightBytes / ms / 1e6 });
     for (const b of bufs) b.destroy();

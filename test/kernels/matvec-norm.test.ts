@@ -50,6 +50,26 @@ describe.each(VARIANTS)('norm-fused matvec (%s)', (variant) => {
   }
 });
 
+// The workgroup shapes a GPU host's lab tries (bench/gpu/lab.ts): the norm's reduction runs over any
+// power-of-two workgroup, and rows past a subgroup's share loop.
+describe.each(VARIANTS)('norm-fused matvec (%s) in other workgroup shapes', (variant) => {
+  const shapes = variant === 'coop' ? [{ wg: 32, rows: 1 }, { wg: 64, rows: 2 }, { wg: 256, rows: 8 }] : [{ wg: 32, rows: 1 }, { wg: 32, rows: 4 }, { wg: 128, rows: 4 }];
+  for (const gpuGroup of shapes) {
+    it(`Q8_0, ${gpuGroup.wg} invocations, ${gpuGroup.rows} rows a workgroup`, async () => {
+      const [n, k, t] = [37, 288, 2];
+      const w = randomWeights(GgmlType.Q8_0, n, k, 77 + gpuGroup.wg + gpuGroup.rows);
+      const x = randomF32(t * k, 5, 4);
+      const g = randomF32(k, 6, 1);
+      const kern = new MatVecKernel(ctx, GgmlType.Q8_0, t, variant, { norm: true, gpuGroup });
+      const by = ctx.storage('y', t * n * 4);
+      const group = kern.bind(uploadRows(ctx, w), ctx.storage('x', x.byteLength, x), by, { norm: ctx.storage('g', g.byteLength, g) });
+      await runPass(ctx, (pass, arena) => kern.encode(pass, arena, group, { t, n, k, normEps: EPS }));
+      const want = referenceProduct(w, rmsnormRows(x, g, t, k, 0, k), t);
+      expect(maxRelError(await readF32(ctx, by, t * n), want)).toBeLessThan(1e-4);
+    });
+  }
+});
+
 describe('norm-fused products are GPU matrix-vector only', () => {
   it('the CPU rasteriser variant and the tiled kernel refuse them', () => {
     expect(() => new MatVecKernel(ctx, GgmlType.Q8_0, 1, 'rows', { norm: true })).toThrow(/GPU variant/);

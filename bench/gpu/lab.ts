@@ -1,0 +1,129 @@
+/**
+ * The GPU host's kernel lab (run-on-gpu.sh --lab): what a device lease is for besides the bench. On one
+ * adapter it measures, in one process,
+ *   1. the adapter's limits (streaming read, FMA, dispatch cost; kernels/probes/);
+ *   2. the decode matrix-vector kernels on a 1B-class decode step's Q8_0 products (16 layers of Llama-3.2-1B
+ *      shapes, each layer its own weights, then the output head), plain and with the RMSNorm folded in,
+ *      in every workgroup shape worth trying (MatVecKernel's gpuGroup), each as GB/s of weights and a
+ *      share of the read limit;
+ *   3. each given model's prefill and decode step kernel by kernel (bench/profile.ts).
+ * and writes it all to one JSON file. Its numbers pick the GPU kernels' defaults; the bench reports them.
+ *
+ *   node lab.mjs --adapter gpu --out lab.json [--models a.gguf b.gguf] [--prompt 512]
+ */
+import { Command } from 'commander';
+import { writeFileSync } from 'node:fs';
+import { GgmlType, typeName } from '../../ggml/types.ts';
+import { adapterChoiceFromEnv, openNodeDevice } from '../../engine/platform/node.ts';
+import { describeAdapter } from '../../engine/gpu/select.ts';
+import { matvecVariant, type MatVecVariant } from '../../kernels/matvec.ts';
+import type { ProductOptions } from '../../kernels/matmul-params.ts';
+import { measureAdapterLimits, type AdapterLimits } from '../../kernels/probes/limits.ts';
+import { measureMatVec, type MatVecRate, type MatVecShape } from '../../kernels/probes/measure-matvec.ts';
+import { KernelContext } from '../../kernels/runtime/context.ts';
+import { patternDot } from '../limits.ts';
+import { formatProfile, profileOurs, type BenchProfile } from '../profile.ts';
+
+/** One decode step's products of a Llama-3.2-1B-shaped model (hidden 2048, FFN 8192, 8 KV heads of 64). */
+export function decodeStepShapes(layers = 16, d = 2048, ffn = 8192, kv = 512, vocab = 128256): MatVecShape[] {
+  const each = (label: string, n: number, k: number, copies: number): MatVecShape => ({ label, products: [{ n, k, copies }] });
+  return [
+    each(`qkv ${d + 2 * kv}x${d}`, d + 2 * kv, d, layers),
+    each(`o ${d}x${d}`, d, d, layers),
+    each(`gate|up ${2 * ffn}x${d}`, 2 * ffn, d, layers),
+    each(`down ${d}x${ffn}`, d, ffn, layers),
+    each(`head ${vocab}x${d}`, vocab, d, 1),
+  ];
+}
+
+interface Config {
+  variant: MatVecVariant;
+  gpuGroup?: ProductOptions['gpuGroup'];
+  /** RMSNorm folded in (the QKV, gate|up and head products of a decode step). */
+  norm?: boolean;
+}
+
+function configLabel(c: Config): string {
+  return `${c.variant}${c.norm ? '-norm' : ''} ${c.gpuGroup ? `wg${c.gpuGroup.wg} rows${c.gpuGroup.rows}` : '(default)'}`;
+}
+
+/** The shapes worth trying: one row a subgroup at several workgroup sizes, two rows a subgroup, the coop kernel. */
+export function configsFor(subgroups: boolean): Config[] {
+  const coop: Config[] = [{ variant: 'coop' }, { variant: 'coop', gpuGroup: { wg: 64, rows: 2 } }, { variant: 'coop', gpuGroup: { wg: 128, rows: 4 } }, { variant: 'coop', gpuGroup: { wg: 256, rows: 8 } }];
+  const coopNorm: Config[] = [{ variant: 'coop', norm: true }, { variant: 'coop', norm: true, gpuGroup: { wg: 32, rows: 1 } }];
+  if (!subgroups) return [...coop, ...coopNorm];
+  const sg = ([[32, 1], [32, 2], [32, 4], [64, 2], [128, 4], [64, 1]] as const).map(([wg, rows]): Config => ({ variant: 'subgroup', gpuGroup: { wg, rows } }));
+  const sgNorm = ([[32, 1], [32, 2], [32, 4], [64, 2]] as const).map(([wg, rows]): Config => ({ variant: 'subgroup', norm: true, gpuGroup: { wg, rows } }));
+  return [{ variant: 'subgroup' }, ...sg, { variant: 'subgroup', norm: true }, ...sgNorm, ...coop, ...coopNorm];
+}
+
+export interface LabKernelRow extends MatVecRate {
+  config: string;
+  percentOfRead: number;
+}
+
+export interface LabResult {
+  date: string;
+  adapter: string;
+  description: string;
+  limits: AdapterLimits;
+  defaultVariant: MatVecVariant;
+  kernels: LabKernelRow[];
+  profiles: (BenchProfile & { model: string })[];
+  errors: string[];
+}
+
+async function main(): Promise<void> {
+  const o = new Command('lab')
+    .option('--adapter <name>', 'adapter (gpu, llvmpipe, swiftshader)', 'gpu')
+    .requiredOption('--out <file>', 'JSON file to write')
+    .option('--models <paths...>', 'GGUF files whose steps to profile', [])
+    .option('--prompt <n>', 'prompt tokens of the profiled prefill', '512')
+    .option('--layers <n>', 'layers of the synthetic decode step', '16')
+    .parse()
+    .opts<{ adapter: string; out: string; models: string[]; prompt: string; layers: string }>();
+  const log = (line: string) => process.stderr.write(`lab: ${line}\n`);
+  const errors: string[] = [];
+  const sel = await openNodeDevice(adapterChoiceFromEnv(o.adapter, '--adapter'));
+  const description = describeAdapter(sel.adapterInfo);
+  log(`${sel.choice}: ${description}; subgroups ${sel.caps.subgroups} (${sel.caps.subgroupMinSize}-${sel.caps.subgroupMaxSize}), f16 ${sel.caps.f16}, timestamps ${sel.caps.timestamps}`);
+  const limits = await measureAdapterLimits(sel.device, sel.caps, { onProgress: (w) => log(w) });
+  log(`stream read ${limits.streamReadGBps.toFixed(0)} GB/s (${JSON.stringify(limits.streamReadBest)}), FMA ${limits.fmaGflops.toFixed(0)} GFLOP/s, dispatch ${limits.dispatchUs.toFixed(2)} us`);
+
+  const ctx = new KernelContext(sel.device, sel.caps);
+  const kernels: LabKernelRow[] = [];
+  const shapes = decodeStepShapes(Number(o.layers));
+  // The norm-fused products of a decode step: QKV, gate|up and the head.
+  const normShapes = shapes.filter((sh) => !/^(o|down) /.test(sh.label));
+  for (const config of configsFor(sel.caps.subgroups)) {
+    try {
+      const rows = await measureMatVec(ctx, GgmlType.Q8_0, config.variant, config.norm ? normShapes : shapes, (k) => patternDot(GgmlType.Q8_0, k), 5, { gpuGroup: config.gpuGroup, norm: config.norm });
+      for (const r of rows) kernels.push({ ...r, config: configLabel(config), percentOfRead: (100 * r.GBps) / limits.streamReadGBps });
+      const total = rows.reduce((a, r) => a + r.ms, 0);
+      log(`${configLabel(config)}: ${rows.map((r) => `${r.shape} ${r.GBps.toFixed(0)} GB/s ${r.ms.toFixed(3)} ms`).join('; ')}; step ${total.toFixed(3)} ms`);
+    } catch (e) {
+      errors.push(`${configLabel(config)}: ${(e as Error).message}`);
+      log(`${configLabel(config)} failed: ${(e as Error).message}`);
+    }
+  }
+  sel.device.destroy();
+
+  const profiles: LabResult['profiles'] = [];
+  for (const model of o.models) {
+    try {
+      // Any ids below 256 exist in every model here; the step's cost does not depend on which.
+      const prompt = [1, ...Array.from({ length: Number(o.prompt) - 1 }, (_, i) => 3 + ((i * 7919) % 250))];
+      const p = await profileOurs({ model, prompt, genTokens: 8, runs: 1, concurrency: 1 }, o.adapter);
+      profiles.push({ model, ...p });
+      process.stdout.write(`\n${model}\n${formatProfile(p)}\n`);
+    } catch (e) {
+      errors.push(`profile ${model}: ${(e as Error).message}`);
+      log(`profile ${model} failed: ${(e as Error).message}`);
+    }
+  }
+  const result: LabResult = { date: new Date().toISOString(), adapter: sel.choice, description, limits, defaultVariant: matvecVariant(sel.caps), kernels, profiles, errors };
+  writeFileSync(o.out, JSON.stringify(result, null, 2) + '\n');
+  log(`wrote ${o.out} (${typeName(GgmlType.Q8_0)} kernels: ${kernels.length} rows, ${profiles.length} profiles, ${errors.length} errors)`);
+}
+
+await main();
