@@ -82,9 +82,21 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
     // The sum's barriers also make every weight visible to the value sums below.
     l = l * rescale + red[0];
     acc *= rescale;
-    if (g < groups) {
-      for (var i = g; i < n; i += groups) { acc += scores[i] * v_one(bases[i], j); }
+    // Four positions a round into four sums: a decode token's head is one workgroup, so its time is
+    // this chain's length (about n / groups dependent loads), not bandwidth.
+    var a0 = vec4f();
+    var a1 = vec4f();
+    var a2 = vec4f();
+    var a3 = vec4f();
+    var i = g;
+    for (; i + 3u * groups < n; i += 4u * groups) {
+      a0 += scores[i] * v_one(bases[i], j);
+      a1 += scores[i + groups] * v_one(bases[i + groups], j);
+      a2 += scores[i + 2u * groups] * v_one(bases[i + 2u * groups], j);
+      a3 += scores[i + 3u * groups] * v_one(bases[i + 3u * groups], j);
     }
+    for (; i < n; i += groups) { a0 += scores[i] * v_one(bases[i], j); }
+    acc += (a0 + a1) + (a2 + a3);
     m = m_new;
     // Every read of this chunk's scores, bases and red[0] is done before the next chunk writes them.
     workgroupBarrier();
