@@ -16,6 +16,13 @@ struct Params {
   out_stride: u32,
   // Gemma 2 style logit soft-capping (0 = off): s = cap * tanh(s / cap).
   softcap: f32,
+  // RoPE settings (rope.ts writeRopeSettings), read only by the kernel that rotates as it attends
+  // (attention-parallel-rope.wgsl).
+  n_rot: u32,
+  neox: u32,
+  freq_base: f32,
+  freq_scale: f32,
+  use_factors: u32,
 }
 
 // Head dimensions up to MAX_HEAD_DIM (ATTENTION_MAX_HEAD_DIM in attention.ts).

@@ -10,7 +10,10 @@
 // llvmpipe (which the tests run this kernel on) lost writes across barriers inside a called function.
 //
 // WG (256 here: the reduction arrays' size), HV and MAX_HEAD_VEC come with attention-io-vec4.wgsl;
-// k_one / v_one with attention-kv-f32.wgsl; out with attention-out-f32.wgsl.
+// k_one / v_one with attention-kv-f32.wgsl; out with attention-out-f32.wgsl. How the head's query is
+// loaded (load_head, which ends with a barrier) and where a position's K and V come from (k_at, v_at):
+// attention-parallel-plain.wgsl, or attention-parallel-rope.wgsl, which also applies RoPE and stores the
+// token's own K and V (decode steps).
 
 const CHUNK: u32 = 1024u;
 const RED: u32 = 256u;
@@ -33,9 +36,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
   let seq = token_seq[t];
   let last = positions[t];
   let first = first_position(last);
-  let qb = (params.q_offset + t * params.q_stride) / 4u + h * HV;
-  if (lid < HV) { q_shared[lid] = q[qb + lid]; }
-  workgroupBarrier();
+  load_head(t, h, kh, seq, last, lid);
 
   // Invocation lid sums vec4 j of the head over positions g, g + groups, ... of each chunk.
   let groups = WG / HV;
@@ -51,7 +52,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
       let p = start + i;
       let base = kv_row(seq, p) * kv_vec + kh * HV;
       var s4 = vec4f();
-      for (var d = 0u; d < HV; d++) { s4 += q_shared[d] * k_one(base, d); }
+      for (var d = 0u; d < HV; d++) { s4 += q_shared[d] * k_at(base, d, p, last); }
       var s = (s4.x + s4.y + s4.z + s4.w) * params.scale;
       if (params.softcap > 0.0) { s = params.softcap * tanh(s / params.softcap); }
       scores[i] = s;
@@ -90,12 +91,12 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
     var a3 = vec4f();
     var i = g;
     for (; i + 3u * groups < n; i += 4u * groups) {
-      a0 += scores[i] * v_one(bases[i], j);
-      a1 += scores[i + groups] * v_one(bases[i + groups], j);
-      a2 += scores[i + 2u * groups] * v_one(bases[i + 2u * groups], j);
-      a3 += scores[i + 3u * groups] * v_one(bases[i + 3u * groups], j);
+      a0 += scores[i] * v_at(bases[i], j, start + i, last);
+      a1 += scores[i + groups] * v_at(bases[i + groups], j, start + i + groups, last);
+      a2 += scores[i + 2u * groups] * v_at(bases[i + 2u * groups], j, start + i + 2u * groups, last);
+      a3 += scores[i + 3u * groups] * v_at(bases[i + 3u * groups], j, start + i + 3u * groups, last);
     }
-    for (; i < n; i += groups) { a0 += scores[i] * v_one(bases[i], j); }
+    for (; i < n; i += groups) { a0 += scores[i] * v_at(bases[i], j, start + i, last); }
     acc += (a0 + a1) + (a2 + a3);
     m = m_new;
     // Every read of this chunk's scores, bases and red[0] is done before the next chunk writes them.

@@ -11,6 +11,10 @@ import type { KvFormat } from './kv-format.ts';
 import outF32 from './attention-out-f32.wgsl?raw';
 import outQ8 from './attention-out-q8.wgsl?raw';
 import parallel from './attention-parallel.wgsl?raw';
+import parallelPlain from './attention-parallel-plain.wgsl?raw';
+import parallelRope from './attention-parallel-rope.wgsl?raw';
+import angle from './rope-angle.wgsl?raw';
+import { writeRopeSettings, type RopeSettings } from './rope.ts';
 import serial from './attention-serial.wgsl?raw';
 import serialGrouped from './attention-serial-grouped.wgsl?raw';
 import serialVec4 from './attention-serial-vec4.wgsl?raw';
@@ -42,6 +46,14 @@ export function groupedHeads(heads: number, kvHeads: number, headDim: number): n
   return best;
 }
 const BINDINGS = ['read', 'read', 'read', 'read', 'read', 'read', 'write'] as const;
+/** The kernel that rotates as it attends (attention-parallel-rope.wgsl): the cache written, RoPE's factors last. */
+const ROPE_BINDINGS: readonly BindingKind[] = ['read', 'write', 'write', 'read', 'read', 'read', 'write', 'read'];
+/** attention-kv-f32.wgsl with the cache bound read-write, for the kernel that stores its token's K and V. */
+const KV_F32_WRITABLE = (() => {
+  const code = kvF32.replace('var<storage, read> k_cache', 'var<storage, read_write> k_cache').replace('var<storage, read> v_cache', 'var<storage, read_write> v_cache');
+  if (!code.includes('read_write> k_cache') || !code.includes('read_write> v_cache')) throw new Error('attention: attention-kv-f32.wgsl no longer declares k_cache and v_cache as read-only storage');
+  return code;
+})();
 /** Where K and V come from a long step's mirror (attention-mirror.wgsl): textures, and each slot's first row. */
 const MIRROR_BINDINGS: readonly BindingKind[] = ['read', 'texture', 'texture', 'read', 'read', 'read', 'write'];
 /** The mirror's K and V textures as the mirror kernels read them (attention-mirror.wgsl's k_ld, v_ld). */
@@ -77,6 +89,13 @@ export interface AttentionParams {
   outOffset?: number;
   outStride?: number;
   softcap?: number;
+  /**
+   * Rotate the query and the token's K head by RoPE and store its K and V into the cache as the kernel
+   * attends (bindRope, attention-parallel-rope.wgsl), instead of a RoPE/KV-store pass before it. Every
+   * token of the dispatch must be its sequence's only new position (a decode step); the GPU kernel for
+   * heads of whole vec4s over an f32 cache only (rotates()).
+   */
+  rope?: RopeSettings;
   /**
    * 'q8_0': the output as the O product's quantized x (quantize-x.ts, 32-value blocks; outOffset and
    * outStride then count vec4s, outStride defaulting to a row of heads * headDim values); serial vec4
@@ -162,14 +181,33 @@ export class AttentionKernel {
     return k;
   }
 
-  /** attention-parallel.wgsl for heads of `headDim` (a multiple of 4). */
-  private parallelKernel(headDim: number): CompiledKernel {
-    let k = this.parallel.get(headDim);
+  /** attention-parallel.wgsl for heads of `headDim` (a multiple of 4), rotating as it attends where `rope`. */
+  private parallelKernel(headDim: number, rope = false): CompiledKernel {
+    const key = rope ? -headDim : headDim;
+    let k = this.parallel.get(key);
     if (!k) {
       const constants = { WG: PARALLEL_WG, HV: headDim / 4 };
-      this.parallel.set(headDim, (k = this.ctx.kernel({ label: `attention-parallel-d${headDim}`, code: wgsl(io, ioVec4, kvF32, pages, outF32, parallel), bindings: BINDINGS, constants })));
+      const label = `attention-parallel${rope ? '-rope' : ''}-d${headDim}`;
+      const code = rope ? wgsl(io, ioVec4, KV_F32_WRITABLE, pages, outF32, parallel, parallelRope, angle) : wgsl(io, ioVec4, kvF32, pages, outF32, parallel, parallelPlain);
+      this.parallel.set(key, (k = this.ctx.kernel({ label, code, bindings: rope ? ROPE_BINDINGS : BINDINGS, constants })));
     }
     return k;
+  }
+
+  /**
+   * Whether this adapter's kernel can rotate Q and K and store K and V as it attends (AttentionParams.rope)
+   * for heads of `headDim`: the GPU kernel for heads of whole vec4s over an f32 cache.
+   */
+  rotates(headDim: number): boolean {
+    return !this.serial && this.kv === 'f32' && headDim % 4 === 0 && this.ctx.caps.maxInvocationsPerWorkgroup >= PARALLEL_WG;
+  }
+
+  /**
+   * Bindings for AttentionParams.rope: `qkv` the un-rotated Q|K|V rows (q offset and stride as for
+   * `bind`, K and V heads after the Q heads of each row), the caches written, RoPE's frequency factors last.
+   */
+  bindRope(qkv: GPUBuffer, kCache: GPUBuffer, vCache: GPUBuffer, pageTable: GPUBuffer, positions: GPUBuffer, tokenSeq: GPUBuffer, out: GPUBuffer, factors: GPUBuffer): GPUBindGroup {
+    return this.ctx.bindGroup(ROPE_BINDINGS, [qkv, kCache, vCache, pageTable, positions, tokenSeq, out, factors], 'attention-rope');
   }
 
   bind(q: GPUBuffer, kCache: GPUBuffer, vCache: GPUBuffer, pageTable: GPUBuffer, positions: GPUBuffer, tokenSeq: GPUBuffer, out: GPUBuffer): GPUBindGroup {
@@ -203,6 +241,7 @@ export class AttentionKernel {
     u[s + 10] = p.outOffset ?? 0;
     u[s + 11] = p.outStride ?? (q8 ? q8RowVec4s(p.heads * p.headDim) : p.heads * p.headDim);
     arena.f32[s + 12] = p.softcap ?? 0;
+    if (p.rope) writeRopeSettings(arena, s + 13, p.rope);
     // Output offsets and strides in vec4s (q8) need no check: only q's and f32 output's must be whole vec4s.
     const by4 = [p.headDim, u[s + 8], u[s + 9], ...(q8 ? [] : [u[s + 10], u[s + 11]])].every((v) => v % 4 === 0);
     if (q8 && (!this.serial || !by4 || p.headDim % 32 !== 0)) {
@@ -211,10 +250,13 @@ export class AttentionKernel {
     if (p.kvSource === 'mirror' && (!this.serial || this.kv !== 'f16' || !by4)) {
       throw new Error('attention: the KV mirror is read by the serial vec4 kernels over an f16 cache only');
     }
+    if (p.rope && (!this.rotates(p.headDim) || !by4 || q8 || p.kvSource === 'mirror')) {
+      throw new Error(`attention: rotating as it attends needs the GPU kernel for heads of whole vec4s over an f32 cache, f32 output and q offsets and strides that are multiples of 4 (head dimension ${p.headDim})`);
+    }
     if (!this.serial) {
       const [gx, gy] = grid2d(p.tokens * p.heads);
       const wide = by4 && this.ctx.caps.maxInvocationsPerWorkgroup >= PARALLEL_WG;
-      arena.dispatch(pass, wide ? this.parallelKernel(p.headDim) : this.kernel, group, s, gx, gy);
+      arena.dispatch(pass, wide ? this.parallelKernel(p.headDim, p.rope !== undefined) : this.kernel, group, s, gx, gy);
       return;
     }
     const together = by4 ? groupedHeads(p.heads, p.kvHeads, p.headDim) : 1;

@@ -37,6 +37,11 @@ interface LayerPlan {
   /** RoPE on Q and K and the KV-cache store, one dispatch. */
   ropeStore: GPUBindGroup;
   attention: GPUBindGroup;
+  /**
+   * Attention that rotates Q and K and stores K and V itself (AttentionParams.rope), for steps where each
+   * token is its sequence's only new one: no RoPE/KV-store pass. Where the adapter's kernel can (GPUs).
+   */
+  attentionRope?: GPUBindGroup;
   o: BoundProduct;
   /**
    * Where the O product reads quantized x in 32-value blocks and heads are whole blocks: attention writes
@@ -105,6 +110,14 @@ export class Transformer implements StepRunner {
   private readonly tokens: Uint32Array;
   private readonly positions: Uint32Array;
   private readonly slots: Uint32Array;
+  /**
+   * Whether two of the step's tokens belong to one sequence (a prompt chunk): then every token's K and V
+   * must be in the cache before attention, so the RoPE/KV-store pass runs. slotStamps[slot] holds the
+   * stepStamp of the last step that added a token of that slot.
+   */
+  private sharedSlot = false;
+  private slotStamps = new Uint32Array(16);
+  private stepStamp = 1;
   private readonly tokenAdapter: Uint32Array;
   private readonly lastIndex: Uint32Array;
   private readonly settingsU32: Uint32Array;
@@ -281,6 +294,7 @@ export class Transformer implements StepRunner {
         qkNorm: w.qkNorm && this.k.qkNorm?.bind(ws.qkv, w.qkNorm),
         ropeStore: this.k.ropeStore.bind(ws.qkv, ws.positions, ws.slots, cache.pageTable, ropeFactors, cache.k[l], cache.v[l]),
         attention: this.k.attention.bind(ws.qkv, cache.k[l], cache.v[l], cache.pageTable, ws.positions, ws.slots, ws.attn),
+        attentionRope: this.k.attention.rotates(cfg.headDim) && S % 4 === 0 ? this.k.attention.bindRope(ws.qkv, cache.k[l], cache.v[l], cache.pageTable, ws.positions, ws.slots, ws.attn, ropeFactors) : undefined,
         o: this.matrices.product(w.o, ws.attn, ws.x, { ...io(qDim, 0, D, true), tail: ffnTail }),
         quantizedO:
           attnQ8 && oQuantized(w)
@@ -367,6 +381,8 @@ export class Transformer implements StepRunner {
     this.anyPenalty = false;
     this.anyCandidates = false;
     this.anyAdapter = false;
+    this.sharedSlot = false;
+    this.stepStamp++;
     this.lora?.begin();
   }
 
@@ -395,6 +411,13 @@ export class Transformer implements StepRunner {
     this.tokens[i] = token;
     this.positions[i] = position;
     this.slots[i] = slot;
+    if (slot >= this.slotStamps.length) {
+      const grown = new Uint32Array(Math.max(slot + 1, 2 * this.slotStamps.length));
+      grown.set(this.slotStamps);
+      this.slotStamps = grown;
+    }
+    if (this.slotStamps[slot] === this.stepStamp) this.sharedSlot = true;
+    this.slotStamps[slot] = this.stepStamp;
     if (adapter >= 0) {
       if (!this.lora) throw new Error(`token names adapter slot ${adapter}, but no LoRA adapter is loaded`);
       this.lora.use(adapter);
@@ -592,10 +615,11 @@ export class Transformer implements StepRunner {
       lora?.encode(pass, a, l, 'qkv', T);
       // Q heads then K heads of each token, normed where they lie: one dispatch, two weight vectors.
       if (L.qkNorm) k.qkNorm!.encode(pass, a, L.qkNorm, { rows: T * (cfg.nHeads + cfg.nKvHeads), dim: hd, eps: cfg.rmsEps, group: cfg.nHeads + cfg.nKvHeads, xStride: S, wSplit: cfg.nHeads });
-      if (!roped) k.ropeStore.encode(pass, a, L.ropeStore, { ...this.rope, tokens: T, tokenStride: S });
       const quantizedO = !(lora?.adapts(l, 'o') ?? false) ? L.quantizedO : undefined;
+      const rotating = !roped && !this.sharedSlot && !mirror && !quantizedO && L.attentionRope !== undefined;
+      if (!roped && !rotating) k.ropeStore.encode(pass, a, L.ropeStore, { ...this.rope, tokens: T, tokenStride: S });
       if (mirror) this.kvMirror!.encodeLayer(pass, a, l, mirror);
-      const attention = mirror ? this.kvMirror!.attentionGroup(quantizedO?.out ?? this.ws.attn) : (quantizedO?.attention ?? L.attention);
+      const attention = mirror ? this.kvMirror!.attentionGroup(quantizedO?.out ?? this.ws.attn) : rotating ? L.attentionRope! : (quantizedO?.attention ?? L.attention);
       k.attention.encode(pass, a, attention, {
         tokens: T,
         heads: cfg.nHeads,
@@ -607,6 +631,7 @@ export class Transformer implements StepRunner {
         qStride: S,
         output: quantizedO ? 'q8_0' : 'f32',
         kvSource: mirror ? 'mirror' : 'pages',
+        rope: rotating ? this.rope : undefined,
       });
       // A tail runs only where its pass would come next: no adapter's product between, and the
       // consumer on the quantized path (encodeNormed's).
