@@ -40,9 +40,9 @@ const LANES = 16;
 /**
  * The subgroup variant's workgroup: one subgroup of at least 32 invocations, a row to each subgroup at
  * the smallest size the device may pick (a larger subgroup loops over the rows). On an H200 (subgroups
- * of 32; bench/gpu/lab.ts, 1B-class Q8_0 decode products) one subgroup a workgroup streamed 1.1-1.2 TB/s
- * on the big products where two to eight subgroups a workgroup, one row each, streamed 0.26-0.33: a
- * decode step's products 1.6 ms against 4.8.
+ * of 32) a 1B-class decode step's products took the same time in the engine as with two subgroups a
+ * workgroup (2.1 against 2.2 ms, the step's timestamps); the lab's first reading of 3x faster was the
+ * order it measured in (bench/gpu/lab.ts says why).
  */
 export function subgroupGroup(caps: Pick<GpuCaps, 'subgroupMinSize'>): { wg: number; rows: number } {
   const size = Math.max(4, caps.subgroupMinSize);
