@@ -19,6 +19,7 @@ import { GgmlType } from '../../ggml/types.ts';
 import { gv, writeGguf, type GgufTensorSpec, type GgufWriteValue } from '../../engine/gguf/write.ts';
 import { writeFileAtomically } from '../../engine/loader/file-sink-node.ts';
 import { BytesSource } from '../../engine/loader/source.ts';
+import { FileSource } from '../../engine/loader/file-source.ts';
 import { loadEngine } from '../../engine/node.ts';
 import { openNodeDevice } from '../../engine/platform/node.ts';
 import { sharedModel } from '../helpers/models.ts';
@@ -51,6 +52,8 @@ const PROB_TOLERANCE_QUANTIZED = 5e-2;
  * on the other side of a rounding boundary. Observed up to 0.14 (greedy tokens still llama.cpp's).
  */
 const PROB_TOLERANCE_QUANTIZED_SWIFTSHADER = 0.2;
+/** The GPU kernels on SwiftShader: observed at most 1.1e-3 (phi3), 1.3e-4 to 5.2e-4 for the others. */
+const GPU_PROB_TOLERANCE = 5e-3;
 const quantizedTolerance = (engine: WebGpuEngine) => (engine.stats().adapter === 'swiftshader' ? PROB_TOLERANCE_QUANTIZED_SWIFTSHADER : PROB_TOLERANCE_QUANTIZED);
 
 /**
@@ -84,6 +87,41 @@ interface Case {
 }
 
 /** Declare the model plain llama: its keys renamed, so biases, Q/K norms, NeoX order, GeGLU and scaling are all off. */
+/**
+ * The same architectures through the GPU kernels (SwiftShader with its caps marked as not software, as
+ * gpu-variants.test.ts does): norm-fused products, and decode attention that rotates Q and K by the
+ * architecture's RoPE (NeoX order for qwen2 and qwen3, after qwen3's per-head norms; partial rotary for
+ * phi3) and stores K and V itself. Once per test run: the SwiftShader pass of the suite skips it.
+ */
+describe.skipIf(process.env.SVC_ADAPTER === 'swiftshader')('the architectures on the GPU kernels (SwiftShader as a GPU)', () => {
+  for (const c of CASES) {
+    it(`${c.preset}: greedy tokens are llama.cpp's, next-token probabilities within ${GPU_PROB_TOLERANCE}, decode attention rotating`, async () => {
+      const preset: ModelPreset = { ...PRESETS[c.preset], init: c.init };
+      const synth = synthModel(preset, 'f32', 1, c.preset);
+      const path = join(dir, `${c.preset}-gpu.gguf`);
+      await writeFileAtomically(path, (sink) => writeGguf(sink, synth.spec, synth.tensorData));
+      const refs = await llamaCppReference(llama, path, c.prompts, preset.vocab, STEPS);
+      const selected = await openNodeDevice('swiftshader');
+      selected.caps = { ...selected.caps, software: false };
+      const engine = await WebGpuEngine.load(selected, new FileSource(path), { contextLength: 256, maxSequences: 2, prefixCache: false });
+      try {
+        for (const ref of refs) {
+          const ours = await engine.generate({ tokens: ref.prompt, maxTokens: STEPS, temperature: 0, stopAtEndOfGeneration: false }).result;
+          expect(ours.tokens, `prompt ${JSON.stringify(ref.prompt)}`).toEqual(ref.greedy);
+          expect(await largestProbDifference(engine, ref)).toBeLessThan(GPU_PROB_TOLERANCE);
+        }
+        // Last: replaying a step leaves the engine's buffers altered.
+        const step = await engine.profileLastStep({ tokens: c.prompts[0], maxTokens: 2, temperature: 0, stopAtEndOfGeneration: false });
+        const labels = step.kernels.map((k) => k.label);
+        expect(labels.some((l) => l.startsWith('attention-parallel-rope'))).toBe(true);
+        expect(labels).not.toContain('rope-kv-store');
+      } finally {
+        await engine.dispose();
+      }
+    });
+  }
+});
+
 function asLlama(arch: string) {
   return (m: Metadata): Metadata =>
     m.map(([k, v]) => (k === 'general.architecture' ? [k, 'llama'] : [k.startsWith(`${arch}.`) ? `llama.${k.slice(arch.length + 1)}` : k, v]));
