@@ -30,7 +30,7 @@ export async function openOurs(spec: BenchSpec, adapter: string | undefined): Pr
   let dispatches = 0;
   // How long the device sat without work per step (host scheduling and encoding before the first submit,
   // readback and bookkeeping after it), over the timed runs: what pipelined decode would hide.
-  const idle = { ms: 0, deviceIdleMs: 0, count: 0 };
+  const idle = { ms: 0, deviceIdleMs: 0, hostMs: 0, waitMs: 0, count: 0 };
   return {
     async once() {
       const before = engine.stats().steps;
@@ -39,12 +39,14 @@ export async function openOurs(spec: BenchSpec, adapter: string | undefined): Pr
       idle.count += after.count - before.count;
       idle.ms += after.ms - before.ms;
       idle.deviceIdleMs += after.deviceIdleMs - before.deviceIdleMs;
+      idle.hostMs += after.hostMs - before.hostMs;
+      idle.waitMs += after.waitMs - before.waitMs;
       dispatches = engine.stats().lastStepDispatches;
       return { prefillTokensPerSecond: r.timings.prefillTokensPerSecond, decodeTokensPerSecond: r.timings.decodeTokensPerSecond, timeToFirstTokenMs: r.timings.timeToFirstTokenMs };
     },
     async finish(runs) {
       const steps = Math.max(1, idle.count);
-      const perStepIdle = { msPerStep: idle.ms / steps, deviceIdleMsPerStep: idle.deviceIdleMs / steps };
+      const perStepIdle = { msPerStep: idle.ms / steps, deviceIdleMsPerStep: idle.deviceIdleMs / steps, hostMsPerStep: idle.hostMs / steps, waitMsPerStep: idle.waitMs / steps };
       const pipelining = await measurePipelining(engine, () => run(spec.genTokens));
       const constrained = await measureConstrained(engine, prompt, spec.genTokens);
       const batched = spec.concurrency > 1 ? await measureConcurrent(engine, prompt, spec.genTokens, spec.concurrency) : {};
@@ -79,9 +81,11 @@ async function measurePipelining(engine: WebGpuEngine, run: () => Promise<{ timi
       engine.setPipelinedDecode(on);
       const before = engine.stats().steps;
       const speeds = [(await run()).timings.decodeTokensPerSecond, (await run()).timings.decodeTokensPerSecond];
-      const { msPerStep, deviceIdleMsPerStep } = perStep(before, engine.stats().steps);
+      const { msPerStep, deviceIdleMsPerStep, hostMsPerStep, waitMsPerStep } = perStep(before, engine.stats().steps);
       out[`${name}MsPerStep`] = round(msPerStep);
       out[`${name}IdleMsPerStep`] = round(deviceIdleMsPerStep);
+      out[`${name}HostMsPerStep`] = round(hostMsPerStep);
+      out[`${name}WaitMsPerStep`] = round(waitMsPerStep);
       out[`${name}DecodeTokensPerSecond`] = round(median(speeds));
     }
   } finally {
@@ -92,10 +96,18 @@ async function measurePipelining(engine: WebGpuEngine, run: () => Promise<{ timi
 
 type StepCounters = ReturnType<WebGpuEngine['stats']>['steps'];
 
-/** Wall time and device idle time per step between two readings of the engine's step counters. */
-function perStep(before: StepCounters, after: StepCounters): { msPerStep: number; deviceIdleMsPerStep: number } {
+/**
+ * Per step between two readings of the engine's step counters: wall time, device idle time, the host's
+ * encoding and submitting, and its waiting for the samples (the rest is scheduling and bookkeeping).
+ */
+export function perStep(before: StepCounters, after: StepCounters): { msPerStep: number; deviceIdleMsPerStep: number; hostMsPerStep: number; waitMsPerStep: number } {
   const steps = Math.max(1, after.count - before.count);
-  return { msPerStep: (after.ms - before.ms) / steps, deviceIdleMsPerStep: (after.deviceIdleMs - before.deviceIdleMs) / steps };
+  return {
+    msPerStep: (after.ms - before.ms) / steps,
+    deviceIdleMsPerStep: (after.deviceIdleMs - before.deviceIdleMs) / steps,
+    hostMsPerStep: (after.hostMs - before.hostMs) / steps,
+    waitMsPerStep: (after.waitMs - before.waitMs) / steps,
+  };
 }
 
 /** Aggregate decode throughput of `n` sequences generating at once (continuous batching). */

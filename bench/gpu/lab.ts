@@ -6,10 +6,11 @@
  *      shapes, each layer its own weights, then the output head), plain and with the RMSNorm folded in,
  *      in every workgroup shape worth trying (MatVecKernel's gpuGroup), each as GB/s of weights and a
  *      share of the read limit;
- *   3. each given model's prefill and decode step kernel by kernel (bench/profile.ts).
+ *   3. each given model's prefill and decode step kernel by kernel (bench/profile.ts), and its decode loop
+ *      as requests run it: per step the wall time, the host's encoding and its waiting for samples.
  * and writes it all to one JSON file. Its numbers pick the GPU kernels' defaults; the bench reports them.
  *
- *   node lab.mjs --adapter gpu --out lab.json [--models a.gguf b.gguf] [--prompt 512]
+ *   node lab.mjs --adapter gpu --out lab.json [--models a.gguf b.gguf] [--prompt 512] [--no-products]
  */
 import { Command } from 'commander';
 import { writeFileSync } from 'node:fs';
@@ -23,6 +24,8 @@ import { measureMatVec, type MatVecRate, type MatVecShape } from '../../kernels/
 import { KernelContext } from '../../kernels/runtime/context.ts';
 import { patternDot } from '../limits.ts';
 import { formatProfile, profileOurs, type BenchProfile } from '../profile.ts';
+import { perStep } from '../ours.ts';
+import { loadEngine } from '../../engine/node.ts';
 
 /** One decode step's products of a Llama-3.2-1B-shaped model (hidden 2048, FFN 8192, 8 KV heads of 64). */
 export function decodeStepShapes(layers = 16, d = 2048, ffn = 8192, kv = 512, vocab = 128256): MatVecShape[] {
@@ -69,8 +72,39 @@ export interface LabResult {
   limits: AdapterLimits;
   defaultVariant: MatVecVariant;
   kernels: LabKernelRow[];
-  profiles: (BenchProfile & { model: string })[];
+  profiles: (BenchProfile & { model: string; loop: DecodeLoop[] })[];
   errors: string[];
+}
+
+export interface DecodeLoop {
+  pipelined: boolean;
+  msPerStep: number;
+  hostMsPerStep: number;
+  waitMsPerStep: number;
+  tokensPerSecond: number;
+}
+
+/**
+ * The decode loop as requests run it, against the replayed step (the profile): per step its wall time,
+ * the host's encoding and submitting, and its waiting for the samples; pipelined and not.
+ */
+async function decodeLoop(model: string, adapter: string, prompt: number[]): Promise<DecodeLoop[]> {
+  const engine = await loadEngine({ model, adapter, contextLength: prompt.length + 80, prefixCache: false });
+  try {
+    const run = { tokens: prompt, temperature: 0, stopAtEndOfGeneration: false, maxTokens: 64 } as const;
+    await engine.generate(run).result;
+    const out: DecodeLoop[] = [];
+    for (const pipelined of [true, false, true]) {
+      engine.setPipelinedDecode(pipelined);
+      const before = engine.stats().steps;
+      const r = await engine.generate(run).result;
+      const s = perStep(before, engine.stats().steps);
+      out.push({ pipelined, msPerStep: s.msPerStep, hostMsPerStep: s.hostMsPerStep, waitMsPerStep: s.waitMsPerStep, tokensPerSecond: r.timings.decodeTokensPerSecond });
+    }
+    return out;
+  } finally {
+    await engine.dispose();
+  }
 }
 
 async function main(): Promise<void> {
@@ -80,8 +114,9 @@ async function main(): Promise<void> {
     .option('--models <paths...>', 'GGUF files whose steps to profile', [])
     .option('--prompt <n>', 'prompt tokens of the profiled prefill', '512')
     .option('--layers <n>', 'layers of the synthetic decode step', '16')
+    .option('--no-products', 'skip the decode products in workgroup shapes (part 2)')
     .parse()
-    .opts<{ adapter: string; out: string; models: string[]; prompt: string; layers: string }>();
+    .opts<{ adapter: string; out: string; models: string[]; prompt: string; layers: string; products: boolean }>();
   const log = (line: string) => process.stderr.write(`lab: ${line}\n`);
   const errors: string[] = [];
   const sel = await openNodeDevice(adapterChoiceFromEnv(o.adapter, '--adapter'));
@@ -95,7 +130,7 @@ async function main(): Promise<void> {
   const shapes = decodeStepShapes(Number(o.layers));
   // The norm-fused products of a decode step: QKV, gate|up and the head.
   const normShapes = shapes.filter((sh) => !/^(o|down) /.test(sh.label));
-  for (const config of configsFor(sel.caps.subgroups)) {
+  for (const config of o.products ? configsFor(sel.caps.subgroups) : []) {
     // Each shape on a device of its own: on an H200 the first shape measured in a process streamed up to
     // 3x faster than every later one, whichever it was (the same shape measured first and again second
     // differed so), so one device for all made the order the result.
@@ -120,8 +155,10 @@ async function main(): Promise<void> {
       // Any ids below 256 exist in every model here; the step's cost does not depend on which.
       const prompt = [1, ...Array.from({ length: Number(o.prompt) - 1 }, (_, i) => 3 + ((i * 7919) % 250))];
       const p = await profileOurs({ model, prompt, genTokens: 8, runs: 1, concurrency: 1 }, o.adapter);
-      profiles.push({ model, ...p });
+      const loop = await decodeLoop(model, o.adapter, prompt);
+      profiles.push({ model, ...p, loop });
       process.stdout.write(`\n${model}\n${formatProfile(p)}\n`);
+      for (const l of loop) log(`decode loop, pipelined ${l.pipelined}: ${l.msPerStep.toFixed(3)} ms a step, host ${l.hostMsPerStep.toFixed(3)}, waiting for samples ${l.waitMsPerStep.toFixed(3)}, ${l.tokensPerSecond.toFixed(1)} tok/s`);
     } catch (e) {
       errors.push(`profile ${model}: ${(e as Error).message}`);
       log(`profile ${model} failed: ${(e as Error).message}`);

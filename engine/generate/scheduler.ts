@@ -28,7 +28,13 @@ export class Scheduler {
    * and how much of that the device had no work: scheduling, encoding and readback between steps; and
    * how many steps were submitted ahead of the step they follow (pipelined decode).
    */
-  readonly stepTiming = { steps: 0, ms: 0, deviceIdleMs: 0, pipelined: 0 };
+  /**
+   * Steps run, their wall time, the part the device had no work, how many were pipelined; and of the
+   * wall time, the host's encoding up to the submit (hostMs, StepRunner.lastHostMs) and its waiting for
+   * the step's samples (waitMs): on a GPU, a step whose wait is near zero is bound by the host. (Where
+   * submit runs the work itself, llvmpipe, that work is in neither.)
+   */
+  readonly stepTiming = { steps: 0, ms: 0, deviceIdleMs: 0, pipelined: 0, hostMs: 0, waitMs: 0 };
   /** Held for each step; diagnostics (logits) take it to use the runner between steps. */
   readonly lock = new AsyncLock();
   /** Pipelined decode on or off (the constructor's `opts.pipeline`; the engine switches it). */
@@ -165,6 +171,8 @@ export class Scheduler {
             }
             await this.runner.run();
             const runEnd = performance.now();
+            this.stepTiming.hostMs += this.runner.lastHostMs ?? 0;
+            this.stepTiming.waitMs += Math.max(0, runEnd - runStart - (this.runner.lastHostMs ?? 0));
             // Read the results before releasing the runner to anyone else.
             this.collect(this.rowSeq);
             const end = performance.now();
@@ -361,7 +369,10 @@ export class Scheduler {
           t.pipelined++;
           nextRows = rows;
         }
+        const waitStart = performance.now();
         await inFlight.shift()!.read();
+        t.waitMs += performance.now() - waitStart;
+        t.hostMs += r.lastHostMs ?? 0;
         const idle = first || this.submitBlocks ? (first ? firstIdle : 0) + (r.lastHostMs ?? 0) : 0;
         first = false;
         this.collect(rows);

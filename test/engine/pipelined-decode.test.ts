@@ -21,9 +21,11 @@ const OFF = { pipelinedDecode: false, maxSequences: 4 };
 async function batch(opts: { pipelinedDecode: boolean; maxSequences: number }, requests: GenerateOptions[]) {
   const engine = await testEngine('stories260K.gguf', opts);
   await engine.whenIdle();
-  const before = engine.stats().steps.pipelined;
+  const before = engine.stats().steps;
   const results = await Promise.all(requests.map((r) => engine.generate(r).result));
-  return { results, pipelined: engine.stats().steps.pipelined - before };
+  const after = engine.stats().steps;
+  const delta = (k: 'pipelined' | 'ms' | 'hostMs' | 'waitMs') => after[k] - before[k];
+  return { results, pipelined: delta('pipelined'), ms: delta('ms'), hostMs: delta('hostMs'), waitMs: delta('waitMs') };
 }
 
 describe('pipelined decode', () => {
@@ -44,6 +46,12 @@ describe('pipelined decode', () => {
       expect(r.stoppedBy).toBe(off.results[i].stoppedBy);
     });
     expect(on.results.map((r) => r.completionTokens)).toEqual([40, 9, 23, on.results[3].completionTokens]);
+    // Where a step's time went, both ways: encoding and waiting for samples are parts of the steps' time.
+    for (const run of [on, off]) {
+      expect(run.hostMs).toBeGreaterThan(0);
+      expect(run.waitMs).toBeGreaterThanOrEqual(0);
+      expect(run.hostMs + run.waitMs).toBeLessThanOrEqual(run.ms + 1e-6);
+    }
   });
 
   it('does not pipeline while a sequence needs the host between steps (a grammar, penalties, top-k), with the same tokens', async () => {
