@@ -20,15 +20,12 @@ fn load_head(t: u32, h: u32, kh: u32, seq: u32, last: u32, lid: u32) {
     v_new[lid] = q[row + (params.heads + params.kv_heads + kh) * HV + lid];
   }
   workgroupBarrier();
-  // Pair i < n_rot / 2 rotates (2i, 2i+1), or (i, i + n_rot/2) in NeoX order; the rest pass through.
+  // Pairs i < n_rot / 2 rotate (rope-angle.wgsl); the rest pass through.
   let half_rot = params.n_rot / 2u;
   if (lid < half_rot) {
-    var a = 2u * lid;
-    var b = a + 1u;
-    if (params.neox != 0u) {
-      a = lid;
-      b = lid + half_rot;
-    }
+    let ab = rope_pair_index(lid, half_rot, params.neox);
+    let a = ab.x;
+    let b = ab.y;
     let theta = rope_theta(last, lid, params.n_rot, params.freq_base, params.freq_scale, params.use_factors);
     let c = cos(theta);
     let s = sin(theta);

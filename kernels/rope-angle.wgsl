@@ -6,3 +6,10 @@ fn rope_theta(pos: u32, i: u32, n_rot: u32, freq_base: f32, freq_scale: f32, use
   if (use_factors != 0u) { theta = theta / factors[i]; }
   return theta;
 }
+
+// The two elements of a head that pair i < n_rot / 2 rotates: (2i, 2i+1) in normal (GPT-J/llama) order,
+// (i, i + n_rot/2) in NeoX order.
+fn rope_pair_index(i: u32, half_rot: u32, neox: u32) -> vec2u {
+  if (neox != 0u) { return vec2u(i, i + half_rot); }
+  return vec2u(2u * i, 2u * i + 1u);
+}

@@ -42,10 +42,9 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   var x1: f32;
   let base = row + h * params.head_dim;
   if (i < half_rot) {
-    if (params.neox != 0u) {
-      a = i;
-      b = i + half_rot;
-    }
+    let ab = rope_pair_index(i, half_rot, params.neox);
+    a = ab.x;
+    b = ab.y;
     let theta = rope_theta(pos, i, params.n_rot, params.freq_base, params.freq_scale, params.use_factors);
     let c = cos(theta);
     let s = sin(theta);
