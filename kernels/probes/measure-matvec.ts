@@ -72,6 +72,8 @@ export function matvecShapes(longBytes = 96 * 2 ** 20): (type: GgmlType) => MatV
  * Time `variant` on every shape; the best of `runs` submits of one pass holding the step's products.
  * `expectedDot(k)`: one row of the pattern matrix dotted with x, as a CPU decoder computes it (the
  * caller's: kernels/ has no CPU decoders); the first output must equal it before any time counts.
+ * `opts`: the kernel's options beyond the engine's choice (a GPU workgroup shape, the norm folded in with
+ * a norm weight of ones; bench/gpu/lab.ts).
  */
 export async function measureMatVec(ctx: KernelContext, type: GgmlType, variant: MatVecVariant, shapes: MatVecShape[], expectedDot: (k: number) => number, runs = 5, opts: ProductOptions = {}): Promise<MatVecRate[]> {
   // The device's layout: rows in groups where it keeps them so (weightRowGroup), buffers of whole groups.
