@@ -6,8 +6,9 @@
  *      shapes, each layer its own weights, then the output head), plain and with the RMSNorm folded in,
  *      in every workgroup shape worth trying (MatVecKernel's gpuGroup), each as GB/s of weights and a
  *      share of the read limit;
- *   3. each given model's prefill and decode step kernel by kernel (bench/profile.ts), and its decode loop
- *      as requests run it: per step the wall time, the host's encoding and its waiting for samples.
+ *   3. each given model's prefill and decode step kernel by kernel (bench/profile.ts), its decode loop
+ *      as requests run it (per step the wall time, the host's encoding and its waiting for samples), and
+ *      the time to first token of a long prompt in steps of 256 and 512 tokens.
  * and writes it all to one JSON file. Its numbers pick the GPU kernels' defaults; the bench reports them.
  *
  *   node lab.mjs --adapter gpu --out lab.json [--models a.gguf b.gguf] [--prompt 512] [--no-products]
@@ -72,7 +73,7 @@ export interface LabResult {
   limits: AdapterLimits;
   defaultVariant: MatVecVariant;
   kernels: LabKernelRow[];
-  profiles: (BenchProfile & { model: string; loop: DecodeLoop[] })[];
+  profiles: (BenchProfile & { model: string; loop: DecodeLoop[]; ttft: StepSizeTtft[] })[];
   errors: string[];
 }
 
@@ -105,6 +106,35 @@ async function decodeLoop(model: string, adapter: string, prompt: number[]): Pro
   } finally {
     await engine.dispose();
   }
+}
+
+export interface StepSizeTtft {
+  maxTokensPerStep: number;
+  promptTokens: number;
+  /** Median of three. */
+  timeToFirstTokenMs: number;
+}
+
+/**
+ * Time to first token of a prompt twice the given one's length, in steps of 256 tokens and of 512 (the
+ * GPU default since session 14, chosen for the host's per-step encoding cost and not yet timed on a GPU).
+ */
+async function ttftBySteps(model: string, adapter: string, prompt: number[]): Promise<StepSizeTtft[]> {
+  const long = [...prompt, ...prompt.slice(1)];
+  const out: StepSizeTtft[] = [];
+  for (const maxTokensPerStep of [256, 512]) {
+    const engine = await loadEngine({ model, adapter, contextLength: long.length + 8, prefixCache: false, maxTokensPerStep });
+    try {
+      const run = { tokens: long, temperature: 0, stopAtEndOfGeneration: false, maxTokens: 1 } as const;
+      await engine.generate(run).result;
+      const ms: number[] = [];
+      for (let i = 0; i < 3; i++) ms.push((await engine.generate(run).result).timings.timeToFirstTokenMs);
+      out.push({ maxTokensPerStep, promptTokens: long.length, timeToFirstTokenMs: ms.sort((a, b) => a - b)[1] });
+    } finally {
+      await engine.dispose();
+    }
+  }
+  return out;
 }
 
 async function main(): Promise<void> {
@@ -156,7 +186,9 @@ async function main(): Promise<void> {
       const prompt = [1, ...Array.from({ length: Number(o.prompt) - 1 }, (_, i) => 3 + ((i * 7919) % 250))];
       const p = await profileOurs({ model, prompt, genTokens: 8, runs: 1, concurrency: 1 }, o.adapter);
       const loop = await decodeLoop(model, o.adapter, prompt);
-      profiles.push({ model, ...p, loop });
+      const ttft = await ttftBySteps(model, o.adapter, prompt);
+      profiles.push({ model, ...p, loop, ttft });
+      for (const t of ttft) log(`TTFT of ${t.promptTokens} tokens in steps of ${t.maxTokensPerStep}: ${t.timeToFirstTokenMs.toFixed(1)} ms`);
       process.stdout.write(`\n${model}\n${formatProfile(p)}\n`);
       for (const l of loop) log(`decode loop, pipelined ${l.pipelined}: ${l.msPerStep.toFixed(3)} ms a step, host ${l.hostMsPerStep.toFixed(3)}, waiting for samples ${l.waitMsPerStep.toFixed(3)}, ${l.tokensPerSecond.toFixed(1)} tok/s`);
     } catch (e) {
