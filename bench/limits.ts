@@ -56,18 +56,13 @@ export async function measureLimits(choices: readonly AdapterChoice[], opts: Pro
       const kernels: KernelStanding[] = [];
       for (const type of MATVEC_PROBE_TYPES) {
         log(`limits: ${sel.choice}: ${typeName(type)} matrix-vector kernel`);
-        // On a GPU each type on a device of its own: an H200 streamed whichever product it measured first
-        // in a device up to 3x faster than the later ones (bench/gpu/lab.ts).
-        const own: SelectedDevice = sel.caps.software ? sel : await openNodeDevice(choice);
-        try {
-          const ctx = new KernelContext(own.device, own.caps);
+        const measure = async (own: SelectedDevice) => {
           // The long product as large as the read probe's buffer (past a GPU's cache), within the binding limit.
           const longBytes = Math.min(defaultStreamBytes(own.caps), own.caps.maxStorageBinding, own.caps.maxBufferSize);
-          for (const r of await measureMatVec(ctx, type, matvecVariant(own.caps), matvecShapes(longBytes)(type), (k) => patternDot(type, k))) {
-            kernels.push({ ...r, percentOfRead: (100 * r.GBps) / limits.streamReadGBps });
-          }
-        } finally {
-          if (own !== sel) own.device.destroy();
+          return measureMatVec(new KernelContext(own.device, own.caps), type, matvecVariant(own.caps), matvecShapes(longBytes)(type), (k) => patternDot(type, k));
+        };
+        for (const r of await (sel.caps.software ? measure(sel) : onFreshDevice(choice, measure))) {
+          kernels.push({ ...r, percentOfRead: (100 * r.GBps) / limits.streamReadGBps });
         }
       }
       run.measured.push({ adapter: sel.choice, description: describeAdapter(sel.adapterInfo), featureLevel: sel.featureLevel, ...limits, kernels });
@@ -76,6 +71,21 @@ export async function measureLimits(choices: readonly AdapterChoice[], opts: Pro
     }
   }
   return run;
+}
+
+/**
+ * `measure` on a device of its own, opened for it and destroyed after. Kernel timings on a GPU take one
+ * each: an H200 streamed whichever product it measured first in a device up to 3x faster than every
+ * later one (the same shape first and then second: 1.36 and 3.97 ms), so sharing a device made the
+ * order the result.
+ */
+export async function onFreshDevice<T>(choice: AdapterChoice, measure: (own: SelectedDevice) => Promise<T>): Promise<T> {
+  const own = await openNodeDevice(choice);
+  try {
+    return await measure(own);
+  } finally {
+    own.device.destroy();
+  }
 }
 
 /** One row of the matrix-vector probe's pattern matrix dotted with its x, decoded on the CPU. */

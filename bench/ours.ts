@@ -28,25 +28,21 @@ export async function openOurs(spec: BenchSpec, adapter: string | undefined): Pr
   };
   await run(4); // warm-up: pipelines compiled, caches touched
   let dispatches = 0;
-  // How long the device sat without work per step (host scheduling and encoding before the first submit,
-  // readback and bookkeeping after it), over the timed runs: what pipelined decode would hide.
-  const idle = { ms: 0, deviceIdleMs: 0, hostMs: 0, waitMs: 0, count: 0 };
+  // The step counters summed over the timed runs: among them how long the device sat without work per
+  // step (host scheduling and encoding before the first submit, readback and bookkeeping after it: what
+  // pipelined decode would hide), and the host's encoding and wait for samples.
+  const timed: StepCounters = { ...NO_STEPS };
   return {
     async once() {
       const before = engine.stats().steps;
       const r = await run(spec.genTokens);
       const after = engine.stats().steps;
-      idle.count += after.count - before.count;
-      idle.ms += after.ms - before.ms;
-      idle.deviceIdleMs += after.deviceIdleMs - before.deviceIdleMs;
-      idle.hostMs += after.hostMs - before.hostMs;
-      idle.waitMs += after.waitMs - before.waitMs;
+      for (const k of Object.keys(timed) as (keyof StepCounters)[]) timed[k] += after[k] - before[k];
       dispatches = engine.stats().lastStepDispatches;
       return { prefillTokensPerSecond: r.timings.prefillTokensPerSecond, decodeTokensPerSecond: r.timings.decodeTokensPerSecond, timeToFirstTokenMs: r.timings.timeToFirstTokenMs };
     },
     async finish(runs) {
-      const steps = Math.max(1, idle.count);
-      const perStepIdle = { msPerStep: idle.ms / steps, deviceIdleMsPerStep: idle.deviceIdleMs / steps, hostMsPerStep: idle.hostMs / steps, waitMsPerStep: idle.waitMs / steps };
+      const perStepIdle = perStep(NO_STEPS, timed);
       const pipelining = await measurePipelining(engine, () => run(spec.genTokens));
       const constrained = await measureConstrained(engine, prompt, spec.genTokens);
       const batched = spec.concurrency > 1 ? await measureConcurrent(engine, prompt, spec.genTokens, spec.concurrency) : {};
@@ -95,6 +91,7 @@ async function measurePipelining(engine: WebGpuEngine, run: () => Promise<{ timi
 }
 
 type StepCounters = ReturnType<WebGpuEngine['stats']>['steps'];
+const NO_STEPS: StepCounters = { count: 0, ms: 0, deviceIdleMs: 0, pipelined: 0, hostMs: 0, waitMs: 0 };
 
 /**
  * Per step between two readings of the engine's step counters: wall time, device idle time, the host's

@@ -23,7 +23,7 @@ import type { ProductOptions } from '../../kernels/matmul-params.ts';
 import { measureAdapterLimits, type AdapterLimits } from '../../kernels/probes/limits.ts';
 import { measureMatVec, type MatVecRate, type MatVecShape } from '../../kernels/probes/measure-matvec.ts';
 import { KernelContext } from '../../kernels/runtime/context.ts';
-import { patternDot } from '../limits.ts';
+import { onFreshDevice, patternDot } from '../limits.ts';
 import { formatProfile, profileOurs, type BenchProfile } from '../profile.ts';
 import { perStep } from '../ours.ts';
 import { loadEngine } from '../../engine/node.ts';
@@ -77,13 +77,8 @@ export interface LabResult {
   errors: string[];
 }
 
-export interface DecodeLoop {
-  pipelined: boolean;
-  msPerStep: number;
-  hostMsPerStep: number;
-  waitMsPerStep: number;
-  tokensPerSecond: number;
-}
+/** perStep's split of a step, decode forced on or off. */
+export type DecodeLoop = ReturnType<typeof perStep> & { pipelined: boolean; tokensPerSecond: number };
 
 /**
  * The decode loop as requests run it, against the replayed step (the profile): per step its wall time,
@@ -99,8 +94,7 @@ async function decodeLoop(model: string, adapter: string, prompt: number[]): Pro
       engine.setPipelinedDecode(pipelined);
       const before = engine.stats().steps;
       const r = await engine.generate(run).result;
-      const s = perStep(before, engine.stats().steps);
-      out.push({ pipelined, msPerStep: s.msPerStep, hostMsPerStep: s.hostMsPerStep, waitMsPerStep: s.waitMsPerStep, tokensPerSecond: r.timings.decodeTokensPerSecond });
+      out.push({ pipelined, ...perStep(before, engine.stats().steps), tokensPerSecond: r.timings.decodeTokensPerSecond });
     }
     return out;
   } finally {
@@ -161,21 +155,16 @@ async function main(): Promise<void> {
   // The norm-fused products of a decode step: QKV, gate|up and the head.
   const normShapes = shapes.filter((sh) => !/^(o|down) /.test(sh.label));
   for (const config of o.products ? configsFor(sel.caps.subgroups) : []) {
-    // Each shape on a device of its own: on an H200 the first shape measured in a process streamed up to
-    // 3x faster than every later one, whichever it was (the same shape measured first and again second
-    // differed so), so one device for all made the order the result.
-    const own = await openNodeDevice(sel.choice);
     try {
-      const ctx = new KernelContext(own.device, own.caps);
-      const rows = await measureMatVec(ctx, GgmlType.Q8_0, config.variant, config.norm ? normShapes : shapes, (k) => patternDot(GgmlType.Q8_0, k), 5, { gpuGroup: config.gpuGroup, norm: config.norm });
+      const rows = await onFreshDevice(sel.choice, (own) =>
+        measureMatVec(new KernelContext(own.device, own.caps), GgmlType.Q8_0, config.variant, config.norm ? normShapes : shapes, (k) => patternDot(GgmlType.Q8_0, k), 5, { gpuGroup: config.gpuGroup, norm: config.norm }),
+      );
       for (const r of rows) kernels.push({ ...r, config: configLabel(config), percentOfRead: (100 * r.GBps) / limits.streamReadGBps });
       const total = rows.reduce((a, r) => a + r.ms, 0);
       log(`${configLabel(config)}: ${rows.map((r) => `${r.shape} ${r.GBps.toFixed(0)} GB/s ${r.ms.toFixed(3)} ms`).join('; ')}; step ${total.toFixed(3)} ms`);
     } catch (e) {
       errors.push(`${configLabel(config)}: ${(e as Error).message}`);
       log(`${configLabel(config)} failed: ${(e as Error).message}`);
-    } finally {
-      own.device.destroy();
     }
   }
 

@@ -25,14 +25,11 @@ export class Scheduler {
   private readonly notReady: Sequence[] = [];
   /**
    * Steps run, their wall time from one step's end to the next one's (or from its start after a pause),
-   * and how much of that the device had no work: scheduling, encoding and readback between steps; and
-   * how many steps were submitted ahead of the step they follow (pipelined decode).
-   */
-  /**
-   * Steps run, their wall time, the part the device had no work, how many were pipelined; and of the
-   * wall time, the host's encoding up to the submit (hostMs, StepRunner.lastHostMs) and its waiting for
-   * the step's samples (waitMs): on a GPU, a step whose wait is near zero is bound by the host. (Where
-   * submit runs the work itself, llvmpipe, that work is in neither.)
+   * and how much of that the device had no work: scheduling, encoding and readback between steps; how
+   * many steps were submitted ahead of the step they follow (pipelined decode); and of the wall time, the
+   * host's encoding up to the submit (hostMs, StepRunner.lastHostMs) and its waiting for the step's
+   * samples (waitMs): on a GPU, a step whose wait is near zero is bound by the host. (Where submit runs
+   * the work itself, llvmpipe, that work is in neither.)
    */
   readonly stepTiming = { steps: 0, ms: 0, deviceIdleMs: 0, pipelined: 0, hostMs: 0, waitMs: 0 };
   /** Held for each step; diagnostics (logits) take it to use the runner between steps. */
@@ -171,12 +168,11 @@ export class Scheduler {
             }
             await this.runner.run();
             const runEnd = performance.now();
-            this.stepTiming.hostMs += this.runner.lastHostMs ?? 0;
-            this.stepTiming.waitMs += Math.max(0, runEnd - runStart - (this.runner.lastHostMs ?? 0));
+            const hostMs = this.runner.lastHostMs ?? 0;
             // Read the results before releasing the runner to anyone else.
             this.collect(this.rowSeq);
             const end = performance.now();
-            this.countStep(end - (lastEnd ?? begun), runStart - (lastEnd ?? begun) + (this.runner.lastHostMs ?? 0) + (end - runEnd));
+            this.countStep(end - (lastEnd ?? begun), runStart - (lastEnd ?? begun) + hostMs + (end - runEnd), hostMs, Math.max(0, runEnd - runStart - hostMs));
             lastEnd = end;
             return true;
           } finally {
@@ -371,13 +367,13 @@ export class Scheduler {
         }
         const waitStart = performance.now();
         await inFlight.shift()!.read();
-        t.waitMs += performance.now() - waitStart;
-        t.hostMs += r.lastHostMs ?? 0;
-        const idle = first || this.submitBlocks ? (first ? firstIdle : 0) + (r.lastHostMs ?? 0) : 0;
+        const waitMs = performance.now() - waitStart;
+        const hostMs = r.lastHostMs ?? 0;
+        const idle = first || this.submitBlocks ? (first ? firstIdle : 0) + hostMs : 0;
         first = false;
         this.collect(rows);
         const end = performance.now();
-        this.countStep(end - lastEnd, idle);
+        this.countStep(end - lastEnd, idle, hostMs, waitMs);
         lastEnd = end;
         if (!nextRows) return end;
         for (const seq of nextRows) if (!seq.finished) seq.pendingWrite = 1;
@@ -389,12 +385,14 @@ export class Scheduler {
     }
   }
 
-  /** Add a step to stepTiming: its wall time and the part of it the device had no work. */
-  private countStep(ms: number, idleMs: number): void {
+  /** Add a step to stepTiming: its wall time, the part of it the device had no work, the host's encoding and its wait for the samples. */
+  private countStep(ms: number, idleMs: number, hostMs: number, waitMs: number): void {
     const t = this.stepTiming;
     t.steps++;
     t.ms += ms;
     t.deviceIdleMs += idleMs;
+    t.hostMs += hostMs;
+    t.waitMs += waitMs;
   }
 
   /** Take a read step's samples; `rows` are its rows' sequences (one that has ended since is skipped). */
