@@ -77,10 +77,11 @@ async function measurePipelining(engine: WebGpuEngine, run: () => Promise<{ timi
       engine.setPipelinedDecode(on);
       const before = engine.stats().steps;
       const speeds = [(await run()).timings.decodeTokensPerSecond, (await run()).timings.decodeTokensPerSecond];
-      const { msPerStep, deviceIdleMsPerStep, hostMsPerStep, waitMsPerStep } = perStep(before, engine.stats().steps);
+      const { msPerStep, deviceIdleMsPerStep, hostMsPerStep, submitMsPerStep, waitMsPerStep } = perStep(before, engine.stats().steps);
       out[`${name}MsPerStep`] = round(msPerStep);
       out[`${name}IdleMsPerStep`] = round(deviceIdleMsPerStep);
       out[`${name}HostMsPerStep`] = round(hostMsPerStep);
+      out[`${name}SubmitMsPerStep`] = round(submitMsPerStep);
       out[`${name}WaitMsPerStep`] = round(waitMsPerStep);
       out[`${name}DecodeTokensPerSecond`] = round(median(speeds));
     }
@@ -91,18 +92,19 @@ async function measurePipelining(engine: WebGpuEngine, run: () => Promise<{ timi
 }
 
 type StepCounters = ReturnType<WebGpuEngine['stats']>['steps'];
-const NO_STEPS: StepCounters = { count: 0, ms: 0, deviceIdleMs: 0, pipelined: 0, hostMs: 0, waitMs: 0 };
+const NO_STEPS: StepCounters = { count: 0, ms: 0, deviceIdleMs: 0, pipelined: 0, hostMs: 0, submitMs: 0, waitMs: 0 };
 
 /**
  * Per step between two readings of the engine's step counters: wall time, device idle time, the host's
- * encoding and submitting, and its waiting for the samples (the rest is scheduling and bookkeeping).
+ * encoding, its submit calls, and its waiting for the samples (the rest is scheduling and bookkeeping).
  */
-export function perStep(before: StepCounters, after: StepCounters): { msPerStep: number; deviceIdleMsPerStep: number; hostMsPerStep: number; waitMsPerStep: number } {
+export function perStep(before: StepCounters, after: StepCounters): { msPerStep: number; deviceIdleMsPerStep: number; hostMsPerStep: number; submitMsPerStep: number; waitMsPerStep: number } {
   const steps = Math.max(1, after.count - before.count);
   return {
     msPerStep: (after.ms - before.ms) / steps,
     deviceIdleMsPerStep: (after.deviceIdleMs - before.deviceIdleMs) / steps,
     hostMsPerStep: (after.hostMs - before.hostMs) / steps,
+    submitMsPerStep: (after.submitMs - before.submitMs) / steps,
     waitMsPerStep: (after.waitMs - before.waitMs) / steps,
   };
 }

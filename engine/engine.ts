@@ -124,9 +124,10 @@ export interface EngineStats {
   /**
    * Steps run so far, their total wall time, the part of it in which the device had no work, how many
    * were submitted before the step they follow was read (pipelined decode), and of the wall time the
-   * host's encoding up to each submit (hostMs) and its waiting for the steps' samples (waitMs).
+   * host's encoding up to each submit (hostMs), the submit calls (submitMs) and its waiting for the
+   * steps' samples (waitMs).
    */
-  steps: { count: number; ms: number; deviceIdleMs: number; pipelined: number; hostMs: number; waitMs: number };
+  steps: { count: number; ms: number; deviceIdleMs: number; pipelined: number; hostMs: number; submitMs: number; waitMs: number };
   /** The prefix cache's counters, or null when it is off. */
   prefixCache: PrefixCacheStats | null;
   /** LoRA adapters loaded now. */
@@ -443,7 +444,7 @@ export class WebGpuEngine implements TextEngine {
       waitingSequences: this.scheduler.waitingCount,
       prefixCache: this.scheduler.prefixCache?.stats() ?? null,
       kvPages: { total: this.cache.allocator.numPages, free: this.cache.allocator.freePages },
-      steps: { count: t.steps, ms: t.ms, deviceIdleMs: t.deviceIdleMs, pipelined: t.pipelined, hostMs: t.hostMs, waitMs: t.waitMs },
+      steps: { count: t.steps, ms: t.ms, deviceIdleMs: t.deviceIdleMs, pipelined: t.pipelined, hostMs: t.hostMs, submitMs: t.submitMs, waitMs: t.waitMs },
       adapters: this.loras.count,
     };
   }

@@ -114,8 +114,9 @@ export interface ProductOptions {
   /**
    * GPU matrix-vector variants (coop, subgroup): invocations per workgroup and weight rows per workgroup,
    * for tuning on a GPU host (bench/gpu/lab.ts); default 64 invocations, one row a subgroup (coop: 4 rows).
+   * `units` (subgroup variant, 1-4, default 1): weight units each lane loads before it uses any.
    */
-  gpuGroup?: { wg: number; rows: number };
+  gpuGroup?: { wg: number; rows: number; units?: number };
 }
 
 /**

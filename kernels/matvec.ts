@@ -100,9 +100,12 @@ export class MatVecKernel {
       // One row per subgroup at the smallest size the device may pick; larger subgroups loop over rows.
       const group = opts.gpuGroup ?? subgroupGroup(ctx.caps);
       this.rowsPerGroup = group.rows;
-      const constants = { WG: group.wg, ROWS: group.rows, TT: t };
+      const units = opts.gpuGroup?.units ?? 1;
+      if (!Number.isInteger(units) || units < 1 || units > 4) throw new Error(`${label}: ${units} units a lane at once is outside 1..4`);
+      const constants = { WG: group.wg, ROWS: group.rows, TT: t, UNITS: units };
       this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(subgroup, common, x4, xRead, decode), bindings: BINDINGS, constants }), opts.glu);
     } else if (variant === 'coop') {
+      if (opts.gpuGroup?.units !== undefined) throw new Error(`${label}: units a lane at once are the subgroup variant's option`);
       const wg = opts.gpuGroup?.wg ?? WG;
       const lanes = opts.gpuGroup ? wg / opts.gpuGroup.rows : LANES;
       if (!Number.isInteger(lanes) || lanes < 1 || (lanes & (lanes - 1)) !== 0) throw new Error(`${label}: ${wg} invocations over ${opts.gpuGroup?.rows} rows is not a power-of-two number of lanes a row`);

@@ -48,16 +48,22 @@ interface Config {
 }
 
 function configLabel(c: Config): string {
-  return `${c.variant}${c.norm ? '-norm' : ''} ${c.gpuGroup ? `wg${c.gpuGroup.wg} rows${c.gpuGroup.rows}` : '(default)'}`;
+  const g = c.gpuGroup;
+  return `${c.variant}${c.norm ? '-norm' : ''} ${g ? `wg${g.wg} rows${g.rows}${g.units ? ` units${g.units}` : ''}` : '(default)'}`;
 }
 
-/** The shapes worth trying: one row a subgroup at several workgroup sizes, two rows a subgroup, the coop kernel. */
+/**
+ * The shapes worth trying. Session 14's lease settled one subgroup of 32 a workgroup, one row (two or
+ * four subgroups, four rows in sequence and the coop shapes were slower); what is left open is how many
+ * weight units a lane loads before using them, plain and norm-fused, and the coop kernel as the fallback.
+ */
 export function configsFor(subgroups: boolean): Config[] {
-  const coop: Config[] = [{ variant: 'coop' }, { variant: 'coop', gpuGroup: { wg: 64, rows: 2 } }, { variant: 'coop', gpuGroup: { wg: 128, rows: 4 } }, { variant: 'coop', gpuGroup: { wg: 256, rows: 8 } }];
-  const coopNorm: Config[] = [{ variant: 'coop', norm: true }, { variant: 'coop', norm: true, gpuGroup: { wg: 32, rows: 1 } }];
+  const coop: Config[] = [{ variant: 'coop' }, { variant: 'coop', gpuGroup: { wg: 128, rows: 4 } }];
+  const coopNorm: Config[] = [{ variant: 'coop', norm: true }];
   if (!subgroups) return [...coop, ...coopNorm];
-  const sg = ([[32, 1], [64, 2], [128, 4], [32, 4]] as const).map(([wg, rows]): Config => ({ variant: 'subgroup', gpuGroup: { wg, rows } }));
-  const sgNorm = ([[32, 1], [64, 2], [32, 4]] as const).map(([wg, rows]): Config => ({ variant: 'subgroup', norm: true, gpuGroup: { wg, rows } }));
+  const shapes = [{ wg: 32, rows: 1 }, { wg: 32, rows: 1, units: 2 }, { wg: 32, rows: 1, units: 4 }, { wg: 64, rows: 2, units: 2 }];
+  const sg = shapes.map((gpuGroup): Config => ({ variant: 'subgroup', gpuGroup }));
+  const sgNorm = shapes.slice(0, 3).map((gpuGroup): Config => ({ variant: 'subgroup', norm: true, gpuGroup }));
   return [...sg, ...sgNorm, ...coop, ...coopNorm];
 }
 
@@ -179,7 +185,7 @@ async function main(): Promise<void> {
       profiles.push({ model, ...p, loop, ttft });
       for (const t of ttft) log(`TTFT of ${t.promptTokens} tokens in steps of ${t.maxTokensPerStep}: ${t.timeToFirstTokenMs.toFixed(1)} ms`);
       process.stdout.write(`\n${model}\n${formatProfile(p)}\n`);
-      for (const l of loop) log(`decode loop, pipelined ${l.pipelined}: ${l.msPerStep.toFixed(3)} ms a step, host ${l.hostMsPerStep.toFixed(3)}, waiting for samples ${l.waitMsPerStep.toFixed(3)}, ${l.tokensPerSecond.toFixed(1)} tok/s`);
+      for (const l of loop) log(`decode loop, pipelined ${l.pipelined}: ${l.msPerStep.toFixed(3)} ms a step, host ${l.hostMsPerStep.toFixed(3)}, submit ${l.submitMsPerStep.toFixed(3)}, waiting for samples ${l.waitMsPerStep.toFixed(3)}, ${l.tokensPerSecond.toFixed(1)} tok/s`);
     } catch (e) {
       errors.push(`profile ${model}: ${(e as Error).message}`);
       log(`profile ${model} failed: ${(e as Error).message}`);

@@ -27,11 +27,12 @@ export class Scheduler {
    * Steps run, their wall time from one step's end to the next one's (or from its start after a pause),
    * and how much of that the device had no work: scheduling, encoding and readback between steps; how
    * many steps were submitted ahead of the step they follow (pipelined decode); and of the wall time, the
-   * host's encoding up to the submit (hostMs, StepRunner.lastHostMs) and its waiting for the step's
-   * samples (waitMs): on a GPU, a step whose wait is near zero is bound by the host. (Where submit runs
-   * the work itself, llvmpipe, that work is in neither.)
+   * host's encoding up to the submit (hostMs, StepRunner.lastHostMs), the submit calls themselves
+   * (submitMs, StepRunner.lastSubmitMs) and its waiting for the step's samples (waitMs): on a GPU, a step
+   * whose wait is near zero is bound by the host. (Where submit runs the work itself, llvmpipe, that work
+   * is in submitMs.)
    */
-  readonly stepTiming = { steps: 0, ms: 0, deviceIdleMs: 0, pipelined: 0, hostMs: 0, waitMs: 0 };
+  readonly stepTiming = { steps: 0, ms: 0, deviceIdleMs: 0, pipelined: 0, hostMs: 0, submitMs: 0, waitMs: 0 };
   /** Held for each step; diagnostics (logits) take it to use the runner between steps. */
   readonly lock = new AsyncLock();
   /** Pipelined decode on or off (the constructor's `opts.pipeline`; the engine switches it). */
@@ -169,10 +170,11 @@ export class Scheduler {
             await this.runner.run();
             const runEnd = performance.now();
             const hostMs = this.runner.lastHostMs ?? 0;
+            const submitMs = this.runner.lastSubmitMs ?? 0;
             // Read the results before releasing the runner to anyone else.
             this.collect(this.rowSeq);
             const end = performance.now();
-            this.countStep(end - (lastEnd ?? begun), runStart - (lastEnd ?? begun) + hostMs + (end - runEnd), hostMs, Math.max(0, runEnd - runStart - hostMs));
+            this.countStep(end - (lastEnd ?? begun), runStart - (lastEnd ?? begun) + hostMs + (end - runEnd), hostMs, submitMs, Math.max(0, runEnd - runStart - hostMs - submitMs));
             lastEnd = end;
             return true;
           } finally {
@@ -373,7 +375,7 @@ export class Scheduler {
         first = false;
         this.collect(rows);
         const end = performance.now();
-        this.countStep(end - lastEnd, idle, hostMs, waitMs);
+        this.countStep(end - lastEnd, idle, hostMs, r.lastSubmitMs ?? 0, waitMs);
         lastEnd = end;
         if (!nextRows) return end;
         for (const seq of nextRows) if (!seq.finished) seq.pendingWrite = 1;
@@ -385,13 +387,14 @@ export class Scheduler {
     }
   }
 
-  /** Add a step to stepTiming: its wall time, the part of it the device had no work, the host's encoding and its wait for the samples. */
-  private countStep(ms: number, idleMs: number, hostMs: number, waitMs: number): void {
+  /** Add a step to stepTiming: its wall time, the part of it the device had no work, the host's encoding and submitting, and its wait for the samples. */
+  private countStep(ms: number, idleMs: number, hostMs: number, submitMs: number, waitMs: number): void {
     const t = this.stepTiming;
     t.steps++;
     t.ms += ms;
     t.deviceIdleMs += idleMs;
     t.hostMs += hostMs;
+    t.submitMs += submitMs;
     t.waitMs += waitMs;
   }
 

@@ -55,6 +55,11 @@ export interface StepRunner {
   addRow(tokenIndex: number, spec: SampleRowSpec): number;
   /** Of the last run(), the milliseconds before its first submit (uploads, encoding): the device had no work. */
   readonly lastHostMs?: number;
+  /**
+   * Of the last step read, the milliseconds its queue.submit calls took: where the backend records the
+   * commands at submit (Dawn's Vulkan backend), this is host work that lastHostMs does not see.
+   */
+  readonly lastSubmitMs?: number;
   /** Run the step on the GPU: one command buffer, one readback of the sampled rows. */
   run(): Promise<void>;
   /**

@@ -147,8 +147,9 @@ export class Transformer implements StepRunner {
   /** Steps of at most this many tokens use the norm-fused products (0: never). */
   private readonly fuseNormUpTo: number;
   private readonly fuseGluUpTo: number;
-  /** See StepRunner.lastHostMs. */
+  /** See StepRunner.lastHostMs and lastSubmitMs. */
   lastHostMs = 0;
+  lastSubmitMs = 0;
   /** Tokens of this step that the previous step samples (addSampledToken): its row, this step's token index. */
   private readonly feeds: { row: number; token: number }[] = [];
   /** KV rows copied before this step's work (copyKvRows). */
@@ -541,11 +542,17 @@ export class Transformer implements StepRunner {
     // The device has work from the first submit on. (Even on llvmpipe a layer's work may still run after
     // its submit returns, so the yields between layers are not counted as idle.)
     const hostMs = performance.now() - started;
+    let submitMs = 0;
+    const submitTimed = (buffer: GPUCommandBuffer) => {
+      const t0 = performance.now();
+      device.queue.submit([buffer]);
+      submitMs += performance.now() - t0;
+    };
     for (const segment of segments) {
-      device.queue.submit([segment]);
+      submitTimed(segment);
       await this.yieldBetweenLayers!();
     }
-    device.queue.submit([enc.finish()]);
+    submitTimed(enc.finish());
     this.unread++;
     this.lastSubmittedRows = R;
     const read = async () => {
@@ -569,6 +576,7 @@ export class Transformer implements StepRunner {
           }
         }
         this.lastHostMs = hostMs;
+        this.lastSubmitMs = submitMs;
         if (split) this.segments.observe(T, performance.now() - started - hostMs);
       } finally {
         this.unread--;

@@ -39,6 +39,7 @@ describe.each([
     expect(decode.kernels.some((k) => k.label.startsWith('matmul'))).toBe(false);
     for (const k of decode.kernels) expect(k.ms).toBeGreaterThanOrEqual(0);
     expect(decode.stepMs).toBeGreaterThan(0);
+    expect(decode.queuedStepMs).toBeGreaterThan(0);
     // Most time first.
     expect(decode.kernels.map((k) => k.ms)).toEqual([...decode.kernels.map((k) => k.ms)].sort((a, b) => b - a));
 

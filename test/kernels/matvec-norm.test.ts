@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { GgmlType, typeName } from '../../ggml/types.ts';
 import { MatMulKernel } from '../../kernels/matmul.ts';
+import type { ProductOptions } from '../../kernels/matmul-params.ts';
 import { MatVecKernel, type MatVecVariant } from '../../kernels/matvec.ts';
 import { readF32, runPass, testContext } from '../helpers/gpu.ts';
 import { maxRelError, randomF32 } from '../helpers/random.ts';
@@ -50,22 +51,39 @@ describe.each(VARIANTS)('norm-fused matvec (%s)', (variant) => {
   }
 });
 
-// The workgroup shapes a GPU host's lab tries (bench/gpu/lab.ts): the norm's reduction runs over any
-// power-of-two workgroup, and rows past a subgroup's share loop.
-describe.each(VARIANTS)('norm-fused matvec (%s) in other workgroup shapes', (variant) => {
-  const shapes = variant === 'coop' ? [{ wg: 32, rows: 1 }, { wg: 64, rows: 2 }, { wg: 256, rows: 8 }] : [{ wg: 32, rows: 1 }, { wg: 32, rows: 4 }, { wg: 128, rows: 4 }];
+// The workgroup shapes a GPU host's lab tries (bench/gpu/lab.ts), plain and norm-fused: rows past a
+// subgroup's share loop, and lanes that load several units at once skip those past the row's end.
+describe.each(VARIANTS)('matvec (%s) in other workgroup shapes', (variant) => {
+  const shapes: NonNullable<ProductOptions['gpuGroup']>[] =
+    variant === 'coop'
+      ? [{ wg: 32, rows: 1 }, { wg: 64, rows: 2 }, { wg: 256, rows: 8 }]
+      : [{ wg: 32, rows: 1 }, { wg: 32, rows: 4 }, { wg: 128, rows: 4 }, { wg: 32, rows: 1, units: 2 }, { wg: 32, rows: 2, units: 4 }];
   for (const gpuGroup of shapes) {
-    it(`Q8_0, ${gpuGroup.wg} invocations, ${gpuGroup.rows} rows a workgroup`, async () => {
-      const [n, k, t] = [37, 288, 2];
-      const w = randomWeights(GgmlType.Q8_0, n, k, 77 + gpuGroup.wg + gpuGroup.rows);
-      const x = randomF32(t * k, 5, 4);
-      const g = randomF32(k, 6, 1);
-      const kern = new MatVecKernel(ctx, GgmlType.Q8_0, t, variant, { norm: true, gpuGroup });
-      const by = ctx.storage('y', t * n * 4);
-      const group = kern.bind(uploadRows(ctx, w), ctx.storage('x', x.byteLength, x), by, { norm: ctx.storage('g', g.byteLength, g) });
-      await runPass(ctx, (pass, arena) => kern.encode(pass, arena, group, { t, n, k, normEps: EPS }));
-      const want = referenceProduct(w, rmsnormRows(x, g, t, k, 0, k), t);
-      expect(maxRelError(await readF32(ctx, by, t * n), want)).toBeLessThan(1e-4);
+    for (const norm of [false, true]) {
+      for (const type of [GgmlType.Q8_0, GgmlType.Q4_K]) {
+        it(`${typeName(type)}${norm ? ', norm-fused' : ''}, ${gpuGroup.wg} invocations, ${gpuGroup.rows} rows a workgroup${gpuGroup.units ? `, ${gpuGroup.units} units a lane at once` : ''}`, async () => {
+          // 18 units of 16 weights a row, or 144 (Q4_K, nine blocks): no subgroup size of 32 divides them.
+          const [n, k, t] = [37, type === GgmlType.Q4_K ? 2304 : 288, 2];
+          const w = randomWeights(type, n, k, 77 + gpuGroup.wg + gpuGroup.rows + (gpuGroup.units ?? 0));
+          const x = randomF32(t * k, 5, 4);
+          const g = randomF32(k, 6, 1);
+          const kern = new MatVecKernel(ctx, type, t, variant, { norm, gpuGroup });
+          const by = ctx.storage('y', t * n * 4);
+          const group = kern.bind(uploadRows(ctx, w), ctx.storage('x', x.byteLength, x), by, norm ? { norm: ctx.storage('g', g.byteLength, g) } : {});
+          await runPass(ctx, (pass, arena) => kern.encode(pass, arena, group, { t, n, k, normEps: EPS }));
+          const want = referenceProduct(w, norm ? rmsnormRows(x, g, t, k, 0, k) : x, t);
+          expect(maxRelError(await readF32(ctx, by, t * n), want)).toBeLessThan(1e-4);
+        });
+      }
+    }
+  }
+  if (variant === 'coop') {
+    it('refuses units a lane at once (a subgroup option)', () => {
+      expect(() => new MatVecKernel(ctx, GgmlType.Q8_0, 1, 'coop', { gpuGroup: { wg: 64, rows: 4, units: 2 } })).toThrow(/subgroup variant/);
+    });
+  } else {
+    it('refuses more than 4 units a lane at once', () => {
+      expect(() => new MatVecKernel(ctx, GgmlType.Q8_0, 1, 'subgroup', { gpuGroup: { wg: 32, rows: 1, units: 5 } })).toThrow(/outside 1..4/);
     });
   }
 });
