@@ -32,7 +32,7 @@ function table(title: string, p: StepProfile): string {
   const total = p.kernels.reduce((a, k) => a + k.ms, 0);
   const rows = p.kernels.map((k) => `| ${k.label} | ${k.dispatches} | ${k.ms.toFixed(3)} | ${((100 * k.ms) / total).toFixed(1)} |`);
   return [
-    `${title}: ${p.dispatches} dispatches, the step ${p.stepMs.toFixed(2)} ms as one submit (${p.queuedStepMs.toFixed(2)} ms each of several submitted together), the kernels ${total.toFixed(2)} ms (${p.method})`,
+    `${title}: ${p.dispatches} dispatches, the step ${p.stepMs.toFixed(2)} ms as one submit (${p.queuedStepMs.toFixed(2)} ms each of several submitted together; ${p.loopStepMs.map((l) => `${l.ms.toFixed(2)} ms looped with ${l.inFlight} in flight`).join(', ')}), the kernels ${total.toFixed(2)} ms (${p.method})`,
     '| kernel | dispatches | ms | % |',
     '|---|---|---|---|',
     ...rows,

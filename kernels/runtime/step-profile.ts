@@ -30,6 +30,14 @@ export interface StepProfile {
    * the host between them, so against stepMs it shows what one submit's start and completion cost.
    */
   queuedStepMs: number;
+  /**
+   * A step's share of LOOP_STEPS steps run as the decode loop runs them (median of rounds): each encoded
+   * afresh with a 16-byte copy into one of two mappable buffers and submitted, then the step before it
+   * read back with mapAsync (`inFlight` 2: submitted ahead of that read, as pipelined decode; 1: read
+   * before the next is encoded). Against the engine's own loop it separates what WebGPU's submit/map
+   * cycle costs from what the engine adds per step.
+   */
+  loopStepMs: { inFlight: number; ms: number }[];
   /** Per kernel label, most time first. */
   kernels: KernelTime[];
 }
@@ -62,6 +70,44 @@ async function wallClock(ctx: KernelContext, arena: ParamArena, records: readonl
     device.queue.submit(buffers);
     await device.queue.onSubmittedWorkDone();
     ms.push((performance.now() - t0) / copies);
+  }
+  return median(ms);
+}
+
+const LOOP_STEPS = 16;
+
+async function loopClock(ctx: KernelContext, arena: ParamArena, records: readonly DispatchRecord[], inFlight: number): Promise<number> {
+  const device = ctx.device;
+  const src = device.createBuffer({ label: 'profile.loop.src', size: 16, usage: GPUBufferUsage.COPY_SRC });
+  const reads = [0, 1, 2].map((i) => device.createBuffer({ label: `profile.loop.read${i}`, size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST }));
+  const ms: number[] = [];
+  try {
+    for (let r = 0; r < ROUNDS; r++) {
+      await device.queue.onSubmittedWorkDone();
+      const pending: GPUBuffer[] = [];
+      const readOldest = async () => {
+        const b = pending.shift()!;
+        await b.mapAsync(GPUMapMode.READ);
+        b.unmap();
+      };
+      const t0 = performance.now();
+      for (let i = 0; i < LOOP_STEPS; i++) {
+        const enc = device.createCommandEncoder({ label: 'profile.loop' });
+        const pass = enc.beginComputePass();
+        for (const d of records) arena.replay(pass, d);
+        pass.end();
+        const read = reads[i % reads.length];
+        enc.copyBufferToBuffer(src, 0, read, 0, 16);
+        device.queue.submit([enc.finish()]);
+        pending.push(read);
+        if (pending.length >= inFlight) await readOldest();
+      }
+      while (pending.length > 0) await readOldest();
+      ms.push((performance.now() - t0) / LOOP_STEPS);
+    }
+  } finally {
+    src.destroy();
+    for (const b of reads) b.destroy();
   }
   return median(ms);
 }
@@ -103,6 +149,8 @@ export async function profileStep(ctx: KernelContext, arena: ParamArena, records
   if (records.length === 0) throw new Error('profile: no dispatches were recorded');
   const stepMs = await wallClock(ctx, arena, records);
   const queuedStepMs = await wallClock(ctx, arena, records, QUEUED_STEPS);
+  const loopStepMs = [];
+  for (const inFlight of [1, 2]) loopStepMs.push({ inFlight, ms: await loopClock(ctx, arena, records, inFlight) });
   const byLabel = new Map<string, DispatchRecord[]>();
   for (const d of records) byLabel.set(d.label, [...(byLabel.get(d.label) ?? []), d]);
   const kernels: KernelTime[] = [];
@@ -116,5 +164,5 @@ export async function profileStep(ctx: KernelContext, arena: ParamArena, records
     for (const [label, ds] of byLabel) kernels.push({ label, dispatches: ds.length, ms: await wallClock(ctx, arena, ds) });
   }
   kernels.sort((a, b) => b.ms - a.ms);
-  return { method, dispatches: records.length, stepMs, queuedStepMs, kernels };
+  return { method, dispatches: records.length, stepMs, queuedStepMs, loopStepMs, kernels };
 }

@@ -40,6 +40,8 @@ describe.each([
     for (const k of decode.kernels) expect(k.ms).toBeGreaterThanOrEqual(0);
     expect(decode.stepMs).toBeGreaterThan(0);
     expect(decode.queuedStepMs).toBeGreaterThan(0);
+    expect(decode.loopStepMs.map((l) => l.inFlight)).toEqual([1, 2]);
+    for (const l of decode.loopStepMs) expect(l.ms).toBeGreaterThan(0);
     // Most time first.
     expect(decode.kernels.map((k) => k.ms)).toEqual([...decode.kernels.map((k) => k.ms)].sort((a, b) => b - a));
 
