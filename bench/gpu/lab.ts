@@ -25,7 +25,7 @@ import { measureMatVec, type MatVecRate, type MatVecShape } from '../../kernels/
 import { KernelContext } from '../../kernels/runtime/context.ts';
 import { onFreshDevice, patternDot } from '../limits.ts';
 import { formatProfile, profileOurs, type BenchProfile } from '../profile.ts';
-import { perStep } from '../ours.ts';
+import { countSteps, perStep } from '../ours.ts';
 import { loadEngine } from '../../engine/node.ts';
 
 /** One decode step's products of a Llama-3.2-1B-shaped model (hidden 2048, FFN 8192, 8 KV heads of 64). */
@@ -87,20 +87,21 @@ export interface LabResult {
 export type DecodeLoop = ReturnType<typeof perStep> & { pipelined: boolean; tokensPerSecond: number };
 
 /**
- * The decode loop as requests run it, against the replayed step (the profile): per step its wall time,
- * the host's encoding and submitting, and its waiting for the samples; pipelined and not.
+ * The decode loop as requests run it, against the replayed step (the profile): per decode step its wall
+ * time, the host's encoding and submitting, and its waiting for the samples; pipelined and not.
  */
 async function decodeLoop(model: string, adapter: string, prompt: number[]): Promise<DecodeLoop[]> {
   const engine = await loadEngine({ model, adapter, contextLength: prompt.length + 80, prefixCache: false });
   try {
     const run = { tokens: prompt, temperature: 0, stopAtEndOfGeneration: false, maxTokens: 64 } as const;
     await engine.generate(run).result;
+    // The prompt's step alone, taken out of each run's counters (perStep).
+    const promptStep = (await countSteps(engine, () => engine.generate({ ...run, maxTokens: 1 }).result)).counters;
     const out: DecodeLoop[] = [];
     for (const pipelined of [true, false, true]) {
       engine.setPipelinedDecode(pipelined);
-      const before = engine.stats().steps;
-      const r = await engine.generate(run).result;
-      out.push({ pipelined, ...perStep(before, engine.stats().steps), tokensPerSecond: r.timings.decodeTokensPerSecond });
+      const { counters, result: r } = await countSteps(engine, () => engine.generate(run).result);
+      out.push({ pipelined, ...perStep(promptStep, counters), tokensPerSecond: r.timings.decodeTokensPerSecond });
     }
     return out;
   } finally {
