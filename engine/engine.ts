@@ -84,6 +84,11 @@ export interface EngineOptions {
    */
   pipelinedDecode?: boolean;
   /**
+   * The last layer past its KV store runs on the rows a step samples only, as llama.cpp's does (default
+   * true); false runs every token of the step through it, to compare.
+   */
+  pruneLastLayer?: boolean;
+  /**
    * On llvmpipe, decode products run the pass after them (the next norm, the gated activation, RoPE +
    * KV store) in their own last invocations instead of a dispatch of its own (kernels/matvec-tail.ts),
    * with the same results to the bit (default true; other adapters run those passes as their own
@@ -209,6 +214,7 @@ export class WebGpuEngine implements TextEngine {
       format: kvFormat,
     });
     const transformer = new Transformer(ctx, cfg, weights, cache, matrices, { maxTokensPerStep, prefillChunkTokens, maxRowsPerStep: maxSequences, yieldEveryMs: opts.yieldEveryMs, kvMirror: opts.kvMirror }, selected.blockingSubmit ? yieldToHost : undefined);
+    transformer.pruneLastLayer = opts.pruneLastLayer ?? true;
     await ctx.checkKernels();
     const scheduler = new Scheduler(transformer, cache.allocator, () => cache.syncPageTable(), undefined, {
       pipeline: opts.pipelinedDecode ?? !selected.blockingSubmit,

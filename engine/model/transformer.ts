@@ -19,6 +19,7 @@ import type { LoraPool } from '../lora/pool.ts';
 import { LoraLayers } from './lora-layers.ts';
 import { SegmentPlanner } from './segment-planner.ts';
 import { KvMirror, type KvMirrorOptions, type MirrorPlan } from '../kv/kv-mirror.ts';
+import { KeepRowsKernel } from '../../kernels/keep-rows.ts';
 import type { ModelConfig } from '../arch/types.ts';
 import type { SampleRowSpec, StepRunner, SubmittedStep } from '../generate/step.ts';
 import type { PagedKvCache } from '../kv/paged-cache.ts';
@@ -96,7 +97,16 @@ export class Transformer implements StepRunner {
     sample: SampleKernel;
     topk: TopKKernel;
     penalties: PenaltiesKernel;
+    keepRows: KeepRowsKernel;
   };
+  /** KeepRowsKernel's bindings: the step's sampled-row indices, QKV rows, residual stream, positions, slots. */
+  private readonly keepRowsGroup: GPUBindGroup;
+  /**
+   * The last layer past its KV store runs on the sampled rows only, as llama.cpp's does (a step with fewer
+   * sampled rows than tokens, no adapter): a 64-token prompt skips 63 rows of one layer's attention, O
+   * and FFN. Off only to compare (tests).
+   */
+  pruneLastLayer = true;
   private readonly layers: LayerPlan[];
   private readonly embed: BoundProduct;
   /** Heads, paging and rotation of the RoPE + KV-store pass and of the QKV products' tail. */
@@ -197,10 +207,12 @@ export class Transformer implements StepRunner {
       attention: new AttentionKernel(ctx, undefined, undefined, cache.format),
       swiglu: new SwiGluKernel(ctx, cfg.block.activation),
       headNorm: new RmsNormKernel(ctx, undefined, 'gather'),
+      keepRows: new KeepRowsKernel(ctx),
       sample: new SampleKernel(ctx),
       topk: new TopKKernel(ctx),
       penalties: new PenaltiesKernel(ctx),
     };
+    this.keepRowsGroup = this.k.keepRows.bind(ws.lastIndex, ws.qkv, ws.x, ws.positions, ws.slots);
     const mirrorOpts = limits.kvMirror ?? true;
     this.kvMirror =
       mirrorOpts !== false && ctx.caps.weightTextures && cache.format === 'f16' && this.k.attention.serial
@@ -617,6 +629,10 @@ export class Transformer implements StepRunner {
     const fusable = T <= this.fuseNormUpTo;
     // Whether the product before has already written the next norm's int8 rows (its tail).
     let qkvNormed = false;
+    // The last layer past its KV store on the sampled rows only (pruneLastLayer).
+    const R = this.nRows;
+    const prune = this.pruneLastLayer && R > 0 && R < T && !this.anyAdapter;
+    const last = this.layers.length - 1;
     this.layers.forEach((L, l) => {
       const adaptedQkv = lora?.adapts(l, 'qkv') ?? false;
       const roped = this.encodeNormed(pass, T, L, 'qkv', fusable, adaptedQkv, qkvNormed, !adaptedQkv);
@@ -624,12 +640,20 @@ export class Transformer implements StepRunner {
       // Q heads then K heads of each token, normed where they lie: one dispatch, two weight vectors.
       if (L.qkNorm) k.qkNorm!.encode(pass, a, L.qkNorm, { rows: T * (cfg.nHeads + cfg.nKvHeads), dim: hd, eps: cfg.rmsEps, group: cfg.nHeads + cfg.nKvHeads, xStride: S, wSplit: cfg.nHeads });
       const quantizedO = !(lora?.adapts(l, 'o') ?? false) ? L.quantizedO : undefined;
-      const rotating = !roped && !this.sharedSlot && !mirror && !quantizedO && L.attentionRope !== undefined;
+      const pruned = prune && l === last;
+      // Rotating attention stores K and V itself, for the tokens it runs on: not when it runs on fewer.
+      const rotating = !roped && !pruned && !this.sharedSlot && !mirror && !quantizedO && L.attentionRope !== undefined;
       if (!roped && !rotating) k.ropeStore.encode(pass, a, L.ropeStore, { ...this.rope, tokens: T, tokenStride: S });
-      if (mirror) this.kvMirror!.encodeLayer(pass, a, l, mirror);
-      const attention = mirror ? this.kvMirror!.attentionGroup(quantizedO?.out ?? this.ws.attn) : rotating ? L.attentionRope! : (quantizedO?.attention ?? L.attention);
+      // From here on the layer's rows: all T tokens, or the R sampled ones moved to rows 0..R-1. A pruned
+      // layer reads the paged cache, not the mirror (R rows read too little to be worth one).
+      const n = pruned ? R : T;
+      const fusableN = n <= this.fuseNormUpTo;
+      const mirrored = mirror && !pruned ? mirror : undefined;
+      if (pruned) k.keepRows.encode(pass, a, this.keepRowsGroup, { rows: R, qDim: cfg.nHeads * hd, qkvStride: S, dim: cfg.dim });
+      if (mirrored) this.kvMirror!.encodeLayer(pass, a, l, mirrored);
+      const attention = mirrored ? this.kvMirror!.attentionGroup(quantizedO?.out ?? this.ws.attn) : rotating ? L.attentionRope! : (quantizedO?.attention ?? L.attention);
       k.attention.encode(pass, a, attention, {
-        tokens: T,
+        tokens: n,
         heads: cfg.nHeads,
         kvHeads: cfg.nKvHeads,
         headDim: hd,
@@ -638,7 +662,7 @@ export class Transformer implements StepRunner {
         scale: 1 / Math.sqrt(hd),
         qStride: S,
         output: quantizedO ? 'q8_0' : 'f32',
-        kvSource: mirror ? 'mirror' : 'pages',
+        kvSource: mirrored ? 'mirror' : 'pages',
         rope: rotating ? this.rope : undefined,
       });
       // A tail runs only where its pass would come next: no adapter's product between, and the
@@ -646,24 +670,24 @@ export class Transformer implements StepRunner {
       const adaptedO = lora?.adapts(l, 'o') ?? false;
       const adaptedGateUp = lora?.adapts(l, 'gateUp') ?? false;
       const adaptedDown = lora?.adapts(l, 'down') ?? false;
-      const ffnNormed = (quantizedO?.o ?? L.o).encode(pass, a, T, !fusable && !adaptedO && !adaptedGateUp);
-      lora?.encode(pass, a, l, 'o', T);
-      const activated = this.encodeNormed(pass, T, L, 'gateUp', fusable, adaptedGateUp, ffnNormed, L.quantizedDown !== undefined && !adaptedDown);
-      lora?.encode(pass, a, l, 'gateUp', T);
-      const glu = { tokens: T, n: cfg.ffnDim, gateOffset: 0, upOffset: cfg.ffnDim, inStride: 2 * cfg.ffnDim };
+      const ffnNormed = (quantizedO?.o ?? L.o).encode(pass, a, n, !fusableN && !adaptedO && !adaptedGateUp);
+      lora?.encode(pass, a, l, 'o', n);
+      const activated = this.encodeNormed(pass, n, L, 'gateUp', fusableN, adaptedGateUp, ffnNormed, L.quantizedDown !== undefined && !adaptedDown);
+      lora?.encode(pass, a, l, 'gateUp', n);
+      const glu = { tokens: n, n: cfg.ffnDim, gateOffset: 0, upOffset: cfg.ffnDim, inStride: 2 * cfg.ffnDim };
       qkvNormed = false;
       if (L.quantizedDown && !adaptedDown) {
         if (!activated) L.quantizedDown.kernel.encode(pass, a, L.quantizedDown.swiglu, glu);
         const nextAdapted = lora?.adapts(l + 1, 'qkv') ?? false;
-        qkvNormed = L.quantizedDown.down.encode(pass, a, T, !fusable && !nextAdapted && l + 1 < this.layers.length);
-      } else if (L.unfusedDown && (T > this.fuseGluUpTo || adaptedDown)) {
+        qkvNormed = L.quantizedDown.down.encode(pass, a, n, !fusable && !nextAdapted && l + 1 < this.layers.length);
+      } else if (L.unfusedDown && (n > this.fuseGluUpTo || adaptedDown)) {
         k.swiglu.encode(pass, a, L.unfusedDown.swiglu, glu);
-        L.unfusedDown.down.encode(pass, a, T);
+        L.unfusedDown.down.encode(pass, a, n);
       } else {
         if (L.swiglu) k.swiglu.encode(pass, a, L.swiglu, glu);
-        L.down.encode(pass, a, T);
+        L.down.encode(pass, a, n);
       }
-      lora?.encode(pass, a, l, 'down', T);
+      lora?.encode(pass, a, l, 'down', n);
       if (afterLayer && ++done % perSegment === 0 && done < this.layers.length) pass = afterLayer();
     });
   }
