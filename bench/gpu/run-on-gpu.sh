@@ -4,7 +4,7 @@
 #
 #   ./run-on-gpu.sh [--llama-gpu auto|cuda|vulkan|false] [--models "smollm2-135m llama-3.2-1b"] [--type q8_0]
 #                   [--adapter gpu] [--label NAME] [--out DIR] [--no-limits] [--no-check]
-#                   [--step-timeout SECONDS] [--lab] [--no-bench] [-- more bench options]
+#                   [--step-timeout SECONDS] [--lab] [--lab-no-products] [--no-bench] [-- more bench options]
 #
 # For each model preset it synthesizes the GGUF once (models/, random weights of the real shapes). Then the
 # parity check (app/check.mjs): our engine on the adapter must give llama.cpp's (CPU) greedy tokens on the
@@ -17,7 +17,7 @@
 # synthesis, the check, a bench) that runs longer, so a lease-bound run still reaches the next step.
 # --lab first runs the kernel lab (app/lab.mjs: the adapter's limits, the decode matrix-vector kernels in
 # each workgroup shape on 1B-class products, and each model's steps kernel by kernel) into DIR/lab.json;
-# --no-bench stops after it and the check.
+# --lab-no-products skips the lab's workgroup shapes (its part 2); --no-bench stops after it and the check.
 # Writes into DIR (default ./results): check.json, one results JSON and log per model, and host.txt (GPU,
 # driver, Vulkan drivers found, what llama.cpp could load). Copy DIR back.
 set -uo pipefail
@@ -33,6 +33,7 @@ OUT=$HERE/results
 LIMITS=--limits
 CHECK=1
 LAB=0
+LAB_ARGS=()
 BENCH=1
 STEP_TIMEOUT=
 EXTRA=()
@@ -47,6 +48,7 @@ while [ $# -gt 0 ]; do
     --no-limits) LIMITS=; shift ;;
     --no-check) CHECK=0; shift ;;
     --lab) LAB=1; shift ;;
+    --lab-no-products) LAB=1; LAB_ARGS+=(--no-products); shift ;;
     --no-bench) BENCH=0; shift ;;
     --step-timeout) STEP_TIMEOUT=$2; shift 2 ;;
     --) shift; EXTRA=("$@"); break ;;
@@ -176,7 +178,7 @@ done
 
 if [ "$LAB" = 1 ]; then
   echo "=== kernel lab on --adapter $ADAPTER" >&2
-  step "$NODE" "$HERE/app/lab.mjs" --adapter "$ADAPTER" --out "$OUT/lab.json" \
+  step "$NODE" "$HERE/app/lab.mjs" --adapter "$ADAPTER" --out "$OUT/lab.json" ${LAB_ARGS[@]+"${LAB_ARGS[@]}"} \
     --models $(for p in "${BENCHED[@]}"; do echo "$HERE/models/$p-$TYPE.gguf"; done) 2>&1 | tee "$OUT/lab.log"
   [ "${PIPESTATUS[0]}" = 0 ] || { echo "run-on-gpu: the kernel lab failed (see $OUT/lab.log)" >&2; STATUS=1; }
 fi

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Stages a GPU lease from this checkout: the pack (bench/gpu/pack.sh --no-cuda --xz, about 48 MB, made
 # once and kept) and fresh bundles of the current code (bench/gpu/bundle.ts, the *.mjs files only, about
-# 3 MB) in DIR (default .gpu/, which .git/info/exclude should list), so a device call that carries DIR runs
+# 3 MB) with the current run-on-gpu.sh in DIR (default .gpu/, which .git/info/exclude should list), so a
+# device call that carries DIR runs
 #
 #   mkdir -p /tmp/p && tar -xJf .gpu/svc-gpu-small.tar.xz -C /tmp/p && cp .gpu/app/*.mjs /tmp/p/svc-gpu-small/app/ \
+#     && cp .gpu/app/run-on-gpu.sh /tmp/p/svc-gpu-small/ \
 #     && cd /tmp/p/svc-gpu-small && ./run-on-gpu.sh --out $OUT --step-timeout 170 [--lab] [-- bench options]
 #
 # with the code as it is now and no new pack. Rerun after every code change (only the bundles are redone).
@@ -33,4 +35,5 @@ trap 'rm -rf "$TMP"' EXIT
 node --import "$ROOT/bin/register.mjs" "$ROOT/bench/gpu/bundle.ts" --out "$TMP/app" --no-cuda >/dev/null
 rm -f "$DIR"/app/*.mjs
 cp "$TMP"/app/*.mjs "$DIR/app/"
+cp "$ROOT/bench/gpu/run-on-gpu.sh" "$DIR/app/"
 echo "stage: $DIR ready ($(du -sh "$DIR" | cut -f1)); pack from $(tar -xJOf "$DIR/svc-gpu-small.tar.xz" svc-gpu-small/MANIFEST.txt 2>/dev/null | sed -n 's/^commit: //p'), bundles from $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet HEAD -- bench engine kernels || echo ' with uncommitted changes')" >&2
