@@ -1,6 +1,7 @@
 // Matrix-vector product for few rows of x (decode) on GPUs without subgroups: LANES threads share a
 // weight row, striding over its units so neighbouring threads read neighbouring words, then reduce
-// their partial sums (and, for norm-fused products, sums of squares) in workgroup memory. WG / LANES rows per workgroup.
+// their partial sums (and, for norm-fused products, sums of squares) in workgroup memory. WG / LANES
+// rows per workgroup.
 
 override WG: u32 = 64u;
 override LANES: u32 = 16u;
