@@ -89,6 +89,12 @@ export interface EngineOptions {
    */
   pruneLastLayer?: boolean;
   /**
+   * On GPUs, decode-sized steps fold the RMSNorm before the QKV, gate|up and head products into them
+   * (default true): a dispatch less each, for host-bound steps; the folded products read the norm weight
+   * beside x, so a step bound by the GPU may do better with the norm passes (false). For the lab.
+   */
+  fuseNorms?: boolean;
+  /**
    * On llvmpipe, decode products run the pass after them (the next norm, the gated activation, RoPE +
    * KV store) in their own last invocations instead of a dispatch of its own (kernels/matvec-tail.ts),
    * with the same results to the bit (default true; other adapters run those passes as their own
@@ -213,7 +219,7 @@ export class WebGpuEngine implements TextEngine {
       budgetBytes: Math.max(opts.kvCacheBytes ?? 512 * 2 ** 20, fullContextBytes + 2 * cfg.nLayers * pageSize * kvDim * valueBytes),
       format: kvFormat,
     });
-    const transformer = new Transformer(ctx, cfg, weights, cache, matrices, { maxTokensPerStep, prefillChunkTokens, maxRowsPerStep: maxSequences, yieldEveryMs: opts.yieldEveryMs, kvMirror: opts.kvMirror }, selected.blockingSubmit ? yieldToHost : undefined);
+    const transformer = new Transformer(ctx, cfg, weights, cache, matrices, { maxTokensPerStep, prefillChunkTokens, maxRowsPerStep: maxSequences, yieldEveryMs: opts.yieldEveryMs, kvMirror: opts.kvMirror, fuseNorms: opts.fuseNorms }, selected.blockingSubmit ? yieldToHost : undefined);
     transformer.pruneLastLayer = opts.pruneLastLayer ?? true;
     await ctx.checkKernels();
     const scheduler = new Scheduler(transformer, cache.allocator, () => cache.syncPageTable(), undefined, {

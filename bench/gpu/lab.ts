@@ -7,8 +7,9 @@
  *      in every workgroup shape worth trying (MatVecKernel's gpuGroup), each as GB/s of weights and a
  *      share of the read limit;
  *   3. each given model's prefill and decode step kernel by kernel (bench/profile.ts), its decode loop
- *      as requests run it (per step the wall time, the host's encoding and its waiting for samples), and
- *      the time to first token of a long prompt in steps of 256 and 512 tokens.
+ *      as requests run it (per decode step the wall time, the host's encoding and submitting and its
+ *      waiting for samples), with the norms folded into the products and apart, and the time to first
+ *      token of a long prompt in steps of 256 and 512 tokens.
  * and writes it all to one JSON file. Its numbers pick the GPU kernels' defaults; the bench reports them.
  *
  *   node lab.mjs --adapter gpu --out lab.json [--models a.gguf b.gguf] [--prompt 512] [--no-products]
@@ -83,25 +84,27 @@ export interface LabResult {
   errors: string[];
 }
 
-/** perStep's split of a step, decode forced on or off. */
-export type DecodeLoop = ReturnType<typeof perStep> & { pipelined: boolean; tokensPerSecond: number };
+/** perStep's split of a step, pipelined decode forced on or off, norms folded into the products or not. */
+export type DecodeLoop = ReturnType<typeof perStep> & { pipelined: boolean; fuseNorms: boolean; tokensPerSecond: number };
 
 /**
  * The decode loop as requests run it, against the replayed step (the profile): per decode step its wall
- * time, the host's encoding and submitting, and its waiting for the samples; pipelined and not.
+ * time, the host's encoding and submitting, and its waiting for the samples; pipelined and not. With
+ * `fuseNorms` false the norms run as passes of their own (EngineOptions.fuseNorms): more dispatches for
+ * the host, faster products for the GPU (the lab's norm-fused shapes stream ~35% slower than plain).
  */
-async function decodeLoop(model: string, adapter: string, prompt: number[]): Promise<DecodeLoop[]> {
-  const engine = await loadEngine({ model, adapter, contextLength: prompt.length + 80, prefixCache: false });
+async function decodeLoop(model: string, adapter: string, prompt: number[], fuseNorms: boolean): Promise<DecodeLoop[]> {
+  const engine = await loadEngine({ model, adapter, contextLength: prompt.length + 80, prefixCache: false, fuseNorms });
   try {
     const run = { tokens: prompt, temperature: 0, stopAtEndOfGeneration: false, maxTokens: 64 } as const;
     await engine.generate(run).result;
     // The prompt's step alone, taken out of each run's counters (perStep).
     const promptStep = (await countSteps(engine, () => engine.generate({ ...run, maxTokens: 1 }).result)).counters;
     const out: DecodeLoop[] = [];
-    for (const pipelined of [true, false, true]) {
+    for (const pipelined of fuseNorms ? [true, false, true] : [true, true]) {
       engine.setPipelinedDecode(pipelined);
       const { counters, result: r } = await countSteps(engine, () => engine.generate(run).result);
-      out.push({ pipelined, ...perStep(promptStep, counters), tokensPerSecond: r.timings.decodeTokensPerSecond });
+      out.push({ pipelined, fuseNorms, ...perStep(promptStep, counters), tokensPerSecond: r.timings.decodeTokensPerSecond });
     }
     return out;
   } finally {
@@ -181,12 +184,12 @@ async function main(): Promise<void> {
       // Any ids below 256 exist in every model here; the step's cost does not depend on which.
       const prompt = [1, ...Array.from({ length: Number(o.prompt) - 1 }, (_, i) => 3 + ((i * 7919) % 250))];
       const p = await profileOurs({ model, prompt, genTokens: 8, runs: 1, concurrency: 1 }, o.adapter);
-      const loop = await decodeLoop(model, o.adapter, prompt);
+      const loop = [...(await decodeLoop(model, o.adapter, prompt, true)), ...(await decodeLoop(model, o.adapter, prompt, false))];
       const ttft = await ttftBySteps(model, o.adapter, prompt);
       profiles.push({ model, ...p, loop, ttft });
       for (const t of ttft) log(`TTFT of ${t.promptTokens} tokens in steps of ${t.maxTokensPerStep}: ${t.timeToFirstTokenMs.toFixed(1)} ms`);
       process.stdout.write(`\n${model}\n${formatProfile(p)}\n`);
-      for (const l of loop) log(`decode loop, pipelined ${l.pipelined}: ${l.msPerStep.toFixed(3)} ms a step, host ${l.hostMsPerStep.toFixed(3)}, submit ${l.submitMsPerStep.toFixed(3)}, waiting for samples ${l.waitMsPerStep.toFixed(3)}, ${l.tokensPerSecond.toFixed(1)} tok/s`);
+      for (const l of loop) log(`decode loop, pipelined ${l.pipelined}, norms ${l.fuseNorms ? 'folded' : 'apart'}: ${l.msPerStep.toFixed(3)} ms a step, host ${l.hostMsPerStep.toFixed(3)}, submit ${l.submitMsPerStep.toFixed(3)}, waiting for samples ${l.waitMsPerStep.toFixed(3)}, ${l.tokensPerSecond.toFixed(1)} tok/s`);
     } catch (e) {
       errors.push(`profile ${model}: ${(e as Error).message}`);
       log(`profile ${model} failed: ${(e as Error).message}`);

@@ -185,7 +185,7 @@ export class Transformer implements StepRunner {
     private readonly weights: ModelWeights,
     private readonly cache: PagedKvCache,
     private readonly matrices: MatrixKernels,
-    limits: { maxTokensPerStep: number; prefillChunkTokens?: number; maxRowsPerStep: number; yieldEveryMs?: number; kvMirror?: boolean | KvMirrorOptions },
+    limits: { maxTokensPerStep: number; prefillChunkTokens?: number; maxRowsPerStep: number; yieldEveryMs?: number; kvMirror?: boolean | KvMirrorOptions; fuseNorms?: boolean },
     /**
      * Where `queue.submit` runs the work before it returns (llvmpipe through Dawn's OpenGL ES backend), a
      * step is submitted in segments of layers (sized by SegmentPlanner) and this is awaited in between,
@@ -194,7 +194,7 @@ export class Transformer implements StepRunner {
     private readonly yieldBetweenLayers?: () => Promise<void>,
   ) {
     this.segments = new SegmentPlanner(cfg.nLayers, MAX_MATVEC_T, limits.yieldEveryMs);
-    this.fuseNormUpTo = cfg.dim % 4 === 0 ? matrices.fuseNormUpTo : 0;
+    this.fuseNormUpTo = (limits.fuseNorms ?? true) && cfg.dim % 4 === 0 ? matrices.fuseNormUpTo : 0;
     this.fuseGluUpTo = matrices.fuseGluUpTo;
     this.maxTokensPerStep = limits.maxTokensPerStep;
     this.prefillChunkTokens = limits.prefillChunkTokens ?? limits.maxTokensPerStep;

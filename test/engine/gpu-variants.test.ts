@@ -40,6 +40,23 @@ describe('GPU kernel variants keep parity with llama.cpp (stories260K on SwiftSh
     expect(both[0].tokens).toEqual(a.greedy);
     expect(both[1].tokens).toEqual(b.greedy);
   });
+
+  it('with fuseNorms false the norms run as passes of their own (7 dispatches per layer + 5), with the same greedy tokens', async () => {
+    const selected = await openNodeDevice('swiftshader');
+    selected.caps = { ...selected.caps, software: false };
+    const unfused = await WebGpuEngine.load(selected, new FileSource(sharedModel('stories260K.gguf')), { contextLength: 256, maxSequences: 2, fuseNorms: false });
+    try {
+      for (const f of fixtures['stories260K.gguf']) {
+        const r = await unfused.generate({ tokens: f.promptTokens, maxTokens: f.greedy.length, temperature: 0, stopAtEndOfGeneration: false }).result;
+        expect(r.tokens).toEqual(f.greedy);
+      }
+      // embedding + 5 layers × (norm, QKV, attention with RoPE and the KV store, O, norm, gate|up, down)
+      // + the gathered final norm, the head + the two sampling passes.
+      expect(unfused.stats().lastStepDispatches).toBe(1 + 7 * 5 + 4);
+    } finally {
+      await unfused.dispose();
+    }
+  });
 });
 
 /**
