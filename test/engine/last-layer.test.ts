@@ -2,12 +2,17 @@
  * The last layer on the sampled rows only (Transformer.pruneLastLayer): steps mixing several prompts'
  * chunks with decoding sequences give the same tokens, and log-probabilities within float noise, as
  * steps that run every token through the last layer; and both keep llama.cpp's greedy tokens (parity
- * tests). Each sampled row must keep its own token's Q, residual row, position and sequence.
+ * tests). Each sampled row must keep its own token's Q, residual row, position and sequence. The same
+ * with the GPU kernels (SwiftShader marked as not software, as in gpu-variants.test.ts), where a few
+ * sampled rows take the norm-fused matrix-vector products after the move.
  */
 import { describe, expect, it } from 'vitest';
-import type { WebGpuEngine } from '../../engine/engine.ts';
+import { WebGpuEngine } from '../../engine/engine.ts';
+import { FileSource } from '../../engine/loader/file-source.ts';
+import { openNodeDevice } from '../../engine/platform/node.ts';
 import type { GenerateOptions } from '../../engine/types.ts';
 import { testEngine } from '../helpers/engine.ts';
+import { sharedModel } from '../helpers/models.ts';
 
 const PROMPTS = ['Once upon a time', 'The little dog saw a big red ball in the park and', 'Lily', 'One day, a big bear wanted to eat some honey. He'];
 
@@ -44,6 +49,26 @@ describe('last layer on the sampled rows only', () => {
       const b = await collect(await testEngine('stories260K.gguf', { maxSequences, pruneLastLayer: false }), { prompt: PROMPTS[3], maxTokens: 1, temperature: 0 });
       expect(a.tokens).toEqual(b.tokens);
       expect(Math.abs(a.logprobs[0] - b.logprobs[0])).toBeLessThan(1e-4);
+    }
+  });
+
+  it('on the GPU kernels too', async () => {
+    const load = async (pruneLastLayer: boolean) => {
+      const selected = await openNodeDevice('swiftshader');
+      selected.caps = { ...selected.caps, software: false };
+      return WebGpuEngine.load(selected, new FileSource(sharedModel('stories260K.gguf')), { contextLength: 256, maxSequences: 4, pruneLastLayer });
+    };
+    const [on, off] = [await load(true), await load(false)];
+    try {
+      const pruned = await together(on);
+      const whole = await together(off);
+      pruned.forEach((r, i) => {
+        expect(r.tokens, PROMPTS[i]).toEqual(whole[i].tokens);
+        r.logprobs.forEach((lp, j) => expect(Math.abs(lp - whole[i].logprobs[j]), `${PROMPTS[i]} token ${j}`).toBeLessThan(1e-4));
+      });
+    } finally {
+      await on.dispose();
+      await off.dispose();
     }
   });
 });
