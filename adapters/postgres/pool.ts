@@ -33,6 +33,13 @@ export class Postgres implements Queryable {
   readonly where: string;
   private readonly logger: Logger;
   private down = false;
+  /**
+   * Steps begun so far, and how many had begun when the outage was declared: only a step begun after
+   * that may declare it over. (A write that was waiting on a lock can still commit while the server shuts
+   * down, after another step has already failed; counting it as recovery logged a second outage.)
+   */
+  private begun = 0;
+  private downAt = 0;
   private closing: Promise<void> | undefined;
 
   constructor(url: string, opts: PostgresOptions = {}) {
@@ -105,9 +112,10 @@ export class Postgres implements Queryable {
 
   /** Runs one database step: an unreachable server becomes 503 backend_unavailable. */
   private async guard<T>(step: () => Promise<T>): Promise<T> {
+    const n = ++this.begun;
     try {
       const result = await step();
-      if (this.down) {
+      if (this.down && n > this.downAt) {
         this.down = false;
         this.logger.info({ database: this.where }, 'PostgreSQL reachable again');
       }
@@ -123,6 +131,7 @@ export class Postgres implements Queryable {
   private failed(e: Error): void {
     if (this.down) return;
     this.down = true;
+    this.downAt = this.begun;
     const code = (e as { code?: unknown }).code;
     this.logger.warn({ database: this.where, reason: e.message, code: typeof code === 'string' ? code : undefined }, 'PostgreSQL unreachable: requests that need it get 503 until it is back');
   }
