@@ -679,7 +679,7 @@ export class Transformer implements StepRunner {
       if (L.quantizedDown && !adaptedDown) {
         if (!activated) L.quantizedDown.kernel.encode(pass, a, L.quantizedDown.swiglu, glu);
         const nextAdapted = lora?.adapts(l + 1, 'qkv') ?? false;
-        qkvNormed = L.quantizedDown.down.encode(pass, a, n, !fusable && !nextAdapted && l + 1 < this.layers.length);
+        qkvNormed = L.quantizedDown.down.encode(pass, a, n, !fusableN && !nextAdapted && l + 1 < this.layers.length);
       } else if (L.unfusedDown && (n > this.fuseGluUpTo || adaptedDown)) {
         k.swiglu.encode(pass, a, L.unfusedDown.swiglu, glu);
         L.unfusedDown.down.encode(pass, a, n);

@@ -32,7 +32,7 @@ export interface StepProfile {
   queuedStepMs: number;
   /**
    * A step's share of LOOP_STEPS steps run as the decode loop runs them (median of rounds): each encoded
-   * afresh with a 16-byte copy into one of two mappable buffers and submitted, then the step before it
+   * afresh with a 16-byte copy into one of three mappable buffers (in turn) and submitted, then the step before it
    * read back with mapAsync (`inFlight` 2: submitted ahead of that read, as pipelined decode; 1: read
    * before the next is encoded). Against the engine's own loop it separates what WebGPU's submit/map
    * cycle costs from what the engine adds per step.
@@ -53,18 +53,21 @@ function median(xs: number[]): number {
 
 const QUEUED_STEPS = 8;
 
+/** An encoder holding one pass of `records` replayed (the caller may add to it, then finish it). */
+function encodeReplay(device: GPUDevice, arena: ParamArena, records: readonly DispatchRecord[], label: string): GPUCommandEncoder {
+  const enc = device.createCommandEncoder({ label });
+  const pass = enc.beginComputePass();
+  for (const d of records) arena.replay(pass, d);
+  pass.end();
+  return enc;
+}
+
 /** Median wall-clock milliseconds of `copies` passes of `records` in one submit, divided by `copies`. */
 async function wallClock(ctx: KernelContext, arena: ParamArena, records: readonly DispatchRecord[], copies = 1): Promise<number> {
   const device = ctx.device;
   const ms: number[] = [];
   for (let r = 0; r < ROUNDS; r++) {
-    const buffers = Array.from({ length: copies }, () => {
-      const enc = device.createCommandEncoder({ label: 'profile' });
-      const pass = enc.beginComputePass();
-      for (const d of records) arena.replay(pass, d);
-      pass.end();
-      return enc.finish();
-    });
+    const buffers = Array.from({ length: copies }, () => encodeReplay(device, arena, records, 'profile').finish());
     await device.queue.onSubmittedWorkDone();
     const t0 = performance.now();
     device.queue.submit(buffers);
@@ -92,10 +95,7 @@ async function loopClock(ctx: KernelContext, arena: ParamArena, records: readonl
       };
       const t0 = performance.now();
       for (let i = 0; i < LOOP_STEPS; i++) {
-        const enc = device.createCommandEncoder({ label: 'profile.loop' });
-        const pass = enc.beginComputePass();
-        for (const d of records) arena.replay(pass, d);
-        pass.end();
+        const enc = encodeReplay(device, arena, records, 'profile.loop');
         const read = reads[i % reads.length];
         enc.copyBufferToBuffer(src, 0, read, 0, 16);
         device.queue.submit([enc.finish()]);
