@@ -95,6 +95,13 @@ export interface EngineOptions {
    */
   fuseNorms?: boolean;
   /**
+   * On GPUs, a step's attention spreads each (token, head) pair's positions over several workgroups and
+   * merges their sums in a combine pass (flash-decoding; AttentionKernel.splitsFor) once its longest
+   * sequence attends to at least this many positions (default 256); false never splits. A decode token's
+   * few heads are otherwise a few workgroups, each walking every position.
+   */
+  splitAttentionFrom?: number | false;
+  /**
    * On llvmpipe, decode products run the pass after them (the next norm, the gated activation, RoPE +
    * KV store) in their own last invocations instead of a dispatch of its own (kernels/matvec-tail.ts),
    * with the same results to the bit (default true; other adapters run those passes as their own
@@ -219,7 +226,7 @@ export class WebGpuEngine implements TextEngine {
       budgetBytes: Math.max(opts.kvCacheBytes ?? 512 * 2 ** 20, fullContextBytes + 2 * cfg.nLayers * pageSize * kvDim * valueBytes),
       format: kvFormat,
     });
-    const transformer = new Transformer(ctx, cfg, weights, cache, matrices, { maxTokensPerStep, prefillChunkTokens, maxRowsPerStep: maxSequences, yieldEveryMs: opts.yieldEveryMs, kvMirror: opts.kvMirror, fuseNorms: opts.fuseNorms }, selected.blockingSubmit ? yieldToHost : undefined);
+    const transformer = new Transformer(ctx, cfg, weights, cache, matrices, { maxTokensPerStep, prefillChunkTokens, maxRowsPerStep: maxSequences, yieldEveryMs: opts.yieldEveryMs, kvMirror: opts.kvMirror, fuseNorms: opts.fuseNorms, splitAttentionFrom: opts.splitAttentionFrom }, selected.blockingSubmit ? yieldToHost : undefined);
     transformer.pruneLastLayer = opts.pruneLastLayer ?? true;
     await ctx.checkKernels();
     const scheduler = new Scheduler(transformer, cache.allocator, () => cache.syncPageTable(), undefined, {

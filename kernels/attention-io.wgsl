@@ -23,6 +23,8 @@ struct Params {
   freq_base: f32,
   freq_scale: f32,
   use_factors: u32,
+  // Workgroups each (token, head) pair's positions are split over (attention-parallel.wgsl; 1 = none).
+  splits: u32,
 }
 
 // Head dimensions up to MAX_HEAD_DIM (ATTENTION_MAX_HEAD_DIM in attention.ts).

@@ -1,7 +1,7 @@
 // attention-parallel.wgsl reading a query already rotated and every position's K and V from the cache
 // (the RoPE/KV-store pass ran before it).
 
-fn load_head(t: u32, h: u32, kh: u32, seq: u32, last: u32, lid: u32) {
+fn load_head(t: u32, h: u32, kh: u32, seq: u32, last: u32, lid: u32, split: u32) {
   let qb = (params.q_offset + t * params.q_stride) / 4u + h * HV;
   if (lid < HV) { q_shared[lid] = q[qb + lid]; }
   workgroupBarrier();

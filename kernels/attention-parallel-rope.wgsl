@@ -12,7 +12,7 @@
 var<workgroup> k_new: array<vec4f, MAX_HEAD_VEC>;
 var<workgroup> v_new: array<vec4f, MAX_HEAD_VEC>;
 
-fn load_head(t: u32, h: u32, kh: u32, seq: u32, last: u32, lid: u32) {
+fn load_head(t: u32, h: u32, kh: u32, seq: u32, last: u32, lid: u32, split: u32) {
   let row = (params.q_offset + t * params.q_stride) / 4u;
   if (lid < HV) {
     q_shared[lid] = q[row + h * HV + lid];
@@ -39,7 +39,9 @@ fn load_head(t: u32, h: u32, kh: u32, seq: u32, last: u32, lid: u32) {
     k_new[b / 4u][b % 4u] = k0 * s + k1 * c;
   }
   workgroupBarrier();
-  if (h % (params.heads / params.kv_heads) == 0u && lid < HV) {
+  // One workgroup of the KV head's stores (the first split of its first query head); the others read
+  // the token's own K and V from k_new and v_new, never from the row being written.
+  if (h % (params.heads / params.kv_heads) == 0u && split == 0u && lid < HV) {
     let base = kv_row(seq, last) * params.kv_heads * HV + kh * HV;
     k_cache[base + lid] = k_new[lid];
     v_cache[base + lid] = v_new[lid];

@@ -9,6 +9,13 @@
 // Online softmax across chunks, as in the other kernels. The reductions are written out in main: Mesa's
 // llvmpipe (which the tests run this kernel on) lost writes across barriers inside a called function.
 //
+//
+// Split positions (flash-decoding): with params.splits = S > 1, S workgroups share a (token, head) pair,
+// each taking one S-th of its positions, so a decode step's few pairs fill more of the GPU; each writes
+// its unnormalized sums with their softmax maximum and sum, and a combine pass (attention-combine.wgsl)
+// merges them. Which of the two a kernel does is store_sum's: attention-parallel-out.wgsl (the head's
+// output) or attention-parallel-partial.wgsl (a split's partial sums, into the buffer bound as out).
+//
 // WG (256 here: the reduction arrays' size), HV and MAX_HEAD_VEC come with attention-io-vec4.wgsl;
 // k_one / v_one with attention-kv-f32.wgsl; out with attention-out-f32.wgsl. How the head's query is
 // loaded (load_head, which ends with a barrier) and where a position's K and V come from (k_at, v_at):
@@ -28,15 +35,22 @@ var<workgroup> partial: array<vec4f, RED>;
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: u32) {
   let item = wg.x + wg.y * 65535u;
-  if (item >= params.tokens * params.heads) { return; }
-  let t = item / params.heads;
-  let h = item % params.heads;
+  let splits = params.splits;
+  if (item >= params.tokens * params.heads * splits) { return; }
+  let split = item % splits;
+  let t = item / splits / params.heads;
+  let h = item / splits % params.heads;
   let kh = kv_head(h);
   let kv_vec = params.kv_heads * HV;
   let seq = token_seq[t];
   let last = positions[t];
+  // This workgroup's positions lo..hi-1: its split's share of the pair's (empty where splits outnumber them).
   let first = first_position(last);
-  load_head(t, h, kh, seq, last, lid);
+  let span = last + 1u - first;
+  let per = (span + splits - 1u) / splits;
+  let lo = first + min(split * per, span);
+  let hi = first + min(split * per + per, span);
+  load_head(t, h, kh, seq, last, lid, split);
 
   // Invocation lid sums vec4 j of the head over positions g, g + groups, ... of each chunk.
   let groups = WG / HV;
@@ -45,8 +59,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
   var m = -3.4e38;
   var l = 0.0;
   var acc = vec4f();
-  for (var start = first; start <= last; start += CHUNK) {
-    let n = min(CHUNK, last + 1u - start);
+  for (var start = lo; start < hi; start += CHUNK) {
+    let n = min(CHUNK, hi - start);
     var top = -3.4e38;
     for (var i = lid; i < n; i += WG) {
       let p = start + i;
@@ -107,6 +121,6 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
   if (lid < HV) {
     var a = partial[lid];
     for (var k = 1u; k < groups; k++) { a += partial[k * HV + lid]; }
-    out[(params.out_offset + t * params.out_stride) / 4u + h * HV + lid] = a / l;
+    store_sum(t, h, split, lid, a, m, l);
   }
 }

@@ -13,6 +13,9 @@ import outQ8 from './attention-out-q8.wgsl?raw';
 import parallel from './attention-parallel.wgsl?raw';
 import parallelPlain from './attention-parallel-plain.wgsl?raw';
 import parallelRope from './attention-parallel-rope.wgsl?raw';
+import parallelOut from './attention-parallel-out.wgsl?raw';
+import parallelPartial from './attention-parallel-partial.wgsl?raw';
+import combine from './attention-combine.wgsl?raw';
 import angle from './rope-angle.wgsl?raw';
 import { writeRopeSettings, type RopeSettings } from './rope.ts';
 import serial from './attention-serial.wgsl?raw';
@@ -31,6 +34,17 @@ export const ATTENTION_MAX_HEAD_DIM = 256;
 const SERIAL_WG = 8;
 /** Invocations a workgroup of the GPU kernel for heads of whole vec4s (attention-parallel.wgsl). */
 const PARALLEL_WG = 256;
+/**
+ * Split positions (AttentionParams.splits): the most workgroups a decode step's attention is spread over
+ * (a couple per core of a large GPU; the partial sums' buffer holds this many splits), the fewest
+ * positions a split takes, and the most splits of one (token, head) pair (attention-combine.wgsl walks
+ * them all in each invocation).
+ */
+export const SPLIT_WORKGROUPS = 256;
+const SPLIT_MIN_POSITIONS = 64;
+const MAX_SPLITS = 32;
+const COMBINE_WG = 64;
+const COMBINE_BINDINGS: readonly BindingKind[] = ['read', 'write'];
 /**
  * Most vec4s of one head's query and accumulator (head_dim / 4 each) an invocation of the grouped kernel
  * keeps for all its heads together: llvmpipe compiled 3 heads of dimension 64 (48) in under a second, 4
@@ -80,6 +94,13 @@ export interface AttentionParams {
   headDim: number;
   pageSize: number;
   maxPages: number;
+  /**
+   * Workgroups each (token, head) pair's positions are split over (flash-decoding; splitsFor chooses):
+   * above 1 the kernel writes partial sums into the buffer bound as its output (bind with
+   * partialsFor's buffer there) and a combine pass, bound by bindCombine and given to encode, merges
+   * them into the output. GPU kernel for heads of whole vec4s, f32 output.
+   */
+  splits?: number;
   /** Softmax scale, usually 1/sqrt(headDim). */
   scale: number;
   /** Sliding-window size in positions; 0 = full causal prefix. */
@@ -125,8 +146,8 @@ export class AttentionKernel {
    * pipeline per head dimension, query heads computed together (attention-serial-grouped.wgsl) and output.
    */
   private readonly serialVec4 = new Map<string, CompiledKernel>();
-  /** The GPU kernel for heads of whole vec4s, one pipeline per head dimension. */
-  private readonly parallel = new Map<number, CompiledKernel>();
+  /** The GPU kernels for heads of whole vec4s and their combine pass, by head dimension and variant. */
+  private readonly parallel = new Map<string, CompiledKernel>();
   private readonly ctx: KernelContext;
   /**
    * `minGroupedItems` (serial only): the fewest invocations for which query heads sharing a KV head
@@ -181,17 +202,51 @@ export class AttentionKernel {
     return k;
   }
 
-  /** attention-parallel.wgsl for heads of `headDim` (a multiple of 4), rotating as it attends where `rope`. */
-  private parallelKernel(headDim: number, rope = false): CompiledKernel {
-    const key = rope ? -headDim : headDim;
+  /**
+   * attention-parallel.wgsl for heads of `headDim` (a multiple of 4), rotating as it attends where `rope`,
+   * writing partial sums where `split`.
+   */
+  private parallelKernel(headDim: number, rope = false, split = false): CompiledKernel {
+    const key = `${headDim}/${rope}/${split}`;
     let k = this.parallel.get(key);
     if (!k) {
       const constants = { WG: PARALLEL_WG, HV: headDim / 4 };
-      const label = `attention-parallel${rope ? '-rope' : ''}-d${headDim}`;
-      const code = rope ? wgsl(io, ioVec4, KV_F32_WRITABLE, pages, outF32, parallel, parallelRope, angle) : wgsl(io, ioVec4, kvF32, pages, outF32, parallel, parallelPlain);
+      const label = `attention-parallel${rope ? '-rope' : ''}${split ? '-split' : ''}-d${headDim}`;
+      const store = split ? parallelPartial : parallelOut;
+      const code = rope ? wgsl(io, ioVec4, KV_F32_WRITABLE, pages, outF32, parallel, store, parallelRope, angle) : wgsl(io, ioVec4, kvF32, pages, outF32, parallel, store, parallelPlain);
       this.parallel.set(key, (k = this.ctx.kernel({ label, code, bindings: rope ? ROPE_BINDINGS : BINDINGS, constants })));
     }
     return k;
+  }
+
+  private combineKernel(headDim: number): CompiledKernel {
+    const key = `combine/${headDim}`;
+    let k = this.parallel.get(key);
+    if (!k) this.parallel.set(key, (k = this.ctx.kernel({ label: `attention-combine-d${headDim}`, code: combine, bindings: COMBINE_BINDINGS, constants: { WG: COMBINE_WG, HV: headDim / 4 } })));
+    return k;
+  }
+
+  /**
+   * How many workgroups to split each (token, head) pair's positions over (AttentionParams.splits) for a
+   * step of `tokens` whose longest attention span is `span` positions: 1 (no split) on CPU kernels, for
+   * heads of other shapes, or below `minSpan`; else as many as fill SPLIT_WORKGROUPS with splits of at
+   * least SPLIT_MIN_POSITIONS. A decode token's few heads are a few workgroups on a GPU of 100+ cores,
+   * each walking every position; the split costs one combine dispatch.
+   */
+  splitsFor(tokens: number, heads: number, headDim: number, span: number, minSpan: number): number {
+    if (!this.rotates(headDim) || span < minSpan) return 1;
+    const splits = Math.min(MAX_SPLITS, Math.floor(SPLIT_WORKGROUPS / (tokens * heads)), Math.ceil(span / SPLIT_MIN_POSITIONS));
+    return splits >= 2 ? splits : 1;
+  }
+
+  /** Bytes of the partial sums' buffer for steps whose splitsFor is at most SPLIT_WORKGROUPS pairs' worth. */
+  static partialsBytes(headDim: number): number {
+    return SPLIT_WORKGROUPS * (headDim / 4 + 1) * 16;
+  }
+
+  /** Bindings of the combine pass: the split kernel's partial sums (its `out`), and attention's output. */
+  bindCombine(partials: GPUBuffer, out: GPUBuffer): GPUBindGroup {
+    return this.ctx.bindGroup(COMBINE_BINDINGS, [partials, out], 'attention-combine');
   }
 
   /**
@@ -222,7 +277,8 @@ export class AttentionKernel {
     return this.ctx.bindGroup(MIRROR_BINDINGS, [q, kMirror, vMirror, firstRows, positions, tokenSeq, out], 'attention-mirror');
   }
 
-  encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: AttentionParams): void {
+  /** `combine` (bindCombine's group): where p.splits > 1, the combine pass's bindings. */
+  encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: AttentionParams, combine?: GPUBindGroup): void {
     if (p.headDim > ATTENTION_MAX_HEAD_DIM) throw new Error(`attention: head dimension ${p.headDim} exceeds ${ATTENTION_MAX_HEAD_DIM}`);
     if (p.heads % p.kvHeads !== 0) throw new Error(`attention: ${p.heads} heads is not a multiple of ${p.kvHeads} KV heads`);
     const s = arena.slot();
@@ -242,6 +298,8 @@ export class AttentionKernel {
     u[s + 11] = p.outStride ?? (q8 ? q8RowVec4s(p.heads * p.headDim) : p.heads * p.headDim);
     arena.f32[s + 12] = p.softcap ?? 0;
     if (p.rope) writeRopeSettings(arena, s + 13, p.rope);
+    const splits = p.splits ?? 1;
+    u[s + 18] = splits;
     // Output offsets and strides in vec4s (q8) need no check: only q's and f32 output's must be whole vec4s.
     const by4 = [p.headDim, u[s + 8], u[s + 9], ...(q8 ? [] : [u[s + 10], u[s + 11]])].every((v) => v % 4 === 0);
     if (q8 && (!this.serial || !by4 || p.headDim % 32 !== 0)) {
@@ -253,10 +311,19 @@ export class AttentionKernel {
     if (p.rope && (!this.rotates(p.headDim) || !by4 || q8 || p.kvSource === 'mirror')) {
       throw new Error(`attention: rotating as it attends needs the GPU kernel for heads of whole vec4s over an f32 cache, f32 output and q offsets and strides that are multiples of 4 (head dimension ${p.headDim})`);
     }
+    if (splits > 1 && (!this.rotates(p.headDim) || !by4 || q8 || p.kvSource === 'mirror' || !combine || p.tokens * p.heads * splits > SPLIT_WORKGROUPS || splits > MAX_SPLITS)) {
+      throw new Error(`attention: split positions need the GPU kernel for heads of whole vec4s, f32 output, a combine group and at most ${SPLIT_WORKGROUPS} workgroups of at most ${MAX_SPLITS} splits (${p.tokens} tokens x ${p.heads} heads x ${splits} splits)`);
+    }
     if (!this.serial) {
-      const [gx, gy] = grid2d(p.tokens * p.heads);
+      const [gx, gy] = grid2d(p.tokens * p.heads * splits);
       const wide = by4 && this.ctx.caps.maxInvocationsPerWorkgroup >= PARALLEL_WG;
-      arena.dispatch(pass, wide ? this.parallelKernel(p.headDim, p.rope !== undefined) : this.kernel, group, s, gx, gy);
+      arena.dispatch(pass, wide ? this.parallelKernel(p.headDim, p.rope !== undefined, splits > 1) : this.kernel, group, s, gx, gy);
+      if (splits > 1) {
+        const c = arena.slot();
+        u.set([p.tokens, p.heads, splits, p.outOffset ?? 0, u[s + 11]], c);
+        const [cx, cy] = grid2d(Math.ceil((p.tokens * p.heads * p.headDim) / 4 / COMBINE_WG));
+        arena.dispatch(pass, this.combineKernel(p.headDim), combine!, c, cx, cy);
+      }
       return;
     }
     const together = by4 ? groupedHeads(p.heads, p.kvHeads, p.headDim) : 1;

@@ -30,6 +30,12 @@ import { q8RowVec4s, type XqMode } from '../../kernels/quantize-x.ts';
 import { ropeTailFits, type RopeTail } from '../../kernels/matvec-tail.ts';
 import { memoize } from '../../kernels/runtime/memo.ts';
 
+/**
+ * EngineOptions.splitAttentionFrom's default: spans from which a GPU step's attention splits positions.
+ * (Below it a pair's workgroup is short, and the combine pass is one more dispatch for a host-bound step.)
+ */
+const DEFAULT_SPLIT_ATTENTION_FROM = 256;
+
 interface LayerPlan {
   attnNorm: GPUBindGroup;
   qkv: BoundProduct[];
@@ -43,6 +49,8 @@ interface LayerPlan {
    * token is its sequence's only new one: no RoPE/KV-store pass. Where the adapter's kernel can (GPUs).
    */
   attentionRope?: GPUBindGroup;
+  /** `attention` and `attentionRope` writing split positions' partial sums (AttentionParams.splits; GPUs). */
+  split?: { attention: GPUBindGroup; attentionRope?: GPUBindGroup };
   o: BoundProduct;
   /**
    * Where the O product reads quantized x in 32-value blocks and heads are whole blocks: attention writes
@@ -178,6 +186,10 @@ export class Transformer implements StepRunner {
   readonly maxTokensPerStep: number;
   readonly prefillChunkTokens: number;
   readonly maxRowsPerStep: number;
+  /** The fewest positions a step's longest attention span has for attention to split them (Infinity: never). */
+  private readonly splitAttentionFrom: number;
+  /** Split attention's partial sums and the combine pass's bindings, where the adapter's kernel splits. */
+  private readonly attnSplit: { partials: GPUBuffer; combine: GPUBindGroup } | undefined;
 
   constructor(
     private readonly ctx: KernelContext,
@@ -185,7 +197,7 @@ export class Transformer implements StepRunner {
     private readonly weights: ModelWeights,
     private readonly cache: PagedKvCache,
     private readonly matrices: MatrixKernels,
-    limits: { maxTokensPerStep: number; prefillChunkTokens?: number; maxRowsPerStep: number; yieldEveryMs?: number; kvMirror?: boolean | KvMirrorOptions; fuseNorms?: boolean },
+    limits: { maxTokensPerStep: number; prefillChunkTokens?: number; maxRowsPerStep: number; yieldEveryMs?: number; kvMirror?: boolean | KvMirrorOptions; fuseNorms?: boolean; splitAttentionFrom?: number | false },
     /**
      * Where `queue.submit` runs the work before it returns (llvmpipe through Dawn's OpenGL ES backend), a
      * step is submitted in segments of layers (sized by SegmentPlanner) and this is awaited in between,
@@ -226,6 +238,12 @@ export class Transformer implements StepRunner {
     const F = cfg.ffnDim;
     const D = cfg.dim;
     const S = ws.qkvStride;
+    const splitFrom = limits.splitAttentionFrom ?? DEFAULT_SPLIT_ATTENTION_FROM;
+    this.splitAttentionFrom = splitFrom === false ? Infinity : splitFrom;
+    if (this.k.attention.rotates(cfg.headDim) && S % 4 === 0 && splitFrom !== false) {
+      const partials = ctx.storage('act.attn.partials', AttentionKernel.partialsBytes(cfg.headDim));
+      this.attnSplit = { partials, combine: this.k.attention.bindCombine(partials, ws.attn) };
+    }
     if (!weights.ropeFactors) this.ropeFactorsDummy = ctx.storage('rope.factors.none', 16, new Float32Array([1, 1, 1, 1]));
     const ropeFactors = weights.ropeFactors ?? this.ropeFactorsDummy!;
     const io = (xStride: number, yOffset: number, yStride: number, accumulate = false) => ({ xOffset: 0, xStride, yOffset, yStride, accumulate });
@@ -308,6 +326,10 @@ export class Transformer implements StepRunner {
         ropeStore: this.k.ropeStore.bind(ws.qkv, ws.positions, ws.slots, cache.pageTable, ropeFactors, cache.k[l], cache.v[l]),
         attention: this.k.attention.bind(ws.qkv, cache.k[l], cache.v[l], cache.pageTable, ws.positions, ws.slots, ws.attn),
         attentionRope: this.k.attention.rotates(cfg.headDim) && S % 4 === 0 ? this.k.attention.bindRope(ws.qkv, cache.k[l], cache.v[l], cache.pageTable, ws.positions, ws.slots, ws.attn, ropeFactors) : undefined,
+        split: this.attnSplit && {
+          attention: this.k.attention.bind(ws.qkv, cache.k[l], cache.v[l], cache.pageTable, ws.positions, ws.slots, this.attnSplit.partials),
+          attentionRope: this.k.attention.bindRope(ws.qkv, cache.k[l], cache.v[l], cache.pageTable, ws.positions, ws.slots, this.attnSplit.partials, ropeFactors),
+        },
         o: this.matrices.product(w.o, ws.attn, ws.x, { ...io(qDim, 0, D, true), tail: ffnTail }),
         quantizedO:
           attnQ8 && oQuantized(w)
@@ -633,6 +655,10 @@ export class Transformer implements StepRunner {
     const R = this.nRows;
     const prune = this.pruneLastLayer && R > 0 && R < T && !this.anyAdapter;
     const last = this.layers.length - 1;
+    // Split attention's positions (flash-decoding) by the step's longest span; a pruned last layer's
+    // rows are some of the step's, so the same split serves it.
+    let span = 0;
+    if (this.attnSplit) for (let i = 0; i < T; i++) span = Math.max(span, this.positions[i] + 1);
     this.layers.forEach((L, l) => {
       const adaptedQkv = lora?.adapts(l, 'qkv') ?? false;
       const roped = this.encodeNormed(pass, T, L, 'qkv', fusable, adaptedQkv, qkvNormed, !adaptedQkv);
@@ -651,7 +677,9 @@ export class Transformer implements StepRunner {
       const mirrored = mirror && !pruned ? mirror : undefined;
       if (pruned) k.keepRows.encode(pass, a, this.keepRowsGroup, { rows: R, qDim: cfg.nHeads * hd, qkvStride: S, dim: cfg.dim });
       if (mirrored) this.kvMirror!.encodeLayer(pass, a, l, mirrored);
-      const attention = mirrored ? this.kvMirror!.attentionGroup(quantizedO?.out ?? this.ws.attn) : rotating ? L.attentionRope! : (quantizedO?.attention ?? L.attention);
+      const splits = L.split && !mirrored && !quantizedO ? k.attention.splitsFor(n, cfg.nHeads, hd, span, this.splitAttentionFrom) : 1;
+      const split = splits > 1 ? L.split : undefined;
+      const attention = mirrored ? this.kvMirror!.attentionGroup(quantizedO?.out ?? this.ws.attn) : rotating ? (split?.attentionRope ?? L.attentionRope!) : (split?.attention ?? quantizedO?.attention ?? L.attention);
       k.attention.encode(pass, a, attention, {
         tokens: n,
         heads: cfg.nHeads,
@@ -664,7 +692,8 @@ export class Transformer implements StepRunner {
         output: quantizedO ? 'q8_0' : 'f32',
         kvSource: mirrored ? 'mirror' : 'pages',
         rope: rotating ? this.rope : undefined,
-      });
+        splits,
+      }, this.attnSplit?.combine);
       // A tail runs only where its pass would come next: no adapter's product between, and the
       // consumer on the quantized path (encodeNormed's).
       const adaptedO = lora?.adapts(l, 'o') ?? false;
@@ -770,6 +799,7 @@ export class Transformer implements StepRunner {
     this.ws.destroy();
     this.arena.buffer.destroy();
     this.ropeFactorsDummy?.destroy();
+    this.attnSplit?.partials.destroy();
     this.tailCounter?.destroy();
     this.kvMirror?.destroy();
     this.logitsRead?.destroy();

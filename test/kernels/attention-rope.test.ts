@@ -2,7 +2,8 @@
  * Attention that rotates as it attends (AttentionParams.rope, attention-parallel-rope.wgsl) gives what
  * the RoPE/KV-store pass followed by attention gives: the same outputs and the same K and V rows in the
  * cache, for decode steps of three sequences at once (one token each) on scattered pages, with GQA,
- * NeoX order, partial rotary and frequency factors; and it refuses what it cannot do.
+ * NeoX order, partial rotary and frequency factors, with each pair's positions in one workgroup or split
+ * over several; and it refuses what it cannot do.
  */
 import { describe, expect, it } from 'vitest';
 import { AttentionKernel } from '../../kernels/attention.ts';
@@ -42,7 +43,7 @@ describe('attention rotating as it attends', () => {
       const rope = { nRot: c.nRot, neox: c.neox, freqBase: 10000, freqScale: 0.5, useFactors: c.factors };
       const shape = { tokens: batch.length, heads: c.heads, kvHeads: c.kvHeads, headDim: c.hd, pageSize, maxPages, scale: 1 / Math.sqrt(c.hd), qStride: stride };
       const attention = new AttentionKernel(ctx, 'workgroup');
-      const run = async (rotating: boolean) => {
+      const run = async (rotating: boolean, splits = 1) => {
         const bqkv = ctx.storage('qkv', qkv.byteLength, qkv);
         const bpos = ctx.storage('pos', positions.byteLength, positions);
         const bseq = ctx.storage('seq', seqs.byteLength, seqs);
@@ -52,7 +53,10 @@ describe('attention rotating as it attends', () => {
         const vc = ctx.storage('v', pastV.byteLength, pastV);
         const out = ctx.storage('out', batch.length * qDim * 4);
         await runPass(ctx, (pass, arena) => {
-          if (rotating) {
+          if (rotating && splits > 1) {
+            const partials = ctx.storage('partials', AttentionKernel.partialsBytes(c.hd));
+            attention.encode(pass, arena, attention.bindRope(bqkv, kc, vc, bpages, bpos, bseq, partials, bfac), { ...shape, rope, splits }, attention.bindCombine(partials, out));
+          } else if (rotating) {
             attention.encode(pass, arena, attention.bindRope(bqkv, kc, vc, bpages, bpos, bseq, out, bfac), { ...shape, rope });
           } else {
             const store = new RopeKvStoreKernel(ctx, 'scalar');
@@ -63,11 +67,15 @@ describe('attention rotating as it attends', () => {
         return { out: await readF32(ctx, out, batch.length * qDim), k: await readF32(ctx, kc, past.length), v: await readF32(ctx, vc, pastV.length) };
       };
       const want = await run(false);
-      const got = await run(true);
-      expect(maxRelError(got.out, want.out)).toBeLessThan(1e-5);
-      // Every cache row: the new positions' K and V written as the pass writes them, the rest untouched.
-      expect(maxRelError(got.k, want.k)).toBeLessThan(1e-6);
-      expect(got.v).toEqual(want.v);
+      // Unsplit, and with positions split over 5 workgroups (the first sequence's single position leaves
+      // four of its splits empty; one split stores each KV head's new row).
+      for (const splits of [1, 5]) {
+        const got = await run(true, splits);
+        expect(maxRelError(got.out, want.out), `${splits} splits`).toBeLessThan(1e-5);
+        // Every cache row: the new positions' K and V written as the pass writes them, the rest untouched.
+        expect(maxRelError(got.k, want.k), `${splits} splits`).toBeLessThan(1e-6);
+        expect(got.v, `${splits} splits`).toEqual(want.v);
+      }
     });
   }
 

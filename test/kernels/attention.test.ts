@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AttentionKernel, groupedHeads } from '../../kernels/attention.ts';
+import { AttentionKernel, groupedHeads, SPLIT_WORKGROUPS } from '../../kernels/attention.ts';
 import { KvStoreKernel } from '../../kernels/kv-store.ts';
 import { QuantizeXKernel, q8RowVec4s } from '../../kernels/quantize-x.ts';
 import { readF32, readU32, runPass, testContext } from '../helpers/gpu.ts';
@@ -12,13 +12,17 @@ import { maxRelError, randomF32 } from '../helpers/random.ts';
 // Head dimensions that are multiples of 4 run the vec4 kernels (serial, or attention-parallel.wgsl on the
 // workgroup variant), dim 6 the scalar ones; with more
 // (token, KV head) pairs than `minGrouped`, query heads sharing a KV head run together (0: always,
-// Infinity: never).
+// Infinity: never). `splits`: the workgroup variant with each (token, head) pair's positions split over
+// that many workgroups and merged by the combine pass (flash-decoding): 7 leaves short sequences' later
+// splits empty, 2 gives the 2100-position case splits longer than the kernel's 1024-position chunk.
 describe.each([
-  ['workgroup', undefined],
-  ['serial', undefined],
-  ['serial', 0],
-  ['serial', Infinity],
-] as const)('paged KV store + attention kernels (%s, grouped from %s pairs)', (variant, minGrouped) => {
+  ['workgroup', undefined, 1],
+  ['workgroup', undefined, 2],
+  ['workgroup', undefined, 7],
+  ['serial', undefined, 1],
+  ['serial', 0, 1],
+  ['serial', Infinity, 1],
+] as const)('paged KV store + attention kernels (%s, grouped from %s pairs, %s splits)', (variant, minGrouped, splits) => {
   for (const { heads, kvHeads, hd, pageSize, past0, new0, new1, window } of [
     { heads: 8, kvHeads: 4, hd: 8, pageSize: 16, past0: 5, new0: 1, new1: 3, window: 0 },
     { heads: 4, kvHeads: 1, hd: 64, pageSize: 4, past0: 150, new0: 2, new1: 70, window: 0 },
@@ -33,7 +37,9 @@ describe.each([
     { heads: 2, kvHeads: 1, hd: 16, pageSize: 64, past0: 2100, new0: 2, new1: 3, window: 0 },
     { heads: 4, kvHeads: 2, hd: 80, pageSize: 16, past0: 300, new0: 1, new1: 2, window: 0 },
   ]) {
-    it(`matches the reference: ${heads}/${kvHeads} heads, dim ${hd}, pages of ${pageSize}${window ? `, window ${window}` : ''}`, async () => {
+    // Splits need heads of whole vec4s and at most SPLIT_WORKGROUPS workgroups in all.
+    const splitless = splits > 1 && (hd % 4 !== 0 || (new0 + new1) * heads * splits > SPLIT_WORKGROUPS);
+    it.skipIf(splitless)(`matches the reference: ${heads}/${kvHeads} heads, dim ${hd}, pages of ${pageSize}${window ? `, window ${window}` : ''}`, async () => {
       const ctx = await testContext();
       const kvDim = kvHeads * hd;
       const qDim = heads * hd;
@@ -84,7 +90,12 @@ describe.each([
       const scale = 1 / Math.sqrt(hd);
       await runPass(ctx, (pass, arena) => {
         kv.encode(pass, arena, kv.bind(b.k, b.v, b.pos, b.seq, bPages, kCache, vCache), { tokens: batch.length, kvDim, pageSize, maxPages, kOffset: 0, vOffset: 0, srcStride: kvDim });
-        att.encode(pass, arena, att.bind(bq, kCache, vCache, bPages, b.pos, b.seq, bOut), { tokens: batch.length, heads, kvHeads, headDim: hd, pageSize, maxPages, scale, window });
+        const shape = { tokens: batch.length, heads, kvHeads, headDim: hd, pageSize, maxPages, scale, window, splits };
+        if (splits === 1) att.encode(pass, arena, att.bind(bq, kCache, vCache, bPages, b.pos, b.seq, bOut), shape);
+        else {
+          const partials = ctx.storage('partials', AttentionKernel.partialsBytes(hd));
+          att.encode(pass, arena, att.bind(bq, kCache, vCache, bPages, b.pos, b.seq, partials), shape, att.bindCombine(partials, bOut));
+        }
       });
       const out = await readF32(ctx, bOut, batch.length * qDim);
       batch.forEach((it, t) => {

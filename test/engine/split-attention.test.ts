@@ -1,0 +1,61 @@
+/**
+ * Split attention on the GPU kernels (EngineOptions.splitAttentionFrom, flash-decoding): once a step's
+ * longest sequence attends to enough positions, each (token, head) pair's positions are spread over
+ * several workgroups and merged by a combine pass. Decoding past 256 positions, with two sequences at
+ * different lengths in one step, must give the tokens and log-probabilities of attention in one
+ * workgroup a pair (which the parity tests hold to llama.cpp), with one dispatch a layer more. Runs on
+ * SwiftShader with its caps marked as not software (the GPU kernels), as gpu-variants.test.ts does.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { WebGpuEngine, type EngineOptions } from '../../engine/engine.ts';
+import { FileSource } from '../../engine/loader/file-source.ts';
+import { openNodeDevice } from '../../engine/platform/node.ts';
+import type { GenerateOptions } from '../../engine/types.ts';
+import { sharedModel } from '../helpers/models.ts';
+
+const engines: WebGpuEngine[] = [];
+afterAll(async () => {
+  for (const e of engines) await e.dispose();
+});
+
+async function gpuEngine(opts: EngineOptions): Promise<WebGpuEngine> {
+  const selected = await openNodeDevice('swiftshader');
+  selected.caps = { ...selected.caps, software: false };
+  const engine = await WebGpuEngine.load(selected, new FileSource(sharedModel('stories260K.gguf')), { contextLength: 512, maxSequences: 2, prefixCache: false, ...opts });
+  engines.push(engine);
+  return engine;
+}
+
+async function collect(engine: WebGpuEngine, opts: GenerateOptions) {
+  const out = { tokens: [] as number[], logprobs: [] as number[] };
+  for await (const c of engine.generate(opts)) {
+    out.tokens.push(...c.tokens);
+    out.logprobs.push(...c.logprobs);
+  }
+  return out;
+}
+
+describe('split attention on the GPU kernels (stories260K on SwiftShader as a GPU)', () => {
+  it('decoding past 256 positions gives the unsplit tokens and log-probabilities, with a combine pass a layer', async () => {
+    const split = await gpuEngine({});
+    const whole = await gpuEngine({ splitAttentionFrom: false });
+    // Two sequences in the same decode steps: 300 and 120 prompt tokens (ids of the model's own text).
+    const base = split.tokenizer.encode('Once upon a time, there was a little girl named Lily. She loved to play outside in the sun.');
+    const prompt = (n: number) => Array.from({ length: n }, (_, i) => base[i % base.length]);
+    const run = (engine: WebGpuEngine) => Promise.all([300, 120].map((n) => collect(engine, { tokens: prompt(n), maxTokens: 24, temperature: 0, stopAtEndOfGeneration: false })));
+    const [a, b] = [await run(split), await run(whole)];
+    a.forEach((r, i) => {
+      expect(r.tokens, `sequence ${i}`).toEqual(b[i].tokens);
+      r.logprobs.forEach((lp, j) => expect(Math.abs(lp - b[i].logprobs[j]), `sequence ${i} token ${j}`).toBeLessThan(1e-4));
+    });
+    // A decode step of one sequence at 300+ positions: embedding + 5 layers x (QKV with norm, attention
+    // with RoPE and the KV store, its combine pass, O, gate|up with norm, down) + head + two sampling passes.
+    await collect(split, { tokens: prompt(300), maxTokens: 3, temperature: 0, stopAtEndOfGeneration: false });
+    expect(split.stats().lastStepDispatches).toBe(1 + 6 * 5 + 3);
+    await collect(whole, { tokens: prompt(300), maxTokens: 3, temperature: 0, stopAtEndOfGeneration: false });
+    expect(whole.stats().lastStepDispatches).toBe(1 + 5 * 5 + 3);
+    // Below the threshold no step splits.
+    await collect(split, { tokens: prompt(40), maxTokens: 3, temperature: 0, stopAtEndOfGeneration: false });
+    expect(split.stats().lastStepDispatches).toBe(1 + 5 * 5 + 3);
+  });
+});
