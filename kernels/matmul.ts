@@ -11,6 +11,7 @@ import { withTextureX, XTextures } from './matmul-x-texture.ts';
 import xAligned from './matmul-x-aligned.wgsl?raw';
 import { unrollRowsTokens } from './unroll.ts';
 import tiles from './matmul-tiles.wgsl?raw';
+import tilesVec4 from './matmul-tiles-vec4.wgsl?raw';
 import { BLOCK_WALK_TYPES, deviceLayout } from './quant/layouts.ts';
 import type { ParamArena } from './runtime/arena.ts';
 import { wgsl, type CompiledKernel, type KernelContext, type KernelSpec } from './runtime/context.ts';
@@ -19,16 +20,17 @@ import { q8RowVec4s } from './quantize-x.ts';
 import type { WeightStore } from './runtime/weights.ts';
 
 /**
- * regs: 4x4 register blocks per invocation, no workgroup memory (CPU rasterisers, where barriers are
- * expensive). tiles: 32x64 workgroup tiles staged in workgroup memory (GPUs).
+ * regs: register blocks per invocation, no workgroup memory (CPU rasterisers, where barriers are
+ * expensive). tiles-vec4: 32-token x 128-row workgroup tiles staged in workgroup memory and read as
+ * vec4s along k (GPUs); tiles: the former 32 x 64 tiles read one float at a time, kept to compare.
  */
-export type MatMulVariant = 'regs' | 'tiles';
+export type MatMulVariant = 'regs' | 'tiles' | 'tiles-vec4';
 
 export function matmulVariant(caps: GpuCaps): MatMulVariant {
-  return caps.software ? 'regs' : 'tiles';
+  return caps.software ? 'regs' : 'tiles-vec4';
 }
 
-const TILES = { tileN: 64, tileT: 32 };
+const TILES = { tiles: { tileN: 64, tileT: 32, code: tiles }, 'tiles-vec4': { tileN: 128, tileT: 32, code: tilesVec4 } };
 // Rows x tokens per invocation of the CPU rasterisers' tiled products, every weight type. Measured on
 // llvmpipe for Q8_0 (SmolLM2-135M shapes, 64-token prefill: ms for the step's 120 products; first compile
 // with an empty Mesa shader cache): 4x4 995 ms; 8x8 704 ms, 1.1 s; 16x8 515 ms, 2.6 s; 16x16 436 ms,
@@ -112,11 +114,12 @@ export class MatMulKernel {
     if (opts.xq8 && (!blocks || opts.glu)) throw new Error(`${label}: quantized x is read by the block-walking regs kernel only (Q8_0, Q4_0, Q4_K, Q6_K), without a gated input`);
     this.xq8 = opts.xq8 ?? false;
     const bindings = store.bindings;
-    if (variant === 'tiles') {
-      if (ctx.caps.maxInvocationsPerWorkgroup < 128) throw new Error('matmul: the tiles variant needs 128 invocations per workgroup');
-      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(tiles, common, x4, decode), bindings }), opts.glu);
+    if (variant !== 'regs') {
+      if (ctx.caps.maxInvocationsPerWorkgroup < 128) throw new Error(`matmul: the ${variant} variant needs 128 invocations per workgroup`);
+      const tile = TILES[variant];
+      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(tile.code, common, x4, decode), bindings }), opts.glu);
       this.pairFor = () => this.kernels;
-      ({ tileN: this.tileN, tileT: this.tileT } = TILES);
+      ({ tileN: this.tileN, tileT: this.tileT } = tile);
     } else {
       const { WG_T, tokens } = REGS;
       if (!(TILED_ROWS as readonly number[]).includes(rows)) throw new Error(`${label}: the tiled kernel takes ${TILED_ROWS.join(' or ')} weight rows an invocation, not ${rows}`);

@@ -14,7 +14,7 @@ import { randomWeights, referenceProduct, uploadRows } from '../quant/weights.ts
 
 const ctx = await testContext();
 const MATVEC: MatVecVariant[] = ctx.caps.subgroups ? ['rows', 'coop', 'subgroup'] : ['rows', 'coop'];
-const MATMUL: MatMulVariant[] = ['regs', 'tiles'];
+const MATMUL: MatMulVariant[] = ['regs', 'tiles', 'tiles-vec4'];
 const TOL = 1e-4;
 
 type Kernel = MatVecKernel | MatMulKernel;

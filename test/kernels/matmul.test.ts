@@ -11,7 +11,7 @@ import { accumulated, randomWeights, referenceProduct, uploadRows, WEIGHT_TYPES 
 import { expectAlignedAccumulate } from './product-cases.ts';
 
 const ctx = await testContext();
-const VARIANTS: MatMulVariant[] = ['regs', 'tiles'];
+const VARIANTS: MatMulVariant[] = ['regs', 'tiles', 'tiles-vec4'];
 const TOL = 1e-4;
 
 function colsFor(type: GgmlType): number {
@@ -37,6 +37,19 @@ describe.each(WEIGHT_TYPES.map((t) => [typeName(t), t] as const))('tiled matmul 
         const w = randomWeights(type, n, k, 53 + type);
         const x = randomF32(t * k, 18);
         const kern = new MatMulKernel(ctx, type, variant, { tiledRows: 12 });
+        const by = ctx.storage('y', t * n * 4);
+        const group = kern.bind(uploadRows(ctx, w), ctx.storage('x', x.byteLength, x), by);
+        await runPass(ctx, (pass, arena) => kern.encode(pass, arena, group, { t, n, k }));
+        expect(maxRelError(await readF32(ctx, by, t * n), referenceProduct(w, x, t))).toBeLessThan(TOL);
+      });
+    }
+
+    if (variant !== 'regs') {
+      it(`${variant}: T=70 and 300 rows, more than one workgroup tile each way`, async () => {
+        const [t, n, k] = [70, 300, colsFor(type)];
+        const w = randomWeights(type, n, k, 57 + type);
+        const x = randomF32(t * k, 19);
+        const kern = new MatMulKernel(ctx, type, variant);
         const by = ctx.storage('y', t * n * 4);
         const group = kern.bind(uploadRows(ctx, w), ctx.storage('x', x.byteLength, x), by);
         await runPass(ctx, (pass, arena) => kern.encode(pass, arena, group, { t, n, k }));
@@ -113,7 +126,7 @@ describe('kernel selection', () => {
     expect((mv as MatVecKernel).variant).toBe(ctx.caps.software ? 'rows' : ctx.caps.subgroups ? 'subgroup' : 'coop');
     const mm = selectMatmul(ctx, GgmlType.Q8_0, 9);
     expect(mm).toBeInstanceOf(MatMulKernel);
-    expect((mm as MatMulKernel).variant).toBe(ctx.caps.software ? 'regs' : 'tiles');
+    expect((mm as MatMulKernel).variant).toBe(ctx.caps.software ? 'regs' : 'tiles-vec4');
   });
 
   it('one bind group serves every kernel of a WeightMatmul', async () => {
