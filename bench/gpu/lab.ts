@@ -6,15 +6,21 @@
  *      shapes, each layer its own weights, then the output head), plain and with the RMSNorm folded in,
  *      in every workgroup shape worth trying (MatVecKernel's gpuGroup), each as GB/s of weights and a
  *      share of the read limit;
- *   3. each given model's prefill and decode step kernel by kernel (bench/profile.ts), its decode loop
+ *   3. decode attention alone on both benched models' shapes at spans of 512 to 8192 positions, each
+ *      (token, head) pair in one workgroup and split over several (flash-decoding);
+ *   4. a 1B-class prefill step's products (Q8_0, the prompt's tokens) in each GPU tile (MatMulKernel's
+ *      tiles and tiles-vec4), as GFLOP/s and a share of the FMA limit;
+ *   5. each given model's prefill and decode step kernel by kernel (bench/profile.ts), its decode loop
  *      as requests run it (per decode step the wall time, the host's encoding and submitting and its
- *      waiting for samples), with the norms folded into the products and apart, and the time to first
- *      token of a long prompt in steps of 256 and 512 tokens.
+ *      waiting for samples), with the norms folded into the products and apart, attention split and
+ *      whole, after the prompt and after a long one (--long, 4096 tokens), and the time to first token of a long prompt
+ *      in steps of 256 and 512 tokens.
  * and writes it all to one JSON file. Its numbers pick the GPU kernels' defaults; the bench reports them.
  *
- *   node lab.mjs --adapter gpu --out lab.json [--models a.gguf b.gguf] [--prompt 512] [--no-products]
+ *   node lab.mjs --adapter gpu --out lab.json [--models a.gguf b.gguf] [--prompt 512] [--no-products] [--no-attention] [--no-prefill]
  */
 import { Command } from 'commander';
+import { create } from 'webgpu';
 import { writeFileSync } from 'node:fs';
 import { GgmlType, typeName } from '../../ggml/types.ts';
 import { adapterChoiceFromEnv, openNodeDevice } from '../../engine/platform/node.ts';
@@ -23,6 +29,9 @@ import { matvecVariant, type MatVecVariant } from '../../kernels/matvec.ts';
 import type { ProductOptions } from '../../kernels/matmul-params.ts';
 import { measureAdapterLimits, type AdapterLimits } from '../../kernels/probes/limits.ts';
 import { measureMatVec, type MatVecRate, type MatVecShape } from '../../kernels/probes/measure-matvec.ts';
+import { measureDecodeAttention, type AttentionRate, type AttentionShape } from '../../kernels/probes/measure-attention.ts';
+import { measureMatMul, type MatMulRate, type MatMulShape } from '../../kernels/probes/measure-matmul.ts';
+import { AttentionKernel, SPLIT_WORKGROUPS } from '../../kernels/attention.ts';
 import { KernelContext } from '../../kernels/runtime/context.ts';
 import { onFreshDevice, patternDot } from '../limits.ts';
 import { formatProfile, profileOurs, type BenchProfile } from '../profile.ts';
@@ -80,36 +89,87 @@ export interface LabResult {
   limits: AdapterLimits;
   defaultVariant: MatVecVariant;
   kernels: LabKernelRow[];
+  /** unsafeFeatures(): what the adapter offers with Dawn's unsafe APIs allowed. */
+  experimental: Awaited<ReturnType<typeof unsafeFeatures>>;
+  attention: AttentionRate[];
+  /** A 1B prefill step's products in each GPU tile, as GFLOP/s and a share of the FMA probe. */
+  prefill: (MatMulRate & { percentOfFma: number })[];
   profiles: (BenchProfile & { model: string; loop: DecodeLoop[]; ttft: StepSizeTtft[] })[];
   errors: string[];
 }
 
-/** perStep's split of a step, pipelined decode forced on or off, norms folded into the products or not. */
-export type DecodeLoop = ReturnType<typeof perStep> & { pipelined: boolean; fuseNorms: boolean; tokensPerSecond: number };
+/**
+ * perStep's split of a step, pipelined decode forced on or off, norms folded into the products or not,
+ * attention split over workgroups from the engine's default span or never, after a prompt of
+ * `promptTokens`.
+ */
+export type DecodeLoop = ReturnType<typeof perStep> & { pipelined: boolean; fuseNorms: boolean; splitAttention: boolean; promptTokens: number; tokensPerSecond: number };
+
+interface LoopOptions {
+  fuseNorms: boolean;
+  splitAttention: boolean;
+  /** Pipelined decode forced on or off, one run each, in this order. */
+  pipelined: boolean[];
+}
 
 /**
  * The decode loop as requests run it, against the replayed step (the profile): per decode step its wall
  * time, the host's encoding and submitting, and its waiting for the samples; pipelined and not. With
  * `fuseNorms` false the norms run as passes of their own (EngineOptions.fuseNorms): more dispatches for
  * the host, faster products for the GPU (the lab's norm-fused shapes stream ~35% slower than plain).
+ * Without `splitAttention` each (token, head) pair's positions stay in one workgroup.
  */
-async function decodeLoop(model: string, adapter: string, prompt: number[], fuseNorms: boolean): Promise<DecodeLoop[]> {
-  const engine = await loadEngine({ model, adapter, contextLength: prompt.length + 80, prefixCache: false, fuseNorms });
+async function decodeLoop(model: string, adapter: string, prompt: number[], o: LoopOptions): Promise<DecodeLoop[]> {
+  const engine = await loadEngine({ model, adapter, contextLength: prompt.length + 80, prefixCache: false, fuseNorms: o.fuseNorms, ...(o.splitAttention ? {} : { splitAttentionFrom: false }) });
   try {
     const run = { tokens: prompt, temperature: 0, stopAtEndOfGeneration: false, maxTokens: 64 } as const;
     await engine.generate(run).result;
     // The prompt's step alone, taken out of each run's counters (perStep).
     const promptStep = (await countSteps(engine, () => engine.generate({ ...run, maxTokens: 1 }).result)).counters;
     const out: DecodeLoop[] = [];
-    for (const pipelined of fuseNorms ? [true, false, true] : [true, true]) {
+    for (const pipelined of o.pipelined) {
       engine.setPipelinedDecode(pipelined);
       const { counters, result: r } = await countSteps(engine, () => engine.generate(run).result);
-      out.push({ pipelined, fuseNorms, ...perStep(promptStep, counters), tokensPerSecond: r.timings.decodeTokensPerSecond });
+      out.push({ pipelined, fuseNorms: o.fuseNorms, splitAttention: o.splitAttention, promptTokens: prompt.length, ...perStep(promptStep, counters), tokensPerSecond: r.timings.decodeTokensPerSecond });
     }
     return out;
   } finally {
     await engine.dispose();
   }
+}
+
+/**
+ * Decode attention alone (kernels/probes/measure-attention.ts) on the two benched models' shapes at
+ * spans from the bench's to a long chat's, one and four sequences, in one workgroup a (token, head) pair
+ * and split: the split the engine would choose (AttentionKernel.splitsFor) and powers of two around it.
+ */
+async function attentionRates(choice: Parameters<typeof onFreshDevice>[0], log: (line: string) => void, errors: string[]): Promise<AttentionRate[]> {
+  const shapes: AttentionShape[] = [
+    { label: 'llama-3.2-1b 32/8 heads of 64, 16 layers', heads: 32, kvHeads: 8, headDim: 64, layers: 16 },
+    { label: 'smollm2-135m 9/3 heads of 64, 30 layers', heads: 9, kvHeads: 3, headDim: 64, layers: 30 },
+  ];
+  const out: AttentionRate[] = [];
+  for (const shape of shapes) {
+    for (const span of [512, 2048, 8192]) {
+      for (const tokens of [1, 4]) {
+        try {
+          const rows = await onFreshDevice(choice, (own) => {
+            const ctx = new KernelContext(own.device, own.caps);
+            const chosen = new AttentionKernel(ctx, 'workgroup').splitsFor(tokens, shape.heads, shape.headDim, span, 1);
+            const most = Math.floor(SPLIT_WORKGROUPS / (tokens * shape.heads));
+            const counts = [...new Set([chosen, 2, 4, 8, 16, 32])].filter((s) => s <= most);
+            return measureDecodeAttention(ctx, shape, tokens, span, counts, 5);
+          });
+          out.push(...rows);
+          log(`attention ${shape.label}, ${tokens} token(s) at ${span}: ${rows.map((r) => `${r.splits} split(s) ${(r.ms * 1000 / shape.layers).toFixed(1)} us a layer (${r.GBps.toFixed(0)} GB/s)`).join('; ')}`);
+        } catch (e) {
+          errors.push(`attention ${shape.label} ${tokens}x${span}: ${(e as Error).message}`);
+          log(`attention ${shape.label} ${tokens}x${span} failed: ${(e as Error).message}`);
+        }
+      }
+    }
+  }
+  return out;
 }
 
 export interface StepSizeTtft {
@@ -141,6 +201,47 @@ async function ttftBySteps(model: string, adapter: string, prompt: number[]): Pr
   return out;
 }
 
+/**
+ * The features Dawn's Vulkan adapter offers with its unsafe APIs allowed (the toggle Chromium's
+ * --enable-unsafe-webgpu sets): whether this GPU would take experimental ones such as subgroup matrices
+ * (tensor cores: llama.cpp's WebGPU backend reports its prefill 3-4x faster with them), and their
+ * configurations. Nothing in the engine asks for them yet; this says whether a kernel could.
+ */
+async function unsafeFeatures(): Promise<{ features: string[]; subgroupMatrixConfigs?: unknown } | string> {
+  const gpu = create(['backend=vulkan', 'enable-dawn-features=allow_unsafe_apis']);
+  const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
+  if (!adapter) return 'no adapter';
+  const info = adapter.info as GPUAdapterInfo & { subgroupMatrixConfigs?: unknown };
+  return { features: [...adapter.features].map(String).sort(), subgroupMatrixConfigs: info.subgroupMatrixConfigs };
+}
+
+/** A 1B-class prefill step's products (Llama-3.2-1B shapes), four copies each: compute-bound, so fewer weights do. */
+export function prefillShapes(d = 2048, ffn = 8192, kv = 512): MatMulShape[] {
+  return [
+    { label: `qkv ${d + 2 * kv}x${d}`, n: d + 2 * kv, k: d, copies: 4 },
+    { label: `o ${d}x${d}`, n: d, k: d, copies: 4 },
+    { label: `gate|up ${2 * ffn}x${d}`, n: 2 * ffn, k: d, copies: 4 },
+    { label: `down ${d}x${ffn}`, n: d, k: ffn, copies: 4 },
+  ];
+}
+
+/** The prefill products of `tokens` in each GPU tile (MatMulKernel's variants), each on a device of its own. */
+async function prefillRates(choice: Parameters<typeof onFreshDevice>[0], tokens: number, fmaGflops: number, log: (line: string) => void, errors: string[]): Promise<(MatMulRate & { percentOfFma: number })[]> {
+  const out: (MatMulRate & { percentOfFma: number })[] = [];
+  for (const variant of ['tiles', 'tiles-vec4'] as const) {
+    try {
+      const rows = await onFreshDevice(choice, (own) => measureMatMul(new KernelContext(own.device, own.caps), GgmlType.Q8_0, variant, prefillShapes(), tokens, (k) => patternDot(GgmlType.Q8_0, k), 5));
+      for (const r of rows) out.push({ ...r, percentOfFma: (100 * r.GFLOPs) / fmaGflops });
+      const ms = rows.reduce((a, r) => a + r.ms, 0);
+      log(`prefill products (${tokens} tokens) ${variant}: ${rows.map((r) => `${r.shape} ${r.GFLOPs.toFixed(0)} GFLOP/s`).join('; ')}; ${ms.toFixed(2)} ms for 4 layers`);
+    } catch (e) {
+      errors.push(`prefill ${variant}: ${(e as Error).message}`);
+      log(`prefill ${variant} failed: ${(e as Error).message}`);
+    }
+  }
+  return out;
+}
+
 async function main(): Promise<void> {
   const o = new Command('lab')
     .option('--adapter <name>', 'adapter (gpu, llvmpipe, swiftshader)', 'gpu')
@@ -148,9 +249,12 @@ async function main(): Promise<void> {
     .option('--models <paths...>', 'GGUF files whose steps to profile', [])
     .option('--prompt <n>', 'prompt tokens of the profiled prefill', '512')
     .option('--layers <n>', 'layers of the synthetic decode step', '16')
+    .option('--long <n>', 'prompt tokens of the long decode loop', '4096')
     .option('--no-products', 'skip the decode products in workgroup shapes (part 2)')
+    .option('--no-attention', 'skip decode attention alone, whole and split (part 3)')
+    .option('--no-prefill', 'skip the prefill products in each tile (part 4)')
     .parse()
-    .opts<{ adapter: string; out: string; models: string[]; prompt: string; layers: string; products: boolean }>();
+    .opts<{ adapter: string; out: string; models: string[]; prompt: string; layers: string; long: string; products: boolean; attention: boolean; prefill: boolean }>();
   const log = (line: string) => process.stderr.write(`lab: ${line}\n`);
   const errors: string[] = [];
   const sel = await openNodeDevice(adapterChoiceFromEnv(o.adapter, '--adapter'));
@@ -158,6 +262,9 @@ async function main(): Promise<void> {
   log(`${sel.choice}: ${description}; subgroups ${sel.caps.subgroups} (${sel.caps.subgroupMinSize}-${sel.caps.subgroupMaxSize}), f16 ${sel.caps.f16}, timestamps ${sel.caps.timestamps}`);
   const limits = await measureAdapterLimits(sel.device, sel.caps, { onProgress: (w) => log(w) });
   log(`stream read ${limits.streamReadGBps.toFixed(0)} GB/s (${JSON.stringify(limits.streamReadBest)}), FMA ${limits.fmaGflops.toFixed(0)} GFLOP/s, dispatch ${limits.dispatchUs.toFixed(2)} us`);
+
+  const experimental = o.adapter === 'gpu' ? await unsafeFeatures().catch((e: Error) => `failed: ${e.message}`) : 'not a GPU';
+  log(`with unsafe APIs allowed: ${JSON.stringify(experimental)}`);
 
   sel.device.destroy();
   const kernels: LabKernelRow[] = [];
@@ -178,24 +285,35 @@ async function main(): Promise<void> {
     }
   }
 
+  const attention = o.attention ? await attentionRates(sel.choice, log, errors) : [];
+  const prefill = o.prefill ? await prefillRates(sel.choice, Number(o.prompt), limits.fmaGflops, log, errors) : [];
+
   const profiles: LabResult['profiles'] = [];
   for (const model of o.models) {
     try {
       // Any ids below 256 exist in every model here; the step's cost does not depend on which.
       const prompt = [1, ...Array.from({ length: Number(o.prompt) - 1 }, (_, i) => 3 + ((i * 7919) % 250))];
       const p = await profileOurs({ model, prompt, genTokens: 8, runs: 1, concurrency: 1 }, o.adapter);
-      const loop = [...(await decodeLoop(model, o.adapter, prompt, true)), ...(await decodeLoop(model, o.adapter, prompt, false))];
+      // A long chat's decode: the same prompt repeated to --long tokens.
+      const long = [1, ...Array.from({ length: Number(o.long) - 1 }, (_, i) => prompt[1 + (i % (prompt.length - 1))])];
+      const loop = [
+        ...(await decodeLoop(model, o.adapter, prompt, { fuseNorms: true, splitAttention: true, pipelined: [true, false, true] })),
+        ...(await decodeLoop(model, o.adapter, prompt, { fuseNorms: false, splitAttention: true, pipelined: [true, true] })),
+        ...(await decodeLoop(model, o.adapter, prompt, { fuseNorms: true, splitAttention: false, pipelined: [true, true] })),
+        ...(await decodeLoop(model, o.adapter, long, { fuseNorms: true, splitAttention: true, pipelined: [true, true] })),
+        ...(await decodeLoop(model, o.adapter, long, { fuseNorms: true, splitAttention: false, pipelined: [true, true] })),
+      ];
       const ttft = await ttftBySteps(model, o.adapter, prompt);
       profiles.push({ model, ...p, loop, ttft });
       for (const t of ttft) log(`TTFT of ${t.promptTokens} tokens in steps of ${t.maxTokensPerStep}: ${t.timeToFirstTokenMs.toFixed(1)} ms`);
       process.stdout.write(`\n${model}\n${formatProfile(p)}\n`);
-      for (const l of loop) log(`decode loop, pipelined ${l.pipelined}, norms ${l.fuseNorms ? 'folded' : 'apart'}: ${l.msPerStep.toFixed(3)} ms a step, host ${l.hostMsPerStep.toFixed(3)}, submit ${l.submitMsPerStep.toFixed(3)}, waiting for samples ${l.waitMsPerStep.toFixed(3)}, ${l.tokensPerSecond.toFixed(1)} tok/s`);
+      for (const l of loop) log(`decode loop after ${l.promptTokens} tokens, pipelined ${l.pipelined}, norms ${l.fuseNorms ? 'folded' : 'apart'}, attention ${l.splitAttention ? 'split' : 'whole'}: ${l.msPerStep.toFixed(3)} ms a step, host ${l.hostMsPerStep.toFixed(3)}, submit ${l.submitMsPerStep.toFixed(3)}, waiting for samples ${l.waitMsPerStep.toFixed(3)}, ${l.tokensPerSecond.toFixed(1)} tok/s`);
     } catch (e) {
       errors.push(`profile ${model}: ${(e as Error).message}`);
       log(`profile ${model} failed: ${(e as Error).message}`);
     }
   }
-  const result: LabResult = { date: new Date().toISOString(), adapter: sel.choice, description, limits, defaultVariant: matvecVariant(sel.caps), kernels, profiles, errors };
+  const result: LabResult = { date: new Date().toISOString(), adapter: sel.choice, description, limits, experimental, defaultVariant: matvecVariant(sel.caps), kernels, attention, prefill, profiles, errors };
   writeFileSync(o.out, JSON.stringify(result, null, 2) + '\n');
   log(`wrote ${o.out} (${typeName(GgmlType.Q8_0)} kernels: ${kernels.length} rows, ${profiles.length} profiles, ${errors.length} errors)`);
 }

@@ -122,7 +122,7 @@ export async function measureMatVec(ctx: KernelContext, type: GgmlType, variant:
     const error = await ctx.device.popErrorScope();
     if (error) throw new Error(`matvec probe ${typeName(type)}/${variant}: ${error.message}`);
     const normed = opts.norm ? 1 / Math.sqrt(X * X + NORM_EPS) : 1;
-    await checkFirstOutput(ctx, type, expectedDot(shape.products[shape.products.length - 1].k) * normed, y);
+    await checkPatternOutput(ctx, `matvec probe ${typeName(type)}`, expectedDot(shape.products[shape.products.length - 1].k) * normed, y);
     const ms = await bestOf(runs, once);
     out.push({ type: typeName(type), variant, x: xq8 ? 'int8' : 'f32', shape: shape.label, weightBytes, dispatches: jobs.length, ms, GBps: weightBytes / ms / 1e6 });
     for (const b of bufs) b.destroy();
@@ -144,13 +144,13 @@ async function quantized(ctx: KernelContext, x: GPUBuffer, k: number): Promise<G
 }
 
 /**
- * Every row of the pattern matrix dots x to the same value; the last product's first output must be it,
- * so a kernel that skipped part of its work is caught rather than reported as fast.
+ * Every row of the pattern matrix dots x to the same value; output `index` of y (default the first) must
+ * be it, so a kernel that skipped part of its work is caught rather than reported as fast.
  */
-async function checkFirstOutput(ctx: KernelContext, type: GgmlType, want: number, y: GPUBuffer): Promise<void> {
-  const got = new Float32Array(new Uint32Array(await readWords(ctx.device, y, 1)).buffer)[0];
+export async function checkPatternOutput(ctx: KernelContext, label: string, want: number, y: GPUBuffer, index = 0): Promise<void> {
+  const got = new Float32Array(new Uint32Array(await readWords(ctx.device, y, index + 1)).buffer)[index];
   // 2e-3: x = 0.5 quantized to int8 is 127 steps of f16(0.5 / 127), 0.49997.
   if (!(Math.abs(got - want) <= 2e-3 * Math.abs(want) + 1e-6)) {
-    throw new Error(`matvec probe ${typeName(type)}: output ${got} is not the expected ${want}; the kernel did not do the whole product`);
+    throw new Error(`${label}: output ${index} is ${got}, not the expected ${want}; the kernel did not do the whole product`);
   }
 }

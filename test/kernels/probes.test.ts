@@ -7,6 +7,8 @@ import { EmptyProbe } from '../../kernels/probes/empty.ts';
 import { FmaProbe, fmaReference } from '../../kernels/probes/fma.ts';
 import { measureAdapterLimits } from '../../kernels/probes/limits.ts';
 import { MATVEC_PROBE_TYPES, measureMatVec } from '../../kernels/probes/measure-matvec.ts';
+import { measureDecodeAttention } from '../../kernels/probes/measure-attention.ts';
+import { measureMatMul } from '../../kernels/probes/measure-matmul.ts';
 import { patternDot } from '../../bench/limits.ts';
 import { matvecVariant } from '../../kernels/matvec.ts';
 import { typeName } from '../../ggml/types.ts';
@@ -124,5 +126,31 @@ describe('adapter probes', () => {
     }
     // A result that is not the product is refused before it is timed.
     await expect(measureMatVec(ctx, MATVEC_PROBE_TYPES[0], matvecVariant(ctx.caps), shapes, (k) => patternDot(MATVEC_PROBE_TYPES[0], k) + 1, 1)).rejects.toThrow(/did not do the whole product/);
+  });
+
+  it('the decode attention probe times each split count after checking its output against one workgroup a pair', async () => {
+    const ctx = await testContext();
+    const shape = { label: 'small', heads: 4, kvHeads: 2, headDim: 16, layers: 2 };
+    const rows = await measureDecodeAttention(ctx, shape, 2, 200, [3, 1, 8], 1);
+    expect(rows.map((r) => r.splits)).toEqual([1, 3, 8]);
+    expect(rows.map((r) => r.dispatches)).toEqual([2, 4, 4]);
+    for (const r of rows) {
+      expect(r.kvBytes).toBe(2 * 2 * 200 * 2 * 16 * 4 * 2);
+      expect(r.ms).toBeGreaterThan(0);
+      expect(r.GBps).toBeCloseTo(r.kvBytes / r.ms / 1e6);
+    }
+  });
+
+  it('the prefill product probe checks each tiled kernel\'s first and last outputs and times every product', async () => {
+    const ctx = await testContext();
+    const type = MATVEC_PROBE_TYPES[0];
+    const shapes = [{ label: 'small', n: 200, k: 256, copies: 2 }];
+    for (const variant of ['tiles', 'tiles-vec4'] as const) {
+      const [rate] = await measureMatMul(ctx, type, variant, shapes, 40, (k) => patternDot(type, k), 1);
+      expect(rate).toMatchObject({ variant, tokens: 40, dispatches: 2 });
+      expect(rate.gflop).toBeCloseTo((2 * 40 * 200 * 256 * 2) / 1e9);
+      expect(rate.GFLOPs).toBeGreaterThan(0);
+    }
+    await expect(measureMatMul(ctx, type, 'tiles-vec4', shapes, 40, (k) => patternDot(type, k) + 1, 1)).rejects.toThrow(/did not do the whole product/);
   });
 });
