@@ -38,11 +38,19 @@ const PARALLEL_WG = 256;
  * Split positions (AttentionParams.splits): the most workgroups a decode step's attention is spread over
  * (a couple per core of a large GPU; the partial sums' buffer holds this many splits), the fewest
  * positions a split takes, and the most splits of one (token, head) pair (attention-combine.wgsl walks
- * them all in each invocation).
+ * them all in each invocation). Below SPLIT_LONG_SPAN positions a split into fewer than
+ * SPLIT_FEWEST_SHORT parts is not worth its combine pass. Measured on an H200 (bench/results/README.md,
+ * session 16): decode attention alone, per layer, at 2048 positions 47.8 us whole, 24.7-25.1 us in 4-8
+ * splits (Llama-3.2-1B's 32 heads, one token), at 8192 173 -> 48 us; 16-28 splits of SmolLM2-135M's 9
+ * heads were slower than 8-16. At 512 positions with the cache in L2 splitting lost (18.7 -> 20.6-23.6
+ * us), but in the decode loop, where the products' weights push K and V out of L2, 8 splits took the
+ * 1B's step from 2.55 to 2.28 ms; 2 splits of four sequences' 128 pairs lost in the loop (782 -> 633 tok/s).
  */
 export const SPLIT_WORKGROUPS = 256;
 const SPLIT_MIN_POSITIONS = 64;
-const MAX_SPLITS = 32;
+const MAX_SPLITS = 16;
+const SPLIT_LONG_SPAN = 2048;
+const SPLIT_FEWEST_SHORT = 4;
 const COMBINE_WG = 64;
 const COMBINE_BINDINGS: readonly BindingKind[] = ['read', 'write'];
 /**
@@ -230,13 +238,14 @@ export class AttentionKernel {
    * How many workgroups to split each (token, head) pair's positions over (AttentionParams.splits) for a
    * step of `tokens` whose longest attention span is `span` positions: 1 (no split) on CPU kernels, for
    * heads of other shapes, or below `minSpan`; else as many as fill SPLIT_WORKGROUPS with splits of at
-   * least SPLIT_MIN_POSITIONS. A decode token's few heads are a few workgroups on a GPU of 100+ cores,
+   * least SPLIT_MIN_POSITIONS, at most MAX_SPLITS, and none where a short span gets fewer than
+   * SPLIT_FEWEST_SHORT. A decode token's few heads are a few workgroups on a GPU of 100+ cores,
    * each walking every position; the split costs one combine dispatch.
    */
   splitsFor(tokens: number, heads: number, headDim: number, span: number, minSpan: number): number {
     if (!this.rotates(headDim) || span < minSpan) return 1;
     const splits = Math.min(MAX_SPLITS, Math.floor(SPLIT_WORKGROUPS / (tokens * heads)), Math.ceil(span / SPLIT_MIN_POSITIONS));
-    return splits >= 2 ? splits : 1;
+    return splits >= (span < SPLIT_LONG_SPAN ? SPLIT_FEWEST_SHORT : 2) ? splits : 1;
   }
 
   /** Bytes of the partial sums' buffer for steps whose splitsFor is at most SPLIT_WORKGROUPS pairs' worth. */

@@ -117,6 +117,11 @@ export interface ProductOptions {
    * `units` (subgroup variant, 1-4, default 1): weight units each lane loads before it uses any.
    */
   gpuGroup?: { wg: number; rows: number; units?: number };
+  /**
+   * GPU tiled kernel 'tiles-vec4' (matmul.ts): the fewest workgroups a dispatch runs it with; smaller
+   * grids take the 32 x 64 tile (default VEC4_MIN_WORKGROUPS; tests and the lab set 0 to run it always).
+   */
+  vec4MinWorkgroups?: number;
 }
 
 /**

@@ -31,6 +31,13 @@ export function matmulVariant(caps: GpuCaps): MatMulVariant {
 }
 
 const TILES = { tiles: { tileN: 64, tileT: 32, code: tiles }, 'tiles-vec4': { tileN: 128, tileT: 32, code: tilesVec4 } };
+/**
+ * The fewest workgroups a tiles-vec4 dispatch takes; smaller grids run the 32 x 64 tile, twice as many
+ * workgroups. On an H200 (132 cores) the vec4 tile ran a 1B prefill's products (512 tokens, grids of 256
+ * to 2048 workgroups) 1.28x faster, but decode batches of 16 sequences (tiled products of 16 rows of
+ * x, grids of 5 to 128 vec4 tiles) lost a third of their speed (SmolLM2-135M 1942 -> 1144 tok/s).
+ */
+const VEC4_MIN_WORKGROUPS = 256;
 // Rows x tokens per invocation of the CPU rasterisers' tiled products, every weight type. Measured on
 // llvmpipe for Q8_0 (SmolLM2-135M shapes, 64-token prefill: ms for the step's 120 products; first compile
 // with an empty Mesa shader cache): 4x4 995 ms; 8x8 704 ms, 1.1 s; 16x8 515 ms, 2.6 s; 16x16 436 ms,
@@ -89,6 +96,8 @@ export class MatMulKernel {
   private readonly pairFor: (y4: boolean) => XAlignedPair;
   private readonly tileN: number;
   private readonly tileT: number;
+  /** tiles-vec4: the 32 x 64 tile's kernels for dispatches of small grids (VEC4_MIN_WORKGROUPS). */
+  private readonly scalarTiles: XAlignedPair | undefined;
   /** Reads quantized x (ProductOptions.xq8), whose offsets and strides count vec4s. */
   private readonly xq8: boolean;
   /** With quantized x: the XQ8_WIDE_TOKENS-token kernels, made on first use. */
@@ -116,10 +125,12 @@ export class MatMulKernel {
     const bindings = store.bindings;
     if (variant !== 'regs') {
       if (ctx.caps.maxInvocationsPerWorkgroup < 128) throw new Error(`matmul: the ${variant} variant needs 128 invocations per workgroup`);
-      const tile = TILES[variant];
-      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(tile.code, common, x4, decode), bindings }), opts.glu);
+      const pairOf = (v: 'tiles' | 'tiles-vec4', name: string) => new XAlignedPair(ctx, (x4) => ({ label: name, code: wgsl(TILES[v].code, common, x4, decode), bindings }), opts.glu);
+      this.kernels = pairOf(variant, label);
       this.pairFor = () => this.kernels;
-      ({ tileN: this.tileN, tileT: this.tileT } = tile);
+      ({ tileN: this.tileN, tileT: this.tileT } = TILES[variant]);
+      // Built now, with the rest, so no request compiles it on first use.
+      if (variant === 'tiles-vec4') this.scalarTiles = pairOf('tiles', label.replace('tiles-vec4', 'tiles'));
     } else {
       const { WG_T, tokens } = REGS;
       if (!(TILED_ROWS as readonly number[]).includes(rows)) throw new Error(`${label}: the tiled kernel takes ${TILED_ROWS.join(' or ')} weight rows an invocation, not ${rows}`);
@@ -231,8 +242,11 @@ export class MatMulKernel {
     const tileT = wide ? REGS.WG_T * XQ8_WIDE_TOKENS : this.tileT;
     const y4 = this.variant === 'regs' && yVec4(p);
     const bound = via ?? this.xWindows?.window(group, wide ? 'wide' : 'narrow', y4, p.t, p.xOffset ?? 0, p.xStride ?? q8RowVec4s(p.k), windowStart);
-    const pair = this.pairFor(y4);
+    // A small grid of vec4 tiles runs the scalar tile instead, with twice the workgroups (same bindings).
+    const scalar = this.scalarTiles !== undefined && Math.ceil(p.n / this.tileN) * Math.ceil(p.t / tileT) < (this.opts.vec4MinWorkgroups ?? VEC4_MIN_WORKGROUPS);
+    const tileN = scalar ? TILES.tiles.tileN : this.tileN;
+    const pair = scalar ? this.scalarTiles! : this.pairFor(y4);
     const kernel = bound?.kernel ?? (wide ? this.wide!(y4) : this.xq8 ? pair.aligned : pair.for(p));
-    arena.dispatch(pass, kernel, bound?.group ?? group, s, Math.ceil(p.n / this.tileN), Math.ceil(p.t / tileT));
+    arena.dispatch(pass, kernel, bound?.group ?? group, s, Math.ceil(p.n / tileN), Math.ceil(p.t / (scalar ? TILES.tiles.tileT : tileT)));
   }
 }

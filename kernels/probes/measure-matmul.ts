@@ -35,7 +35,8 @@ export interface MatMulRate {
 
 export async function measureMatMul(ctx: KernelContext, type: GgmlType, variant: MatMulVariant, shapes: MatMulShape[], tokens: number, expectedDot: (k: number) => number, runs = 5): Promise<MatMulRate[]> {
   const layout = deviceLayout(ctx.caps, type);
-  const kernel = new MatMulKernel(ctx, type, variant);
+  // The variant's own tile whatever the grid (tiles-vec4 would run small grids with the 32 x 64 tile).
+  const kernel = new MatMulKernel(ctx, type, variant, { vec4MinWorkgroups: 0 });
   const out: MatMulRate[] = [];
   for (const shape of shapes) {
     const { n, k } = shape;

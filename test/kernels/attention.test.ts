@@ -177,3 +177,23 @@ describe('grouped-query attention on the serial kernels', () => {
     ).rejects.toThrow(/quantized output needs .* multiple of 32 \(got 16\)/);
   });
 });
+
+describe('split positions (flash-decoding)', () => {
+  it('splits decode steps by span and pairs: enough splits to fill the GPU, none for short spans of many pairs or on CPU kernels', async () => {
+    const ctx = await testContext();
+    const gpu = new AttentionKernel(ctx, 'workgroup');
+    // Llama-3.2-1B: 32 heads of 64. One token at 519 positions: 8 splits of 65.
+    expect(gpu.splitsFor(1, 32, 64, 519, 256)).toBe(8);
+    // Four tokens: 128 pairs leave room for 2 splits, too few at a short span; at 4096 positions 2 pay.
+    expect(gpu.splitsFor(4, 32, 64, 519, 256)).toBe(1);
+    expect(gpu.splitsFor(4, 32, 64, 4096, 256)).toBe(2);
+    // SmolLM2-135M: 9 heads; at most 16 splits.
+    expect(gpu.splitsFor(1, 9, 64, 2048, 256)).toBe(16);
+    expect(gpu.splitsFor(4, 9, 64, 519, 256)).toBe(7);
+    // Below the engine's threshold, with more pairs than workgroups, or heads not of whole vec4s: none.
+    expect(gpu.splitsFor(1, 32, 64, 200, 256)).toBe(1);
+    expect(gpu.splitsFor(16, 32, 64, 8192, 256)).toBe(1);
+    expect(gpu.splitsFor(1, 4, 6, 4096, 256)).toBe(1);
+    expect(new AttentionKernel(ctx, 'serial').splitsFor(1, 32, 64, 4096, 256)).toBe(1);
+  });
+});

@@ -14,6 +14,11 @@ const ctx = await testContext();
 const VARIANTS: MatMulVariant[] = ['regs', 'tiles', 'tiles-vec4'];
 const TOL = 1e-4;
 
+/** `variant`'s kernel; tiles-vec4 on its own tile however small the grid (the tests' grids are). */
+function tiled(type: GgmlType, variant: MatMulVariant): MatMulKernel {
+  return new MatMulKernel(ctx, type, variant, variant === 'tiles-vec4' ? { vec4MinWorkgroups: 0 } : {});
+}
+
 function colsFor(type: GgmlType): number {
   return type === GgmlType.Q4_K || type === GgmlType.Q6_K ? 512 : 256;
 }
@@ -24,7 +29,7 @@ describe.each(WEIGHT_TYPES.map((t) => [typeName(t), t] as const))('tiled matmul 
       const [t, n, k] = [37, 100, colsFor(type)];
       const w = randomWeights(type, n, k, 51 + type);
       const x = randomF32(t * k, 14);
-      const kern = new MatMulKernel(ctx, type, variant);
+      const kern = tiled(type, variant);
       const by = ctx.storage('y', t * n * 4);
       const group = kern.bind(uploadRows(ctx, w), ctx.storage('x', x.byteLength, x), by);
       await runPass(ctx, (pass, arena) => kern.encode(pass, arena, group, { t, n, k }));
@@ -45,16 +50,19 @@ describe.each(WEIGHT_TYPES.map((t) => [typeName(t), t] as const))('tiled matmul 
     }
 
     if (variant !== 'regs') {
-      it(`${variant}: T=70 and 300 rows, more than one workgroup tile each way`, async () => {
-        const [t, n, k] = [70, 300, colsFor(type)];
-        const w = randomWeights(type, n, k, 57 + type);
-        const x = randomF32(t * k, 19);
-        const kern = new MatMulKernel(ctx, type, variant);
-        const by = ctx.storage('y', t * n * 4);
-        const group = kern.bind(uploadRows(ctx, w), ctx.storage('x', x.byteLength, x), by);
-        await runPass(ctx, (pass, arena) => kern.encode(pass, arena, group, { t, n, k }));
-        expect(maxRelError(await readF32(ctx, by, t * n), referenceProduct(w, x, t))).toBeLessThan(TOL);
-      });
+      // tiles-vec4 runs small grids with the 32 x 64 tile: here both ways (its own tile forced).
+      for (const vec4MinWorkgroups of variant === 'tiles-vec4' ? [0, undefined] : [undefined]) {
+        it(`${variant}${vec4MinWorkgroups === 0 ? ' (vec4 tile forced)' : ''}: T=70 and 300 rows, more than one workgroup tile each way`, async () => {
+          const [t, n, k] = [70, 300, colsFor(type)];
+          const w = randomWeights(type, n, k, 57 + type);
+          const x = randomF32(t * k, 19);
+          const kern = new MatMulKernel(ctx, type, variant, { vec4MinWorkgroups });
+          const by = ctx.storage('y', t * n * 4);
+          const group = kern.bind(uploadRows(ctx, w), ctx.storage('x', x.byteLength, x), by);
+          await runPass(ctx, (pass, arena) => kern.encode(pass, arena, group, { t, n, k }));
+          expect(maxRelError(await readF32(ctx, by, t * n), referenceProduct(w, x, t))).toBeLessThan(TOL);
+        });
+      }
     }
 
     it(`${variant}: row shards, x and y slices, accumulate`, async () => {
@@ -65,7 +73,7 @@ describe.each(WEIGHT_TYPES.map((t) => [typeName(t), t] as const))('tiled matmul 
       const [xOffset, xStride, yOffset, yStride] = [7, k + 3, 11, n + 9];
       const x = randomF32(xOffset + t * xStride, 15);
       const y0 = randomF32(yOffset + t * yStride, 16);
-      const kern = new MatMulKernel(ctx, type, variant);
+      const kern = tiled(type, variant);
       const bx = ctx.storage('x', x.byteLength, x);
       const by = ctx.storage('y', y0.byteLength, y0);
       const groups = shards.map((s) => kern.bind(uploadRows(ctx, w, s.rowBegin, s.rows), bx, by));
@@ -79,7 +87,7 @@ describe.each(WEIGHT_TYPES.map((t) => [typeName(t), t] as const))('tiled matmul 
     });
 
     it(`${variant}: y offset, stride and rows multiples of 4 (the tiled kernels' four-row stores), accumulate`, () =>
-      expectAlignedAccumulate(ctx, new MatMulKernel(ctx, type, variant), randomWeights(type, 100, colsFor(type), 67 + type), 37, 19, TOL));
+      expectAlignedAccumulate(ctx, tiled(type, variant), randomWeights(type, 100, colsFor(type), 67 + type), 37, 19, TOL));
 
     if (type === GgmlType.F32 || type === GgmlType.F16 || type === GgmlType.BF16) {
       it(`${variant}: rows whose length is no multiple of 16 or 32`, async () => {
@@ -87,7 +95,7 @@ describe.each(WEIGHT_TYPES.map((t) => [typeName(t), t] as const))('tiled matmul 
         for (const k of [172, 45]) {
           const w = randomWeights(type, n, k, 71 + k);
           const x = randomF32(t * k, 17);
-          const kern = new MatMulKernel(ctx, type, variant);
+          const kern = tiled(type, variant);
           const by = ctx.storage('y', t * n * 4);
           const group = kern.bind(uploadRows(ctx, w), ctx.storage('x', x.byteLength, x), by);
           await runPass(ctx, (pass, arena) => kern.encode(pass, arena, group, { t, n, k }));
