@@ -211,8 +211,11 @@ async function unsafeFeatures(): Promise<{ features: string[]; subgroupMatrixCon
   const gpu = create(['backend=vulkan', 'enable-dawn-features=allow_unsafe_apis']);
   const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
   if (!adapter) return 'no adapter';
-  const info = adapter.info as GPUAdapterInfo & { subgroupMatrixConfigs?: unknown };
-  return { features: [...adapter.features].map(String).sort(), subgroupMatrixConfigs: info.subgroupMatrixConfigs };
+  const info = adapter.info as GPUAdapterInfo & { subgroupMatrixConfigs?: readonly Record<string, unknown>[] };
+  // Each configuration's fields are getters (session 16 logged them as {}): copied out by name.
+  const fields = ['componentType', 'resultComponentType', 'M', 'N', 'K'];
+  const subgroupMatrixConfigs = info.subgroupMatrixConfigs?.map((c) => Object.fromEntries(fields.map((f) => [f, c[f]])));
+  return { features: [...adapter.features].map(String).sort(), subgroupMatrixConfigs };
 }
 
 /** A 1B-class prefill step's products (Llama-3.2-1B shapes), four copies each: compute-bound, so fewer weights do. */

@@ -15,8 +15,9 @@
 #   -p 512 -n 128 -r 3 --curve 1,4,8,16 --profile --threads <cores>
 # Options after `--` go to the bench last and override those. --step-timeout stops any one step (a
 # synthesis, the check, a bench) that runs longer, so a lease-bound run still reaches the next step.
-# --lab first runs the kernel lab (app/lab.mjs: the adapter's limits, the decode matrix-vector kernels in
-# each workgroup shape on 1B-class products, and each model's steps kernel by kernel) into DIR/lab.json;
+# --lab first runs the kernel lab (app/lab.mjs: the adapter's limits and experimental features, the decode
+# matrix-vector kernels in each workgroup shape on 1B-class products, decode attention whole and split,
+# a 1B prefill's products in each tile, and each model's steps kernel by kernel) into DIR/lab.json;
 # --lab-no-products skips the lab's workgroup shapes (its part 2); --no-bench stops after it and the check.
 # Writes into DIR (default ./results): check.json, one results JSON and log per model, and host.txt (GPU,
 # driver, Vulkan drivers found, what llama.cpp could load). Copy DIR back.
@@ -52,7 +53,7 @@ while [ $# -gt 0 ]; do
     --no-bench) BENCH=0; shift ;;
     --step-timeout) STEP_TIMEOUT=$2; shift 2 ;;
     --) shift; EXTRA=("$@"); break ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "run-on-gpu: unknown argument $1 (bench options go after --)" >&2; exit 2 ;;
   esac
 done
