@@ -93,7 +93,12 @@ describe('worker pinning on llvmpipe', () => {
     try {
       const pinning = sel.workerPinning!;
       const cpus = allowedCpus();
-      const plan = planPinning(await findComputeWorkers(sel.device, sel.caps), cpus, llvmpipePoolSize());
+      const detect = async () => planPinning(await findComputeWorkers(sel.device, sel.caps), cpus, llvmpipePoolSize());
+      let plan = await detect();
+      // Under load (the suite's other files running) a detection can miss a worker that slept through
+      // its dispatches (a CI run found 1 of the 2 the device's own detection pinned): detect again
+      // before judging the pinning by it.
+      for (let i = 0; i < 3 && (typeof plan === 'string') !== (pinning.pinned.length === 0); i++) plan = await detect();
       if (typeof plan === 'string') {
         // This machine's CPUs and llvmpipe's pool do not pair up (one CPU, LP_NUM_THREADS, a narrow cpuset).
         expect(pinning).toEqual({ pinned: [], reason: plan });
