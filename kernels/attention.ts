@@ -104,8 +104,8 @@ export interface AttentionParams {
   maxPages: number;
   /**
    * Workgroups each (token, head) pair's positions are split over (flash-decoding; splitsFor chooses):
-   * above 1 the kernel writes partial sums into the buffer bound as its output (bind with
-   * partialsFor's buffer there) and a combine pass, bound by bindCombine and given to encode, merges
+   * above 1 the kernel writes partial sums into the buffer bound as its output (bind a buffer of
+   * partialsBytes(headDim) there) and a combine pass, bound by bindCombine and given to encode, merges
    * them into the output. GPU kernel for heads of whole vec4s, f32 output.
    */
   splits?: number;

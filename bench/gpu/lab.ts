@@ -13,8 +13,8 @@
  *   5. each given model's prefill and decode step kernel by kernel (bench/profile.ts), its decode loop
  *      as requests run it (per decode step the wall time, the host's encoding and submitting and its
  *      waiting for samples), with the norms folded into the products and apart, attention split and
- *      whole, after the prompt and after a long one (--long, 4096 tokens), and the time to first token of a long prompt
- *      in steps of 256 and 512 tokens.
+ *      whole, after the prompt and after a long one (--long, 4096 tokens), and the time to first token
+ *      of a long prompt in steps of 256 and 512 tokens.
  * and writes it all to one JSON file. Its numbers pick the GPU kernels' defaults; the bench reports them.
  *
  *   node lab.mjs --adapter gpu --out lab.json [--models a.gguf b.gguf] [--prompt 512] [--no-products] [--no-attention] [--no-prefill]

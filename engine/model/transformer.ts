@@ -655,8 +655,8 @@ export class Transformer implements StepRunner {
     const R = this.nRows;
     const prune = this.pruneLastLayer && R > 0 && R < T && !this.anyAdapter;
     const last = this.layers.length - 1;
-    // Split attention's positions (flash-decoding) by the step's longest span; a pruned last layer's
-    // rows are some of the step's, so the same split serves it.
+    // Attention splits positions (flash-decoding) by the step's longest span; a pruned last layer's
+    // rows are some of the step's, so the same span bounds them (its split is chosen for its R rows).
     let span = 0;
     if (this.attnSplit) for (let i = 0; i < T; i++) span = Math.max(span, this.positions[i] + 1);
     this.layers.forEach((L, l) => {

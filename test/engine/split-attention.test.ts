@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { WebGpuEngine, type EngineOptions } from '../../engine/engine.ts';
 import { FileSource } from '../../engine/loader/file-source.ts';
 import { openNodeDevice } from '../../engine/platform/node.ts';
-import type { GenerateOptions } from '../../engine/types.ts';
+import { greedyRun } from '../helpers/engine.ts';
 import { sharedModel } from '../helpers/models.ts';
 
 const engines: WebGpuEngine[] = [];
@@ -26,15 +26,6 @@ async function gpuEngine(opts: EngineOptions): Promise<WebGpuEngine> {
   return engine;
 }
 
-async function collect(engine: WebGpuEngine, opts: GenerateOptions) {
-  const out = { tokens: [] as number[], logprobs: [] as number[] };
-  for await (const c of engine.generate(opts)) {
-    out.tokens.push(...c.tokens);
-    out.logprobs.push(...c.logprobs);
-  }
-  return out;
-}
-
 describe('split attention on the GPU kernels (stories260K on SwiftShader as a GPU)', () => {
   it('decoding past 256 positions gives the unsplit tokens and log-probabilities, with a combine pass a layer', async () => {
     const split = await gpuEngine({});
@@ -42,7 +33,7 @@ describe('split attention on the GPU kernels (stories260K on SwiftShader as a GP
     // Two sequences in the same decode steps: 300 and 120 prompt tokens (ids of the model's own text).
     const base = split.tokenizer.encode('Once upon a time, there was a little girl named Lily. She loved to play outside in the sun.');
     const prompt = (n: number) => Array.from({ length: n }, (_, i) => base[i % base.length]);
-    const run = (engine: WebGpuEngine) => Promise.all([300, 120].map((n) => collect(engine, { tokens: prompt(n), maxTokens: 24, temperature: 0, stopAtEndOfGeneration: false })));
+    const run = (engine: WebGpuEngine) => Promise.all([300, 120].map((n) => greedyRun(engine, prompt(n), 24)));
     const [a, b] = [await run(split), await run(whole)];
     a.forEach((r, i) => {
       expect(r.tokens, `sequence ${i}`).toEqual(b[i].tokens);
@@ -50,12 +41,12 @@ describe('split attention on the GPU kernels (stories260K on SwiftShader as a GP
     });
     // A decode step of one sequence at 300+ positions: embedding + 5 layers x (QKV with norm, attention
     // with RoPE and the KV store, its combine pass, O, gate|up with norm, down) + head + two sampling passes.
-    await collect(split, { tokens: prompt(300), maxTokens: 3, temperature: 0, stopAtEndOfGeneration: false });
+    await greedyRun(split, prompt(300), 3);
     expect(split.stats().lastStepDispatches).toBe(1 + 6 * 5 + 3);
-    await collect(whole, { tokens: prompt(300), maxTokens: 3, temperature: 0, stopAtEndOfGeneration: false });
+    await greedyRun(whole, prompt(300), 3);
     expect(whole.stats().lastStepDispatches).toBe(1 + 5 * 5 + 3);
     // Below the threshold no step splits.
-    await collect(split, { tokens: prompt(40), maxTokens: 3, temperature: 0, stopAtEndOfGeneration: false });
+    await greedyRun(split, prompt(40), 3);
     expect(split.stats().lastStepDispatches).toBe(1 + 5 * 5 + 3);
   });
 });
