@@ -43,32 +43,12 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
   var acc7 = vec4f();
   let steps = (params.k + BK - 1u) / BK;
   for (var s = 0u; s < steps; s++) {
-    var m = mat4x4f();
-    if (wlive) {
-      if (s * 16u + 16u <= params.k) {
-        m = w_span(wr, s);
-      } else {
-        for (var e = 0u; e < 16u; e++) {
-          if (s * 16u + e < params.k) { m[e / 4u][e % 4u] = w_elem(wr, s * 16u + e); }
-        }
-      }
-    }
+    let m = w_span_or_zero(wr, s, wlive);
     ws[lid * LD4] = m[0];
     ws[lid * LD4 + 1u] = m[1];
     ws[lid * LD4 + 2u] = m[2];
     ws[lid * LD4 + 3u] = m[3];
-    var v = vec4f();
-    let kg = s * BK + xq * 4u;
-    if (xlive) {
-      if (kg + 4u <= params.k) {
-        v = x4(xb + s * BK);
-      } else {
-        for (var q = 0u; q < 4u; q++) {
-          if (kg + q < params.k) { v[q] = x1(xb + s * BK + q); }
-        }
-      }
-    }
-    xs[xrow * LD4 + xq] = v;
+    xs[xrow * LD4 + xq] = x4_or_zero(xb + s * BK, s * BK + xq * 4u, xlive);
     workgroupBarrier();
     for (var kq = 0u; kq < BK / 4u; kq++) {
       // Column j of xm is token tt + 8 j's four x values, so w * xm is the four tokens' dot products.

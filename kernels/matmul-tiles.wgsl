@@ -48,16 +48,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
   let steps = (params.k + BK - 1u) / BK;
   for (var c = 0u; c < steps; c++) {
     let s = c * 2u + lhalf;
-    var m = mat4x4f();
-    if (wlive) {
-      if (s * 16u + 16u <= params.k) {
-        m = w_span(wr, s);
-      } else {
-        for (var e = 0u; e < 16u; e++) {
-          if (s * 16u + e < params.k) { m[e / 4u][e % 4u] = w_elem(wr, s * 16u + e); }
-        }
-      }
-    }
+    let m = w_span_or_zero(wr, s, wlive);
     let wi = lrow * LD + lhalf * 16u;
     ws_put(wi, m[0]);
     ws_put(wi + 4u, m[1]);
@@ -70,18 +61,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
       let col = (g % 8u) * 4u;
       let tg = t_base + row;
       let kg = c * BK + col;
-      var v = vec4f();
-      if (tg < params.t) {
-        let xb = params.x_offset + tg * params.x_stride + kg;
-        if (kg + 4u <= params.k) {
-          v = x4(xb);
-        } else {
-          for (var q = 0u; q < 4u; q++) {
-            if (kg + q < params.k) { v[q] = x1(xb + q); }
-          }
-        }
-      }
-      xs_put(row * LD + col, v);
+      xs_put(row * LD + col, x4_or_zero(params.x_offset + tg * params.x_stride + kg, kg, tg < params.t));
     }
     workgroupBarrier();
     for (var kk = 0u; kk < BK; kk++) {

@@ -12,6 +12,7 @@ import xAligned from './matmul-x-aligned.wgsl?raw';
 import { unrollRowsTokens } from './unroll.ts';
 import tiles from './matmul-tiles.wgsl?raw';
 import tilesVec4 from './matmul-tiles-vec4.wgsl?raw';
+import tileEdges from './matmul-tiles-edges.wgsl?raw';
 import { BLOCK_WALK_TYPES, deviceLayout } from './quant/layouts.ts';
 import type { ParamArena } from './runtime/arena.ts';
 import { wgsl, type CompiledKernel, type KernelContext, type KernelSpec } from './runtime/context.ts';
@@ -125,7 +126,7 @@ export class MatMulKernel {
     const bindings = store.bindings;
     if (variant !== 'regs') {
       if (ctx.caps.maxInvocationsPerWorkgroup < 128) throw new Error(`matmul: the ${variant} variant needs 128 invocations per workgroup`);
-      const pairOf = (v: 'tiles' | 'tiles-vec4', name: string) => new XAlignedPair(ctx, (x4) => ({ label: name, code: wgsl(TILES[v].code, common, x4, decode), bindings }), opts.glu);
+      const pairOf = (v: 'tiles' | 'tiles-vec4', name: string) => new XAlignedPair(ctx, (x4) => ({ label: name, code: wgsl(TILES[v].code, tileEdges, common, x4, decode), bindings }), opts.glu);
       this.kernels = pairOf(variant, label);
       this.pairFor = () => this.kernels;
       ({ tileN: this.tileN, tileT: this.tileT } = TILES[variant]);

@@ -1,0 +1,32 @@
+// The loads of the GPU tiled products (matmul-tiles.wgsl, matmul-tiles-vec4.wgsl) at a matrix's edges.
+
+// Span s (weights 16 s .. 16 s + 15) of the row w_row gave, zeros past k, all zeros for a row past the
+// matrix (`live` false: its row index was clamped to the last row).
+fn w_span_or_zero(wr: vec2u, s: u32, live: bool) -> mat4x4f {
+  var m = mat4x4f();
+  if (live) {
+    if (s * 16u + 16u <= params.k) {
+      m = w_span(wr, s);
+    } else {
+      for (var e = 0u; e < 16u; e++) {
+        if (s * 16u + e < params.k) { m[e / 4u][e % 4u] = w_elem(wr, s * 16u + e); }
+      }
+    }
+  }
+  return m;
+}
+
+// x[i .. i + 3], column kg of its row at i, zeros past k; all zeros for a token past the step (`live` false).
+fn x4_or_zero(i: u32, kg: u32, live: bool) -> vec4f {
+  var v = vec4f();
+  if (live) {
+    if (kg + 4u <= params.k) {
+      v = x4(i);
+    } else {
+      for (var q = 0u; q < 4u; q++) {
+        if (kg + q < params.k) { v[q] = x1(i + q); }
+      }
+    }
+  }
+  return v;
+}
