@@ -9,7 +9,6 @@
 // Online softmax across chunks, as in the other kernels. The reductions are written out in main: Mesa's
 // llvmpipe (which the tests run this kernel on) lost writes across barriers inside a called function.
 //
-//
 // Split positions (flash-decoding): with params.splits = S > 1, S workgroups share a (token, head) pair,
 // each taking one S-th of its positions, so a decode step's few pairs fill more of the GPU; each writes
 // its unnormalized sums with their softmax maximum and sum, and a combine pass (attention-combine.wgsl)

@@ -23,7 +23,8 @@ import type { WeightStore } from './runtime/weights.ts';
 /**
  * regs: register blocks per invocation, no workgroup memory (CPU rasterisers, where barriers are
  * expensive). tiles-vec4: 32-token x 128-row workgroup tiles staged in workgroup memory and read as
- * vec4s along k (GPUs); tiles: the former 32 x 64 tiles read one float at a time, kept to compare.
+ * vec4s along k (GPUs); tiles: 32 x 64 tiles read one float at a time (what tiles-vec4 runs for small
+ * grids, VEC4_MIN_WORKGROUPS).
  */
 export type MatMulVariant = 'regs' | 'tiles' | 'tiles-vec4';
 
@@ -36,7 +37,7 @@ const TILES = { tiles: { tileN: 64, tileT: 32, code: tiles }, 'tiles-vec4': { ti
  * The fewest workgroups a tiles-vec4 dispatch takes; smaller grids run the 32 x 64 tile, twice as many
  * workgroups. On an H200 (132 cores) the vec4 tile ran a 1B prefill's products (512 tokens, grids of 256
  * to 2048 workgroups) 1.28x faster, but decode batches of 16 sequences (tiled products of 16 rows of
- * x, grids of 5 to 128 vec4 tiles) lost a third of their speed (SmolLM2-135M 1942 -> 1144 tok/s).
+ * x, grids of 5 to 128 vec4 tiles) lost two fifths of their speed (SmolLM2-135M 1942 -> 1144 tok/s).
  */
 const VEC4_MIN_WORKGROUPS = 256;
 // Rows x tokens per invocation of the CPU rasterisers' tiled products, every weight type. Measured on
