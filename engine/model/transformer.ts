@@ -659,6 +659,9 @@ export class Transformer implements StepRunner {
     // rows are some of the step's, so the same span bounds them (its split is chosen for its R rows).
     let span = 0;
     if (this.attnSplit) for (let i = 0; i < T; i++) span = Math.max(span, this.positions[i] + 1);
+    const splitsOf = (n: number) => (this.attnSplit ? k.attention.splitsFor(n, cfg.nHeads, hd, span, this.splitAttentionFrom) : 1);
+    const splitsAll = splitsOf(T);
+    const splitsPruned = prune ? splitsOf(R) : 1;
     this.layers.forEach((L, l) => {
       const adaptedQkv = lora?.adapts(l, 'qkv') ?? false;
       const roped = this.encodeNormed(pass, T, L, 'qkv', fusable, adaptedQkv, qkvNormed, !adaptedQkv);
@@ -677,7 +680,7 @@ export class Transformer implements StepRunner {
       const mirrored = mirror && !pruned ? mirror : undefined;
       if (pruned) k.keepRows.encode(pass, a, this.keepRowsGroup, { rows: R, qDim: cfg.nHeads * hd, qkvStride: S, dim: cfg.dim });
       if (mirrored) this.kvMirror!.encodeLayer(pass, a, l, mirrored);
-      const splits = L.split && !mirrored && !quantizedO ? k.attention.splitsFor(n, cfg.nHeads, hd, span, this.splitAttentionFrom) : 1;
+      const splits = L.split && !mirrored && !quantizedO ? (pruned ? splitsPruned : splitsAll) : 1;
       const split = splits > 1 ? L.split : undefined;
       const attention = mirrored ? this.kvMirror!.attentionGroup(quantizedO?.out ?? this.ws.attn) : rotating ? (split?.attentionRope ?? L.attentionRope!) : (split?.attention ?? quantizedO?.attention ?? L.attention);
       k.attention.encode(pass, a, attention, {

@@ -9,7 +9,7 @@ import { AttentionKernel } from '../attention.ts';
 import { ParamArena } from '../runtime/arena.ts';
 import type { KernelContext } from '../runtime/context.ts';
 import { readWords } from './readback.ts';
-import { bestOf, onePass, submitMs } from './timing.ts';
+import { arenaPass, bestOf, firstRun } from './timing.ts';
 
 export interface AttentionShape {
   label: string;
@@ -70,18 +70,10 @@ export async function measureDecodeAttention(ctx: KernelContext, shape: Attentio
   for (const splits of [1, ...splitCounts.filter((s) => s > 1)]) {
     const groups = caches.map((c) => kernel.bind(q, c.k, c.v, pages, positions, seqs, splits > 1 ? partials : out));
     const arena = new ParamArena(ctx, 2 * layers);
-    const once = () => {
-      const commands = onePass(ctx.device, (pass) => {
-        arena.reset();
-        for (const g of groups) kernel.encode(pass, arena, g, { ...params, splits }, combine);
-      });
-      arena.flush();
-      return submitMs(ctx.device, commands);
-    };
-    ctx.device.pushErrorScope('validation');
-    await once();
-    const error = await ctx.device.popErrorScope();
-    if (error) throw new Error(`attention probe, ${splits} splits: ${error.message}`);
+    const once = arenaPass(ctx.device, arena, (pass) => {
+      for (const g of groups) kernel.encode(pass, arena, g, { ...params, splits }, combine);
+    });
+    await firstRun(ctx.device, once, `attention probe, ${splits} splits`);
     const got = new Float32Array((await readWords(ctx.device, out, tokens * heads * hd)).buffer);
     if (!reference) reference = new Uint32Array(got.buffer);
     else {

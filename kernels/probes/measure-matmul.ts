@@ -12,7 +12,7 @@ import { ParamArena } from '../runtime/arena.ts';
 import type { KernelContext } from '../runtime/context.ts';
 import { uploadWeights, type WeightStore } from '../runtime/weights.ts';
 import { checkPatternOutput, MATVEC_PATTERN } from './measure-matvec.ts';
-import { bestOf, onePass, submitMs } from './timing.ts';
+import { arenaPass, bestOf, firstRun } from './timing.ts';
 
 export interface MatMulShape {
   label: string;
@@ -47,18 +47,10 @@ export async function measureMatMul(ctx: KernelContext, type: GgmlType, variant:
     for (let c = 0; c < shape.copies; c++) weights.push(uploadWeights(ctx.device, ctx.caps, 'mm-w', new Uint8Array(Math.ceil(bytes / 16) * 16).fill(MATVEC_PATTERN.byte)));
     const groups = weights.map((w) => kernel.bind(w, x, y));
     const arena = new ParamArena(ctx, groups.length);
-    const once = () => {
-      const commands = onePass(ctx.device, (pass) => {
-        arena.reset();
-        for (const g of groups) kernel.encode(pass, arena, g, { t: tokens, n, k });
-      });
-      arena.flush();
-      return submitMs(ctx.device, commands);
-    };
-    ctx.device.pushErrorScope('validation');
-    await once();
-    const error = await ctx.device.popErrorScope();
-    if (error) throw new Error(`matmul probe ${typeName(type)}/${variant}: ${error.message}`);
+    const once = arenaPass(ctx.device, arena, (pass) => {
+      for (const g of groups) kernel.encode(pass, arena, g, { t: tokens, n, k });
+    });
+    await firstRun(ctx.device, once, `matmul probe ${typeName(type)}/${variant}`);
     const label = `matmul probe ${typeName(type)}/${variant} ${shape.label}`;
     await checkPatternOutput(ctx, label, expectedDot(k), y);
     await checkPatternOutput(ctx, label, expectedDot(k), y, tokens * n - 1);

@@ -16,7 +16,7 @@ import { ParamArena } from '../runtime/arena.ts';
 import type { KernelContext } from '../runtime/context.ts';
 import { uploadWeights, type WeightStore } from '../runtime/weights.ts';
 import { readWords } from './readback.ts';
-import { bestOf, onePass, submitMs } from './timing.ts';
+import { arenaPass, bestOf, firstRun, onePass, submitMs } from './timing.ts';
 
 /** The decode weight types whose matrix-vector kernels are measured. */
 export const MATVEC_PROBE_TYPES = [GgmlType.Q8_0, GgmlType.Q4_0, GgmlType.Q4_K, GgmlType.Q6_K, GgmlType.F16] as const;
@@ -109,18 +109,10 @@ export async function measureMatVec(ctx: KernelContext, type: GgmlType, variant:
     }
     for (const m of matrices) jobs.push({ group: kernel.bind(m.w, x, y, norm ? { norm } : {}), n: m.n, k: m.k });
     const arena = new ParamArena(ctx, jobs.length);
-    const once = () => {
-      const commands = onePass(ctx.device, (pass) => {
-        arena.reset();
-        for (const j of jobs) kernel.encode(pass, arena, j.group, { t: 1, n: j.n, k: j.k, xStride: xq8 ? q8RowVec4s(j.k) : j.k, normEps: NORM_EPS });
-      });
-      arena.flush();
-      return submitMs(ctx.device, commands);
-    };
-    ctx.device.pushErrorScope('validation');
-    await once(); // compile and touch every buffer
-    const error = await ctx.device.popErrorScope();
-    if (error) throw new Error(`matvec probe ${typeName(type)}/${variant}: ${error.message}`);
+    const once = arenaPass(ctx.device, arena, (pass) => {
+      for (const j of jobs) kernel.encode(pass, arena, j.group, { t: 1, n: j.n, k: j.k, xStride: xq8 ? q8RowVec4s(j.k) : j.k, normEps: NORM_EPS });
+    });
+    await firstRun(ctx.device, once, `matvec probe ${typeName(type)}/${variant}`);
     const normed = opts.norm ? 1 / Math.sqrt(X * X + NORM_EPS) : 1;
     await checkPatternOutput(ctx, `matvec probe ${typeName(type)}`, expectedDot(shape.products[shape.products.length - 1].k) * normed, y);
     const ms = await bestOf(runs, once);

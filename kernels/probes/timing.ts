@@ -3,6 +3,7 @@
  * through OpenGL ES), so every probe is timed the same portable way: performance.now() around submit and
  * onSubmittedWorkDone, best of several runs (the machine may be busy; the best run is the adapter's own).
  */
+import type { ParamArena } from '../runtime/arena.ts';
 
 /** Milliseconds from submitting `commands` until the queue reports them done; the queue is drained first. */
 export async function submitMs(device: GPUDevice, commands: GPUCommandBuffer): Promise<number> {
@@ -28,4 +29,27 @@ export function onePass(device: GPUDevice, record: (pass: GPUComputePassEncoder)
   record(pass);
   pass.end();
   return enc.finish();
+}
+
+/**
+ * A probe's timed run: each call encodes one pass with the arena's slots reset (`record` takes them),
+ * uploads its params and returns submitMs of it.
+ */
+export function arenaPass(device: GPUDevice, arena: ParamArena, record: (pass: GPUComputePassEncoder) => void): () => Promise<number> {
+  return () => {
+    const commands = onePass(device, (pass) => {
+      arena.reset();
+      record(pass);
+    });
+    arena.flush();
+    return submitMs(device, commands);
+  };
+}
+
+/** Runs `once` a first time (compiling its pipelines, touching every buffer); a validation error it raised is thrown, after `label`. */
+export async function firstRun(device: GPUDevice, once: () => Promise<number>, label: string): Promise<void> {
+  device.pushErrorScope('validation');
+  await once();
+  const error = await device.popErrorScope();
+  if (error) throw new Error(`${label}: ${error.message}`);
 }
