@@ -102,6 +102,12 @@ export interface EngineOptions {
    */
   splitAttentionFrom?: number | false;
   /**
+   * On GPUs offering subgroups and dot4I8Packed, Q8_0 decode products quantize x to int8 blocks as
+   * llama.cpp's backends do and sum them with integer dot products (kernels/matvec-dp4a.wgsl; default
+   * true); false keeps the float kernel. For the lab.
+   */
+  int8Dot?: boolean;
+  /**
    * On llvmpipe, decode products run the pass after them (the next norm, the gated activation, RoPE +
    * KV store) in their own last invocations instead of a dispatch of its own (kernels/matvec-tail.ts),
    * with the same results to the bit (default true; other adapters run those passes as their own
@@ -196,7 +202,7 @@ export class WebGpuEngine implements TextEngine {
     const ctx = new KernelContext(selected.device, selected.caps);
     // Output widths of a layer's products (stacked QKV, O, gate|up, down), which size the tiled kernels' register blocks.
     const widths = [(cfg.nHeads + 2 * cfg.nKvHeads) * cfg.headDim, cfg.dim, 2 * cfg.ffnDim, cfg.dim];
-    const matrices: MatrixKernels = createMatrixKernels(ctx, { tails: opts.productTails ?? true, widths });
+    const matrices: MatrixKernels = createMatrixKernels(ctx, { tails: opts.productTails ?? true, widths, int8Dot: opts.int8Dot });
     const contextLength = Math.min(cfg.contextLength, opts.contextLength ?? 4096);
     if (!(contextLength >= 2)) throw new Error(`contextLength must be at least 2 (got ${opts.contextLength})`);
     const positionLimit = attentionPositionLimit(selected.caps, cfg.headDim);

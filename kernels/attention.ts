@@ -26,8 +26,7 @@ import type { GpuCaps } from './runtime/caps.ts';
 import { type BindingKind, type CompiledKernel, type KernelContext, wgsl } from './runtime/context.ts';
 import { grid2d } from './runtime/grid.ts';
 import { texelsWgsl } from './runtime/weights.ts';
-import xqBlock from './quantize-x-block.wgsl?raw';
-import { q8RowVec4s } from './quantize-x.ts';
+import { q8RowVec4s, Q8_BLOCK_WGSL } from './quantize-x.ts';
 import { unrollLines, unrollRowsTokens } from './unroll.ts';
 
 export const ATTENTION_MAX_HEAD_DIM = 256;
@@ -203,7 +202,7 @@ export class AttentionKernel {
       const body = group > 1 ? unrollRowsTokens(pairs, group, 1) : pairs;
       const mirror = kvSource === 'mirror';
       const label = `attention-serial-${group > 1 ? `grouped-d${headDim}-g${group}` : `vec4-d${headDim}`}${output === 'q8_0' ? '-q8' : ''}${this.kv === 'f16' ? '-kv16' : ''}${mirror ? '-mirror' : ''}`;
-      const out = output === 'q8_0' ? wgsl(outQ8, xqBlock) : outF32;
+      const out = output === 'q8_0' ? wgsl(outQ8, Q8_BLOCK_WGSL) : outF32;
       const kv = mirror ? wgsl(halves, MIRROR_TEXTURES, mirrorRows) : this.kv === 'f16' ? wgsl(halves, kvF16, pages) : wgsl(kvF32, pages);
       this.serialVec4.set(key, (k = this.ctx.kernel({ label, code: wgsl(io, ioVec4, kv, out, body), bindings: mirror ? MIRROR_BINDINGS : BINDINGS, constants })));
     }

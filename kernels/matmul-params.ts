@@ -118,6 +118,11 @@ export interface ProductOptions {
    */
   gpuGroup?: { wg: number; rows: number; units?: number };
   /**
+   * GPU Q8_0 matrix-vector products (variant dp4a, matvec.ts): quantize x to int8 blocks and sum with
+   * dot4I8Packed where the device offers it (default true); false keeps the float subgroup kernel.
+   */
+  int8Dot?: boolean;
+  /**
    * GPU tiled kernel 'tiles-vec4' (matmul.ts): the fewest workgroups a dispatch runs it with; smaller
    * grids take the 32 x 64 tile (default VEC4_MIN_WORKGROUPS; tests and the lab set 0 to run it always).
    */

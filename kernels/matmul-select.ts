@@ -57,6 +57,14 @@ export class WeightMatmul {
     return k;
   }
 
+  /** Builds now, at load, the kernels products of k-wide rows will run (MatVecKernel.prepare). */
+  prepare(k: number): void {
+    for (let t = 1; t <= matvecUpTo(this.ctx, this.type); t++) {
+      const kernel = this.kernelFor(t);
+      if (kernel instanceof MatVecKernel) kernel.prepare(k);
+    }
+  }
+
   /** W, x, y, and the bias, norm weight, next weights and tail buffers where the product was built with them. */
   bind(w: WeightStore, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding, more: ProductExtras = {}): GPUBindGroup {
     const k = this.kernelFor(1);

@@ -9,8 +9,7 @@
  * rope-kv-store-vec4.wgsl).
  */
 import { activationWgsl, type Activation } from './activation.ts';
-import q8Block from './quantize-x-block.wgsl?raw';
-import { xqGroup, type XqMode } from './quantize-x.ts';
+import { xqGroup, type XqMode, Q8_BLOCK_WGSL } from './quantize-x.ts';
 import { wgsl, type BindingKind } from './runtime/context.ts';
 import counter from './matvec-tail.wgsl?raw';
 import yScalar from './matvec-tail-y.wgsl?raw';
@@ -73,7 +72,7 @@ function cacheStores(kv: KvFormat): string {
 /** The tail's WGSL with its first binding at `binding` (after_rows() that does nothing without a tail). */
 export function tailCode(tail: ProductTail | undefined, binding: number, y4 = false): string {
   if (!tail) return none;
-  const own = tail.kind === 'norm-q8' ? wgsl(normQ8, q8Block) : tail.kind === 'glu-q8' ? wgsl(gluQ8, activationWgsl(tail.activation), q8Block) : wgsl(ropeKv, cacheStores(tail.kv), ropeVec4, angle);
+  const own = tail.kind === 'norm-q8' ? wgsl(normQ8, Q8_BLOCK_WGSL) : tail.kind === 'glu-q8' ? wgsl(gluQ8, activationWgsl(tail.activation), Q8_BLOCK_WGSL) : wgsl(ropeKv, cacheStores(tail.kv), ropeVec4, angle);
   return wgsl(counter, y4 ? yVec4s : yScalar, own).replace(/TAIL_BINDING(?:_(\d))?/g, (_, i: string | undefined) => String(binding + Number(i ?? 0)));
 }
 

@@ -3,6 +3,10 @@ import type { GpuCaps } from './runtime/caps.ts';
 import common from './matmul-common.wgsl?raw';
 import { productBuffers, productStore, withStoreWidth, withVec4Y, writeMatmulParams, XAlignedPair, yVec4, type MatmulParams, type ProductExtras, type ProductOptions } from './matmul-params.ts';
 import coop from './matvec-coop.wgsl?raw';
+import dp4a from './matvec-dp4a.wgsl?raw';
+import dp4aXNorm from './matvec-dp4a-x-norm.wgsl?raw';
+import dp4aXPlain from './matvec-dp4a-x-plain.wgsl?raw';
+import q8Math from './quantize-q8-math.wgsl?raw';
 import rows from './matvec-rows.wgsl?raw';
 import rowsBlocks from './matvec-rows-blocks.wgsl?raw';
 import xBlockF32 from './matmul-x-block-f32.wgsl?raw';
@@ -26,13 +30,25 @@ export const MAX_MATVEC_T = 8;
  * rows: four weight rows per invocation (BLOCK_ROWS for block-walking types), unrolled over the rows
  * of x (CPU rasterisers: no barriers, no loops they would not unroll). coop: 16 threads per row with a workgroup-memory reduction (GPUs).
  * subgroup: a subgroup per row with subgroupAdd (GPUs with subgroups).
+ * dp4a: Q8_0 on GPUs with subgroups and dot4I8Packed: x quantized to int8 blocks in workgroup memory,
+ * integer dot products (matvec-dp4a.wgsl); a k whose staged x would not fit runs the subgroup kernel.
  */
-export type MatVecVariant = 'rows' | 'coop' | 'subgroup';
+export type MatVecVariant = 'rows' | 'coop' | 'subgroup' | 'dp4a';
 
-export function matvecVariant(caps: GpuCaps): MatVecVariant {
+/** Weight types the dp4a variant takes. */
+const DP4A_TYPES: ReadonlySet<GgmlType> = new Set([GgmlType.Q8_0]);
+
+/** The variant for `type`'s products built with `opts` on this device (without a type: the float variant). */
+export function matvecVariant(caps: GpuCaps, type?: GgmlType, opts: ProductOptions = {}): MatVecVariant {
   if (caps.software) return 'rows';
-  return caps.subgroups ? 'subgroup' : 'coop';
+  if (!caps.subgroups) return 'coop';
+  const int8 = type !== undefined && DP4A_TYPES.has(type) && caps.packedDot && (opts.int8Dot ?? true) && !opts.xq8 && !opts.tail;
+  return int8 ? 'dp4a' : 'subgroup';
 }
+
+// The dp4a variant's workgroup: 128 invocations (4 subgroups of 32) over 8 rows, so a workgroup
+// quantizes its x once for 8 rows and a 2048-row product still has 256 workgroups.
+const DP4A_GROUP = { wg: 128, rows: 8 };
 
 const WG = 64;
 const LANES = 16;
@@ -74,19 +90,24 @@ export class MatVecKernel {
   private readonly rowsPerGroup: number;
   private readonly rowsPerInvocation: number = 1;
   private readonly opts: ProductOptions;
+  readonly variant: MatVecVariant;
+  /** The dp4a variant's kernels, one per k (their workgroup memory holds x's t rows), and its rows per workgroup. */
+  private readonly staged?: { rows: number; byK: Map<number, XAlignedPair | undefined>; build: (k: number) => XAlignedPair | undefined };
 
   constructor(
     ctx: KernelContext,
     readonly type: GgmlType,
     readonly t: number,
-    readonly variant: MatVecVariant = matvecVariant(ctx.caps),
+    variant: MatVecVariant | undefined = undefined,
     opts: ProductOptions = {},
   ) {
+    this.variant = variant ?? matvecVariant(ctx.caps, type, opts);
     if (!Number.isInteger(t) || t < 1 || t > MAX_MATVEC_T) throw new Error(`matvec: t=${t} is outside 1..${MAX_MATVEC_T}`);
     const store = productStore(opts);
     const BINDINGS = store.bindings;
     const layout = deviceLayout(ctx.caps, type).wgsl;
     const decode = wgsl(layout, store.code);
+    variant = this.variant;
     const label = `matvec-${variant}-${typeName(type)}-t${t}${store.suffix}`;
     this.xq8 = opts.xq8 ?? false;
     this.opts = opts;
@@ -95,7 +116,22 @@ export class MatVecKernel {
     if (opts.tail && (variant !== 'rows' || opts.glu)) throw new Error(`${label}: a tail runs in the rows variant (CPU rasterisers) of a product without a gated input`);
     // How the GPU variants read x: plainly, or as RMSNorm(x) with the norm weight in the last own binding.
     const xRead = opts.norm ? xNorm.replaceAll('NORM_BINDING', String(store.tailBinding - 1)) : xPlain;
-    if (variant === 'subgroup') {
+    if (variant === 'dp4a') {
+      if (!ctx.caps.subgroups || !ctx.caps.packedDot || !DP4A_TYPES.has(type)) throw new Error(`${label}: the dp4a variant needs Q8_0 weights, subgroups and dot4I8Packed`);
+      if (opts.xq8 || opts.tail || opts.gpuGroup?.units !== undefined) throw new Error(`${label}: the dp4a variant quantizes x itself and takes no tail or units`);
+      const group = opts.gpuGroup ?? DP4A_GROUP;
+      const xIn = opts.norm ? dp4aXNorm.replaceAll('NORM_BINDING', String(store.tailBinding - 1)) : dp4aXPlain;
+      // Workgroup memory: 36 bytes a block of x (quants and step) for each of the t rows, and the norm's
+      // partial sums (one a subgroup of at least 4 invocations and token).
+      const fits = (k: number) => k % 32 === 0 && (t * k * 36) / 32 + (opts.norm ? 4 * MAX_MATVEC_T * (group.wg / 4) : 0) <= ctx.caps.maxWorkgroupStorage;
+      const build = (k: number) => (fits(k) ? new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(dp4a, common, x4, xIn, q8Math, decode), bindings: BINDINGS, constants: { WG: group.wg, ROWS: group.rows, TT: t, XB: (t * k) / 32 } }), opts.glu) : undefined);
+      this.staged = { rows: group.rows, byK: new Map(), build };
+      // A k too wide for workgroup memory runs the float subgroup kernel.
+      const fallback = subgroupGroup(ctx.caps);
+      this.rowsPerGroup = fallback.rows;
+      const constants = { WG: fallback.wg, ROWS: fallback.rows, TT: t, UNITS: 1 };
+      this.kernels = new XAlignedPair(ctx, (x4) => ({ label: label.replace('dp4a', 'subgroup'), code: wgsl(subgroup, common, x4, xRead, decode), bindings: BINDINGS, constants }), opts.glu);
+    } else if (variant === 'subgroup') {
       if (!ctx.caps.subgroups) throw new Error('matvec: the subgroup variant needs the subgroups feature');
       // One row per subgroup at the smallest size the device may pick; larger subgroups loop over rows.
       const group = opts.gpuGroup ?? subgroupGroup(ctx.caps);
@@ -137,6 +173,23 @@ export class MatVecKernel {
     return this.kernels.aligned;
   }
 
+  /** The dp4a kernel for rows of k values, built on first use (undefined where x's rows would not fit). */
+  private stagedFor(k: number): XAlignedPair | undefined {
+    if (!this.staged) return undefined;
+    if (!this.staged.byK.has(k)) this.staged.byK.set(k, this.staged.build(k));
+    return this.staged.byK.get(k);
+  }
+
+  /** Builds now, at load, what products of k-wide rows will run (the dp4a variant's kernel for that k). */
+  prepare(k: number): void {
+    this.stagedFor(k);
+  }
+
+  /** Whether products of k-wide rows run the dp4a kernel (a k too wide for its workgroup memory does not). */
+  int8For(k: number): boolean {
+    return this.stagedFor(k) !== undefined;
+  }
+
   /** The bind group serves this kernel's every variant; x's binding size must be a multiple of 16 bytes (ctx.storage sizes are). */
   bind(w: WeightStore, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding, more: ProductExtras = {}): GPUBindGroup {
     return this.kernel.bind(productBuffers(this.kernel.label, this.opts, w, x, y, more));
@@ -149,8 +202,9 @@ export class MatVecKernel {
       checkTailParams(this.kernel.label, this.opts.tail, p.tail, p.n, p.rowOffset ?? 0, this.rowsPerInvocation);
     }
     const s = writeMatmulParams(arena, p);
-    const [gx, gy] = grid2d(Math.ceil(p.n / this.rowsPerGroup));
-    const pair = this.pairFor(yVec4(p));
+    const staged = this.stagedFor(p.k);
+    const [gx, gy] = grid2d(Math.ceil(p.n / (staged ? this.staged!.rows : this.rowsPerGroup)));
+    const pair = staged ?? this.pairFor(yVec4(p));
     arena.dispatch(pass, this.xq8 ? pair.aligned : pair.for(p), group, s, gx, gy);
   }
 }

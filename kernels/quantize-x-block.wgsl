@@ -7,16 +7,11 @@
 //   256: quantize_row_q8_K (K-quant weights): the 256 values share iscale = -127 / (the value of largest
 //       magnitude, first in order), q = min(127, round-half-even(iscale x)), d = 1 / iscale in f32,
 //       written with each of the group's 8 blocks.
-// Shared by quantize-x-q8.wgsl, rmsnorm-serial-q8.wgsl and swiglu-q8.wgsl, so x quantized after a pass
-// and x quantized by that pass itself are the same bits. Each defines x_value(i), vec4 i of the values
-// being quantized.
+// Shared by quantize-x-q8.wgsl, rmsnorm-serial-q8.wgsl and swiglu-q8.wgsl (joined with
+// quantize-q8-math.wgsl: Q8_BLOCK_WGSL in quantize-x.ts), so x quantized after a pass and x quantized by
+// that pass itself are the same bits. Each defines x_value(i), vec4 i of the values being quantized.
 
 override XQ_GROUP: u32 = 32u;
-
-fn pack_bytes(v: vec4f) -> u32 {
-  let b = bitcast<vec4u>(vec4i(v)) & vec4u(0xffu);
-  return b.x | (b.y << 8u) | (b.z << 16u) | (b.w << 24u);
-}
 
 // vec4s of a quantized row of k values (q8RowVec4s).
 fn xq_row_vec4s(k: u32) -> u32 {
@@ -27,8 +22,9 @@ fn xq_row_vec4s(k: u32) -> u32 {
 fn put_q8_quants(row: u32, b: u32, id: f32, v: array<vec4f, 8>, d: f32) {
   let group = row + (b >> 2u) * 9u;
   let o = group + (b & 3u) * 2u;
-  xq[o] = vec4u(pack_bytes(min(round(v[0] * id), vec4f(127.0))), pack_bytes(min(round(v[1] * id), vec4f(127.0))), pack_bytes(min(round(v[2] * id), vec4f(127.0))), pack_bytes(min(round(v[3] * id), vec4f(127.0))));
-  xq[o + 1u] = vec4u(pack_bytes(min(round(v[4] * id), vec4f(127.0))), pack_bytes(min(round(v[5] * id), vec4f(127.0))), pack_bytes(min(round(v[6] * id), vec4f(127.0))), pack_bytes(min(round(v[7] * id), vec4f(127.0))));
+  let q = q8_pack(v, id);
+  xq[o] = q.lo;
+  xq[o + 1u] = q.hi;
   xq[group + 8u][b & 3u] = bitcast<u32>(d);
 }
 
@@ -45,13 +41,8 @@ fn q8_values(v0: u32) -> array<vec4f, 8> {
 fn put_xq_group(row: u32, b0: u32, v0: u32) {
   if (XQ_GROUP == 32u) {
     let v = q8_values(v0);
-    var m = vec4f();
-    for (var i = 0u; i < 8u; i++) { m = max(m, abs(v[i])); }
-    let amax = max(max(m.x, m.y), max(m.z, m.w));
-    // The inverse of the f32 step, not 127 / max, so values on a rounding boundary go llama.cpp's way.
-    let step = amax / 127.0;
-    let id = select(0.0, 1.0 / step, step != 0.0);
-    put_q8_quants(row, b0, id, v, unpack2x16float(pack2x16float(vec2f(step, 0.0))).x);
+    let s = q8_0_scale(v);
+    put_q8_quants(row, b0, s.x, v, s.y);
     return;
   }
   var amax = 0.0;

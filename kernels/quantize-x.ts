@@ -3,12 +3,16 @@
  * rasterisers' block-walking products (Q8_0, Q4_0, Q4_K, Q6_K) in place of f32 x.
  */
 import block from './quantize-x-block.wgsl?raw';
+import math from './quantize-q8-math.wgsl?raw';
 import source from './quantize-x-q8.wgsl?raw';
 import type { ParamArena } from './runtime/arena.ts';
 import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
 import { grid2d } from './runtime/grid.ts';
 
 const WG = 64;
+
+/** Writing rows of quantized x (quantize-x-block.wgsl) with the quantization arithmetic it shares (quantize-q8-math.wgsl). */
+export const Q8_BLOCK_WGSL = wgsl(math, block);
 
 /**
  * How activations are quantized for a weight type's products, as llama.cpp's CPU backend does
@@ -59,7 +63,7 @@ export class QuantizeXKernel {
     ctx: KernelContext,
     readonly mode: XqMode = 'q8_0',
   ) {
-    this.kernel = ctx.kernel({ label: `quantize-x-${mode}`, code: wgsl(source, block), bindings: ['read', 'write'], constants: { WG, XQ_GROUP: xqGroup(mode) } });
+    this.kernel = ctx.kernel({ label: `quantize-x-${mode}`, code: wgsl(source, Q8_BLOCK_WGSL), bindings: ['read', 'write'], constants: { WG, XQ_GROUP: xqGroup(mode) } });
   }
 
   bind(x: GPUBuffer, xq: GPUBuffer): GPUBindGroup {

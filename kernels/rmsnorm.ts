@@ -2,7 +2,6 @@ import source from './rmsnorm.wgsl?raw';
 import serial from './rmsnorm-serial.wgsl?raw';
 import serialVec4 from './rmsnorm-serial-vec4.wgsl?raw';
 import serialQ8 from './rmsnorm-serial-q8.wgsl?raw';
-import q8Block from './quantize-x-block.wgsl?raw';
 import ioQ8 from './rmsnorm-io-q8.wgsl?raw';
 import ioQ8Gather from './rmsnorm-io-q8-gather.wgsl?raw';
 import rows from './rmsnorm-rows.wgsl?raw';
@@ -12,7 +11,7 @@ import ioGather from './rmsnorm-io-gather.wgsl?raw';
 import type { ParamArena } from './runtime/arena.ts';
 import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
 import { grid2d } from './runtime/grid.ts';
-import { xqGroup, type XqMode } from './quantize-x.ts';
+import { xqGroup, type XqMode, Q8_BLOCK_WGSL } from './quantize-x.ts';
 
 const SERIAL_WG = 16;
 
@@ -67,7 +66,7 @@ export class RmsNormKernel {
     const bindings = this.inPlace ? (['write', 'read'] as const) : gathers ? (['read', 'read', 'write', 'read'] as const) : (['read', 'read', 'write'] as const);
     if (io === 'q8' || io === 'gather-q8') {
       if (!this.serial) throw new Error('rmsnorm: quantized output is for CPU adapters (the serial kernel)');
-      this.kernel = ctx.kernel({ label, code: wgsl(serialQ8, rows, q8Block, io === 'q8' ? ioQ8 : ioQ8Gather), bindings, constants: { WG: SERIAL_WG, XQ_GROUP: xqGroup(xq) } });
+      this.kernel = ctx.kernel({ label, code: wgsl(serialQ8, rows, Q8_BLOCK_WGSL, io === 'q8' ? ioQ8 : ioQ8Gather), bindings, constants: { WG: SERIAL_WG, XQ_GROUP: xqGroup(xq) } });
       return;
     }
     const io4 = { out: ioFile, 'in-place': ioInPlace, gather: ioGather }[io];

@@ -2,8 +2,7 @@ import { activationWgsl, type Activation } from './activation.ts';
 import source from './swiglu.wgsl?raw';
 import sourceQ8 from './swiglu-q8.wgsl?raw';
 import params from './swiglu-params.wgsl?raw';
-import q8Block from './quantize-x-block.wgsl?raw';
-import { q8RowVec4s, xqGroup, type XqMode } from './quantize-x.ts';
+import { q8RowVec4s, xqGroup, type XqMode, Q8_BLOCK_WGSL } from './quantize-x.ts';
 import type { ParamArena } from './runtime/arena.ts';
 import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
 import { grid2d } from './runtime/grid.ts';
@@ -38,7 +37,7 @@ export class SwiGluKernel {
     readonly xq: XqMode = 'q8_0',
   ) {
     const label = `${activation === 'gelu' ? 'geglu' : 'swiglu'}${output === 'q8' ? `-${xq}` : ''}`;
-    const code = output === 'q8' ? wgsl(sourceQ8, params, activationWgsl(activation), q8Block) : wgsl(source, params, activationWgsl(activation));
+    const code = output === 'q8' ? wgsl(sourceQ8, params, activationWgsl(activation), Q8_BLOCK_WGSL) : wgsl(source, params, activationWgsl(activation));
     this.kernel = ctx.kernel({ label, code, bindings: ['read', 'read', 'write'], constants: output === 'q8' ? { WG, XQ_GROUP: xqGroup(xq) } : { WG } });
   }
 

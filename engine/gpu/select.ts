@@ -10,7 +10,7 @@ export interface AdapterCandidate {
   /** Why `auto` tries this candidate where it does in the order (`svc doctor` prints it for the chosen one). */
   why?: string;
   /** Returns an adapter, or a sentence saying why there is none. */
-  open(): Promise<{ adapter: GPUAdapter; software: boolean; featureLevel: 'core' | 'compatibility'; blockingSubmit?: boolean } | string>;
+  open(): Promise<{ adapter: GPUAdapter; software: boolean; featureLevel: 'core' | 'compatibility'; blockingSubmit?: boolean; wgslFeatures?: ReadonlySet<string> } | string>;
 }
 
 export interface SelectedDevice {
@@ -97,7 +97,7 @@ export async function selectDevice(candidates: AdapterCandidate[], choice: Adapt
       skipped.push({ name: candidate.name, reason: opened });
       continue;
     }
-    const { adapter, software, featureLevel, blockingSubmit = false } = opened;
+    const { adapter, software, featureLevel, blockingSubmit = false, wgslFeatures } = opened;
     const requiredFeatures = WANTED_FEATURES.filter((f) => adapter.features.has(f));
     const requiredLimits: Record<string, number> = {};
     const limits = adapterLimits(adapter);
@@ -107,7 +107,7 @@ export async function selectDevice(candidates: AdapterCandidate[], choice: Adapt
     return {
       device,
       adapterInfo,
-      caps: readCaps(device, adapterInfo, software),
+      caps: readCaps(device, adapterInfo, software, wgslFeatures),
       choice: candidate.name,
       featureLevel,
       blockingSubmit,

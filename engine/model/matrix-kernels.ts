@@ -21,9 +21,9 @@ import { maxWeightStoreBytes, weightStoreBytes } from '../../kernels/runtime/wei
 /**
  * `tails`: let decode products take io.tail where the device's kernels can (EngineOptions.productTails).
  * `widths`: the model's product output widths, from which CPU rasterisers' tiled products take their
- * register block (tiledRowsFor).
+ * register block (tiledRowsFor). `int8Dot`: ProductOptions.int8Dot for every product (EngineOptions.int8Dot).
  */
-export function createMatrixKernels(ctx: KernelContext, opts: { tails?: boolean; widths?: readonly number[] } = {}): MatrixKernels {
+export function createMatrixKernels(ctx: KernelContext, opts: { tails?: boolean; widths?: readonly number[]; int8Dot?: boolean } = {}): MatrixKernels {
   const tiledRows = ctx.caps.software && opts.widths ? tiledRowsFor(ctx.caps, opts.widths) : undefined;
   const products = new Map<string, WeightMatmul>();
   const rowsVariant = matvecVariant(ctx.caps) === 'rows';
@@ -31,7 +31,7 @@ export function createMatrixKernels(ctx: KernelContext, opts: { tails?: boolean;
     const key = `${t}${bias ? '+bias' : ''}${glu ? `+${glu}` : ''}${norm ? '+norm' : ''}${xq8 ? '+xq8' : ''}${tailSuffix(tail)}`;
     let p = products.get(key);
     if (!p) {
-      products.set(key, (p = new WeightMatmul(ctx, t, { bias, glu, norm, xq8, tail, tiledRows })));
+      products.set(key, (p = new WeightMatmul(ctx, t, { bias, glu, norm, xq8, tail, tiledRows, int8Dot: opts.int8Dot })));
       // Compile every variant (one matvec per row count, plus the tiled product) now, at load, so no
       // request pays for a pipeline the first time a batch of that size occurs. A product with a tail
       // has only the matrix-vector kernels; longer steps take the plain product and the tail's own pass.
@@ -63,6 +63,7 @@ export function createMatrixKernels(ctx: KernelContext, opts: { tails?: boolean;
     // f32 x that a quantize pass can turn into int8 blocks is read that way (quantized-x-products.ts).
     if (!io.xq8 && quantizedX?.applies(w, io)) return quantizedX.bind(w, x, y, io);
     const mm = productFor(w.type, w.bias !== undefined, io.glu?.activation, io.norm !== undefined, io.xq8);
+    mm.prepare(w.cols);
     // A counter buffer too short for the tail's parts would leave some never run: stale rows, no error.
     if (io.tail && io.tail.buffers[0].size < 4 * tailCounterWords(io.tail.tail, io.tail.params)) throw new Error(`${w.name}: the tail's counter buffer holds ${io.tail.buffers[0].size / 4} words, not the ${tailCounterWords(io.tail.tail, io.tail.params)} its parts need`);
     // The tail runs in the last shard's dispatch, after the others.

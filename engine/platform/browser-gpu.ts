@@ -17,7 +17,7 @@ export function browserAdapterCandidates(): AdapterCandidate[] {
         if (!adapter) return 'navigator.gpu.requestAdapter() returned null';
         const info = adapter.info as GPUAdapterInfo & { isFallbackAdapter?: boolean };
         const software = Boolean(info.isFallbackAdapter) || /swiftshader|llvmpipe/i.test(`${info.description} ${info.device} ${info.architecture}`);
-        return { adapter, software, featureLevel };
+        return { adapter, software, featureLevel, wgslFeatures: new Set((gpu as GPU & { wgslLanguageFeatures?: Iterable<string> }).wgslLanguageFeatures ?? []) };
       },
     },
   ];

@@ -110,6 +110,11 @@ const LLVMPIPE_WHY =
   'no real GPU: llvmpipe (Mesa, through Dawn\'s OpenGL ES backend) is the faster software adapter: measured 14.5 GB/s streaming read and 131 GFLOP/s against SwiftShader\'s 5.3 GB/s and 14 GFLOP/s on a 2-core machine (bench/results/README.md)';
 const SWIFTSHADER_WHY = 'neither a real GPU nor llvmpipe could be opened: SwiftShader (Vulkan) is the slower software adapter, kept as the last resort';
 
+/** The WGSL language features a Dawn instance offers (Dawn's GPU object has them as navigator.gpu does). */
+function wgslFeaturesOf(gpu: GPU): ReadonlySet<string> {
+  return new Set((gpu as GPU & { wgslLanguageFeatures?: Iterable<string> }).wgslLanguageFeatures ?? []);
+}
+
 /** Tried in this order by `auto`: a real GPU, then llvmpipe, then SwiftShader (see LLVMPIPE_WHY). */
 export function nodeAdapterCandidates(): AdapterCandidate[] {
   installWebGpuGlobals();
@@ -124,15 +129,15 @@ export function nodeAdapterCandidates(): AdapterCandidate[] {
         if (manifests.found.length === 0) return `no Vulkan driver is installed (no manifest in ${manifests.searched.join(', ')})`;
         // A manifest the loader would not find (NVIDIA's mount) is named to it, beside the ones it would.
         const env = manifests.unseen.length > 0 ? { VK_ICD_FILENAMES: manifests.found.join(':'), VK_DRIVER_FILES: undefined } : {};
-        const adapter = await withEnv(env, async () => {
+        const { gpu, adapter } = await withEnv(env, async () => {
           const gpu = create(['backend=vulkan']);
           instances.push(gpu);
-          return gpu.requestAdapter({ powerPreference: 'high-performance' });
+          return { gpu, adapter: await gpu.requestAdapter({ powerPreference: 'high-performance' }) };
         });
         if (!adapter) return 'no Vulkan driver for a real GPU was found (Dawn Vulkan backend returned no adapter)';
         const info = adapter.info as GPUAdapterInfo & { isFallbackAdapter?: boolean };
         if (info.isFallbackAdapter || isSoftwareName(info)) return `the only Vulkan device is a software one (${info.description || info.device})`;
-        return { adapter, software: false, featureLevel: 'core' };
+        return { adapter, software: false, featureLevel: 'core', wgslFeatures: wgslFeaturesOf(gpu) };
       },
     },
     {
@@ -145,7 +150,7 @@ export function nodeAdapterCandidates(): AdapterCandidate[] {
           const adapter = await gpu.requestAdapter({ featureLevel: 'compatibility' });
           if (!adapter) return 'Dawn OpenGL ES backend found no EGL device (install libegl1 libegl-mesa0 libgles2 libgl1-mesa-dri)';
           // Dawn's GL backend executes a command buffer inside submit(), so the caller's thread does the work.
-          return { adapter, software: isSoftwareName(adapter.info), featureLevel: 'compatibility' as const, blockingSubmit: true };
+          return { adapter, software: isSoftwareName(adapter.info), featureLevel: 'compatibility' as const, blockingSubmit: true, wgslFeatures: wgslFeaturesOf(gpu) };
         });
       },
     },
@@ -159,7 +164,7 @@ export function nodeAdapterCandidates(): AdapterCandidate[] {
           instances.push(gpu);
           const adapter = await gpu.requestAdapter();
           if (!adapter) return 'Dawn found no adapter through the SwiftShader ICD (is libvulkan1 installed?)';
-          return { adapter, software: true, featureLevel: 'core' as const };
+          return { adapter, software: true, featureLevel: 'core' as const, wgslFeatures: wgslFeaturesOf(gpu) };
         });
       },
     },

@@ -11,6 +11,8 @@ export interface GpuCaps {
   subgroups: boolean;
   subgroupMinSize: number;
   subgroupMaxSize: number;
+  /** WGSL's dot4I8Packed is offered (the `packed_4x8_integer_dot_product` language feature). */
+  packedDot: boolean;
   /** `timestamp-query` is enabled on the device. */
   timestamps: boolean;
   maxStorageBuffersPerStage: number;
@@ -68,7 +70,8 @@ export function isLlvmpipe(adapterInfo: GPUAdapterInfo | undefined): boolean {
   return adapterInfo ? /llvmpipe/i.test(`${adapterInfo.device} ${adapterInfo.description}`) : false;
 }
 
-export function readCaps(device: GPUDevice, adapterInfo: GPUAdapterInfo | undefined, software: boolean): GpuCaps {
+/** `wgslFeatures`: the WGSL language features of the GPU object the device came from (none where unknown). */
+export function readCaps(device: GPUDevice, adapterInfo: GPUAdapterInfo | undefined, software: boolean, wgslFeatures: ReadonlySet<string> = new Set()): GpuCaps {
   const l = device.limits;
   const info = adapterInfo as (GPUAdapterInfo & { subgroupMinSize?: number; subgroupMaxSize?: number }) | undefined;
   return {
@@ -76,6 +79,7 @@ export function readCaps(device: GPUDevice, adapterInfo: GPUAdapterInfo | undefi
     subgroups: device.features.has('subgroups'),
     subgroupMinSize: info?.subgroupMinSize ?? 0,
     subgroupMaxSize: info?.subgroupMaxSize ?? 0,
+    packedDot: wgslFeatures.has('packed_4x8_integer_dot_product'),
     timestamps: device.features.has('timestamp-query'),
     maxStorageBuffersPerStage: l.maxStorageBuffersPerShaderStage,
     maxInvocationsPerWorkgroup: l.maxComputeInvocationsPerWorkgroup,
@@ -102,6 +106,7 @@ export const COMPAT_CAPS: GpuCaps = {
   subgroups: false,
   subgroupMinSize: 0,
   subgroupMaxSize: 0,
+  packedDot: false,
   timestamps: false,
   maxStorageBuffersPerStage: 8,
   maxInvocationsPerWorkgroup: 128,

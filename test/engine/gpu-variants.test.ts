@@ -60,11 +60,13 @@ describe('GPU kernel variants keep parity with llama.cpp (stories260K on SwiftSh
 });
 
 /**
- * Quantized weights on the GPU kernels: their products read f32 activations where llama.cpp's CPU
- * quantizes them to int8 (as our CPU kernels do), so a greedy choice between two tokens a few percent
- * apart may go the other way (an H200 and this emulation flip the same token of TinyStories'
- * "Once upon a time", at a gap of 0.036). What must hold is the distributions: within the tolerance the
- * architecture tests give quantized models (0.05).
+ * Quantized weights on the GPU kernels: their prefill products read f32 activations where llama.cpp's
+ * CPU quantizes them to int8 (as our CPU kernels do), so a greedy choice between two tokens a few
+ * percent apart may go the other way. What must hold is the distributions: within the tolerance the
+ * architecture tests give quantized models (0.05). Q8_0 decode products quantize x as llama.cpp does
+ * (kernels/matvec-dp4a.wgsl): with float x, an H200 and this emulation flipped the same token of
+ * TinyStories' "Once upon a time" (the 6th, at a gap of 0.036); with int8 x the greedy path is
+ * llama.cpp's.
  */
 describe('GPU kernel variants on Q8_0 weights stay within the quantized tolerance of llama.cpp (TinyStories-656K)', () => {
   it('next-token probabilities along llama.cpp\'s greedy paths differ by less than 0.05', async () => {
@@ -80,6 +82,34 @@ describe('GPU kernel variants on Q8_0 weights stay within the quantized toleranc
       }
     } finally {
       await engine.dispose();
+    }
+  });
+});
+
+describe('Q8_0 decode products on int8 x follow llama.cpp (TinyStories-656K on SwiftShader as a GPU)', () => {
+  it('every decode product runs the int8 kernel, and the 32 greedy tokens after "Once upon a time" are llama.cpp\'s; float x flips the 6th', async () => {
+    const path = sharedModel('TinyStories-656K-Q8_0.gguf');
+    const load = async (int8Dot: boolean) => {
+      const selected = await openNodeDevice('swiftshader');
+      selected.caps = { ...selected.caps, software: false };
+      return WebGpuEngine.load(selected, new FileSource(path), { contextLength: 256, maxSequences: 1, prefixCache: false, int8Dot });
+    };
+    const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
+    for (const int8Dot of [true, false]) {
+      const engine = await load(int8Dot);
+      try {
+        const prompt = engine.tokenizer.encode('Once upon a time');
+        const [ref] = await llamaCppReference(llama, path, [prompt], engine.config.vocabSize, 32);
+        const r = await engine.generate({ tokens: prompt, maxTokens: 32, temperature: 0, stopAtEndOfGeneration: false }).result;
+        if (int8Dot) expect(r.tokens).toEqual(ref.greedy);
+        else expect(r.tokens.findIndex((t, i) => t !== ref.greedy[i])).toBe(5);
+        const step = await engine.profileLastStep({ tokens: prompt, maxTokens: 3, temperature: 0 });
+        const products = step.kernels.filter((k) => k.label.startsWith('matvec-'));
+        expect(products.length).toBeGreaterThan(0);
+        for (const k of products) expect(k.label).toMatch(int8Dot ? /^matvec-dp4a-Q8_0-/ : /^matvec-subgroup-Q8_0-/);
+      } finally {
+        await engine.dispose();
+      }
     }
   });
 });

@@ -1,0 +1,80 @@
+enable subgroups;
+// Subgroups share rows by the subgroup they are (sg, lane), as matvec-subgroup.wgsl does.
+diagnostic(off, subgroup_uniformity);
+
+// Matrix-vector product of Q8_0 weights for few rows of x (decode) on GPUs, as llama.cpp's GPU backends
+// run it: x quantized to int8 blocks of 32 (llama.cpp's quantization of activations,
+// quantize-q8-math.wgsl) and each block's 32 products summed by eight dot4I8Packed, then scaled by both
+// blocks' steps. A block costs two weight loads, two workgroup loads and eight integer dot products,
+// where the float kernel (matvec-subgroup.wgsl) converts 32 bytes to floats and multiplies each.
+// The workgroup quantizes its rows of x once, into workgroup memory, with the norm or activation folded
+// into the product applied as it reads them (x_scales / x_in, matvec-dp4a-x-*.wgsl; x4 from
+// matmul-x-*.wgsl): once a workgroup rather than, as in the float kernels, once a row. Then its
+// subgroups take its ROWS rows, lanes striding over a row's blocks.
+
+override WG: u32 = 128u;
+override ROWS: u32 = 8u;
+override TT: u32 = 1u;
+const MAX_T: u32 = 8u;
+// Blocks of x staged: TT rows of k / 32 (the pipeline is built for one k).
+override XB: u32 = 64u;
+
+// Block o = t * (k / 32) + b of the staged x: its quants (two vec4s) and its step.
+var<workgroup> xs: array<vec4u, XB * 2u>;
+var<workgroup> xd: array<f32, XB>;
+
+// The 32 products of a weight block's quants (q0, q1) with staged block o's, summed exactly.
+fn block_isum(q0: vec4u, q1: vec4u, o: u32) -> i32 {
+  let a = xs[2u * o];
+  let c = xs[2u * o + 1u];
+  return dot4I8Packed(q0.x, a.x) + dot4I8Packed(q0.y, a.y) + dot4I8Packed(q0.z, a.z) + dot4I8Packed(q0.w, a.w)
+    + dot4I8Packed(q1.x, c.x) + dot4I8Packed(q1.y, c.y) + dot4I8Packed(q1.z, c.z) + dot4I8Packed(q1.w, c.w);
+}
+
+@compute @workgroup_size(WG)
+fn main(
+  @builtin(workgroup_id) wg: vec3u,
+  @builtin(local_invocation_index) lid: u32,
+  @builtin(subgroup_id) sg: u32,
+  @builtin(num_subgroups) nsg: u32,
+  @builtin(subgroup_invocation_id) lane: u32,
+  @builtin(subgroup_size) size: u32,
+) {
+  let nb = params.k / 32u;
+  let s = x_scales(lid, sg, nsg, lane);
+  // One invocation a (token, block) of x.
+  for (var o = lid; o < TT * nb; o += WG) {
+    let t = o / nb;
+    let b = o % nb;
+    let xb = params.x_offset + t * params.x_stride + b * 32u;
+    var v: array<vec4f, 8>;
+    for (var i = 0u; i < 8u; i++) { v[i] = x_in(x4(xb + 4u * i), b * 8u + i, s[t]); }
+    let step = q8_0_scale(v);
+    let q = q8_pack(v, step.x);
+    xs[2u * o] = q.lo;
+    xs[2u * o + 1u] = q.hi;
+    xd[o] = step.y;
+  }
+  workgroupBarrier();
+
+  let first = (wg.x + wg.y * 65535u) * ROWS;
+  for (var j = sg; j < ROWS; j += nsg) {
+    let n = first + j;
+    if (n >= params.n) { break; }
+    let r = w_row(n, params.k);
+    var acc: array<f32, MAX_T>;
+    for (var b = lane; b < nb; b += size) {
+      let d = w_half(r.x, b);
+      let q0 = w_quants(r, 2u * b);
+      let q1 = w_quants(r, 2u * b + 1u);
+      for (var t = 0u; t < TT; t++) {
+        let o = t * nb + b;
+        acc[t] += f32(block_isum(q0, q1, o)) * (d * xd[o]);
+      }
+    }
+    for (var t = 0u; t < TT; t++) {
+      let v = subgroupAdd(acc[t]);
+      if (lane == 0u) { store(t, n, v); }
+    }
+  }
+}
