@@ -59,7 +59,7 @@ export async function measureLimits(choices: readonly AdapterChoice[], opts: Pro
         const measure = async (own: SelectedDevice) => {
           // The long product as large as the read probe's buffer (past a GPU's cache), within the binding limit.
           const longBytes = Math.min(defaultStreamBytes(own.caps), own.caps.maxStorageBinding, own.caps.maxBufferSize);
-          return measureMatVec(new KernelContext(own.device, own.caps), type, matvecVariant(own.caps), matvecShapes(longBytes)(type), (k) => patternDot(type, k));
+          return measureMatVec(new KernelContext(own.device, own.caps), type, matvecVariant(own.caps, type), matvecShapes(longBytes)(type), (k) => patternDot(type, k));
         };
         for (const r of await (sel.caps.software ? measure(sel) : onFreshDevice(choice, measure))) {
           kernels.push({ ...r, percentOfRead: (100 * r.GBps) / limits.streamReadGBps });

@@ -33,6 +33,7 @@ import { measureDecodeAttention, type AttentionRate, type AttentionShape } from 
 import { measureMatMul, type MatMulRate, type MatMulShape } from '../../kernels/probes/measure-matmul.ts';
 import { AttentionKernel, SPLIT_WORKGROUPS } from '../../kernels/attention.ts';
 import { KernelContext } from '../../kernels/runtime/context.ts';
+import type { GpuCaps } from '../../kernels/runtime/caps.ts';
 import { onFreshDevice, patternDot } from '../limits.ts';
 import { formatProfile, profileOurs, type BenchProfile } from '../profile.ts';
 import { countSteps, perStep } from '../ours.ts';
@@ -63,18 +64,21 @@ function configLabel(c: Config): string {
 }
 
 /**
- * The shapes worth trying. Session 14's lease settled one subgroup of 32 a workgroup, one row (two or
- * four subgroups, four rows in sequence and the coop shapes were slower); what is left open is how many
- * weight units a lane loads before using them, plain and norm-fused, and the coop kernel as the fallback.
+ * The shapes worth trying. Session 14's lease settled the float subgroup kernel at one subgroup of 32 a
+ * workgroup, one row (units a lane at once measured alike in session 15). Open since session 17: the
+ * int8 kernel (dp4a: x quantized in workgroup memory, dot4I8Packed), in its default 128 invocations over
+ * 8 rows and around it (rows a workgroup trade x's quantizing, once a workgroup, against workgroups for
+ * small products), plain and norm-fused, against the float kernels.
  */
-export function configsFor(subgroups: boolean): Config[] {
-  const coop: Config[] = [{ variant: 'coop' }, { variant: 'coop', gpuGroup: { wg: 128, rows: 4 } }];
-  const coopNorm: Config[] = [{ variant: 'coop', norm: true }];
-  if (!subgroups) return [...coop, ...coopNorm];
-  const shapes = [{ wg: 32, rows: 1 }, { wg: 32, rows: 1, units: 2 }, { wg: 32, rows: 1, units: 4 }, { wg: 64, rows: 2, units: 2 }];
-  const sg = shapes.map((gpuGroup): Config => ({ variant: 'subgroup', gpuGroup }));
-  const sgNorm = shapes.slice(0, 3).map((gpuGroup): Config => ({ variant: 'subgroup', norm: true, gpuGroup }));
-  return [...sg, ...sgNorm, ...coop, ...coopNorm];
+export function configsFor(caps: Pick<GpuCaps, 'subgroups' | 'packedDot'>): Config[] {
+  const coop: Config[] = [{ variant: 'coop' }, { variant: 'coop', norm: true }];
+  if (!caps.subgroups) return coop;
+  const sg: Config[] = [{ variant: 'subgroup', gpuGroup: { wg: 32, rows: 1 } }, { variant: 'subgroup', norm: true, gpuGroup: { wg: 32, rows: 1 } }];
+  if (!caps.packedDot) return [...sg, ...coop];
+  const shapes = [{ wg: 128, rows: 8 }, { wg: 128, rows: 4 }, { wg: 128, rows: 16 }, { wg: 64, rows: 4 }, { wg: 256, rows: 32 }];
+  const dp4a = shapes.map((gpuGroup): Config => ({ variant: 'dp4a', gpuGroup }));
+  const dp4aNorm = shapes.slice(0, 3).map((gpuGroup): Config => ({ variant: 'dp4a', norm: true, gpuGroup }));
+  return [...dp4a, ...dp4aNorm, ...sg, ...coop];
 }
 
 export interface LabKernelRow extends MatVecRate {
@@ -100,14 +104,16 @@ export interface LabResult {
 
 /**
  * perStep's split of a step, pipelined decode forced on or off, norms folded into the products or not,
- * attention split over workgroups from the engine's default span or never, after a prompt of
- * `promptTokens`.
+ * attention split over workgroups from the engine's default span or never, Q8_0 decode products on int8
+ * x or float x, after a prompt of `promptTokens`.
  */
-export type DecodeLoop = ReturnType<typeof perStep> & { pipelined: boolean; fuseNorms: boolean; splitAttention: boolean; promptTokens: number; tokensPerSecond: number };
+export type DecodeLoop = ReturnType<typeof perStep> & { pipelined: boolean; fuseNorms: boolean; splitAttention: boolean; int8Dot: boolean; promptTokens: number; tokensPerSecond: number };
 
 interface LoopOptions {
   fuseNorms: boolean;
   splitAttention: boolean;
+  /** EngineOptions.int8Dot (default true). */
+  int8Dot?: boolean;
   /** Pipelined decode forced on or off, one run each, in this order. */
   pipelined: boolean[];
 }
@@ -117,10 +123,11 @@ interface LoopOptions {
  * time, the host's encoding and submitting, and its waiting for the samples; pipelined and not. With
  * `fuseNorms` false the norms run as passes of their own (EngineOptions.fuseNorms): more dispatches for
  * the host, faster products for the GPU (the lab's norm-fused shapes stream ~35% slower than plain).
- * Without `splitAttention` each (token, head) pair's positions stay in one workgroup.
+ * Without `splitAttention` each (token, head) pair's positions stay in one workgroup; with `int8Dot`
+ * false Q8_0 decode products read float x (the float subgroup kernel).
  */
 async function decodeLoop(model: string, adapter: string, prompt: number[], o: LoopOptions): Promise<DecodeLoop[]> {
-  const engine = await loadEngine({ model, adapter, contextLength: prompt.length + 80, prefixCache: false, fuseNorms: o.fuseNorms, ...(o.splitAttention ? {} : { splitAttentionFrom: false }) });
+  const engine = await loadEngine({ model, adapter, contextLength: prompt.length + 80, prefixCache: false, fuseNorms: o.fuseNorms, int8Dot: o.int8Dot ?? true, ...(o.splitAttention ? {} : { splitAttentionFrom: false }) });
   try {
     const run = { tokens: prompt, temperature: 0, stopAtEndOfGeneration: false, maxTokens: 64 } as const;
     await engine.generate(run).result;
@@ -130,7 +137,7 @@ async function decodeLoop(model: string, adapter: string, prompt: number[], o: L
     for (const pipelined of o.pipelined) {
       engine.setPipelinedDecode(pipelined);
       const { counters, result: r } = await countSteps(engine, () => engine.generate(run).result);
-      out.push({ pipelined, fuseNorms: o.fuseNorms, splitAttention: o.splitAttention, promptTokens: prompt.length, ...perStep(promptStep, counters), tokensPerSecond: r.timings.decodeTokensPerSecond });
+      out.push({ pipelined, fuseNorms: o.fuseNorms, splitAttention: o.splitAttention, int8Dot: o.int8Dot ?? true, promptTokens: prompt.length, ...perStep(promptStep, counters), tokensPerSecond: r.timings.decodeTokensPerSecond });
     }
     return out;
   } finally {
@@ -274,7 +281,7 @@ async function main(): Promise<void> {
   const shapes = decodeStepShapes(Number(o.layers));
   // The norm-fused products of a decode step: QKV, gate|up and the head.
   const normShapes = shapes.filter((sh) => !/^(o|down) /.test(sh.label));
-  for (const config of o.products ? configsFor(sel.caps.subgroups) : []) {
+  for (const config of o.products ? configsFor(sel.caps) : []) {
     try {
       const rows = await onFreshDevice(sel.choice, (own) =>
         measureMatVec(new KernelContext(own.device, own.caps), GgmlType.Q8_0, config.variant, config.norm ? normShapes : shapes, (k) => patternDot(GgmlType.Q8_0, k), 5, { gpuGroup: config.gpuGroup, norm: config.norm }),
@@ -301,6 +308,7 @@ async function main(): Promise<void> {
       const long = [1, ...Array.from({ length: Number(o.long) - 1 }, (_, i) => prompt[1 + (i % (prompt.length - 1))])];
       const loop = [
         ...(await decodeLoop(model, o.adapter, prompt, { fuseNorms: true, splitAttention: true, pipelined: [true, false, true] })),
+        ...(await decodeLoop(model, o.adapter, prompt, { fuseNorms: true, splitAttention: true, int8Dot: false, pipelined: [true, true] })),
         ...(await decodeLoop(model, o.adapter, prompt, { fuseNorms: false, splitAttention: true, pipelined: [true, true] })),
         ...(await decodeLoop(model, o.adapter, prompt, { fuseNorms: true, splitAttention: false, pipelined: [true, true] })),
         ...(await decodeLoop(model, o.adapter, long, { fuseNorms: true, splitAttention: true, pipelined: [true, true] })),
@@ -310,13 +318,13 @@ async function main(): Promise<void> {
       profiles.push({ model, ...p, loop, ttft });
       for (const t of ttft) log(`TTFT of ${t.promptTokens} tokens in steps of ${t.maxTokensPerStep}: ${t.timeToFirstTokenMs.toFixed(1)} ms`);
       process.stdout.write(`\n${model}\n${formatProfile(p)}\n`);
-      for (const l of loop) log(`decode loop after ${l.promptTokens} tokens, pipelined ${l.pipelined}, norms ${l.fuseNorms ? 'folded' : 'apart'}, attention ${l.splitAttention ? 'split' : 'whole'}: ${l.msPerStep.toFixed(3)} ms a step, host ${l.hostMsPerStep.toFixed(3)}, submit ${l.submitMsPerStep.toFixed(3)}, waiting for samples ${l.waitMsPerStep.toFixed(3)}, ${l.tokensPerSecond.toFixed(1)} tok/s`);
+      for (const l of loop) log(`decode loop after ${l.promptTokens} tokens, pipelined ${l.pipelined}, norms ${l.fuseNorms ? 'folded' : 'apart'}, attention ${l.splitAttention ? 'split' : 'whole'}, ${l.int8Dot ? 'int8' : 'float'} x: ${l.msPerStep.toFixed(3)} ms a step, host ${l.hostMsPerStep.toFixed(3)}, submit ${l.submitMsPerStep.toFixed(3)}, waiting for samples ${l.waitMsPerStep.toFixed(3)}, ${l.tokensPerSecond.toFixed(1)} tok/s`);
     } catch (e) {
       errors.push(`profile ${model}: ${(e as Error).message}`);
       log(`profile ${model} failed: ${(e as Error).message}`);
     }
   }
-  const result: LabResult = { date: new Date().toISOString(), adapter: sel.choice, description, limits, experimental, defaultVariant: matvecVariant(sel.caps), kernels, attention, prefill, profiles, errors };
+  const result: LabResult = { date: new Date().toISOString(), adapter: sel.choice, description, limits, experimental, defaultVariant: matvecVariant(sel.caps, GgmlType.Q8_0), kernels, attention, prefill, profiles, errors };
   writeFileSync(o.out, JSON.stringify(result, null, 2) + '\n');
   log(`wrote ${o.out} (${typeName(GgmlType.Q8_0)} kernels: ${kernels.length} rows, ${profiles.length} profiles, ${errors.length} errors)`);
 }

@@ -35,7 +35,7 @@ export interface MatVecShape {
 export interface MatVecRate {
   type: string;
   variant: MatVecVariant;
-  /** x as the engine gives this kernel: f32, or int8 blocks (CPU rasterisers' Q8_0 and Q4_0 products). */
+  /** x as the kernel reads it: f32, or int8 blocks (CPU rasterisers' block-walking products; the GPU's dp4a kernel quantizes f32 x itself). */
   x: 'f32' | 'int8';
   shape: string;
   weightBytes: number;
@@ -116,7 +116,7 @@ export async function measureMatVec(ctx: KernelContext, type: GgmlType, variant:
     const normed = opts.norm ? 1 / Math.sqrt(X * X + NORM_EPS) : 1;
     await checkPatternOutput(ctx, `matvec probe ${typeName(type)}`, expectedDot(shape.products[shape.products.length - 1].k) * normed, y);
     const ms = await bestOf(runs, once);
-    out.push({ type: typeName(type), variant, x: xq8 ? 'int8' : 'f32', shape: shape.label, weightBytes, dispatches: jobs.length, ms, GBps: weightBytes / ms / 1e6 });
+    out.push({ type: typeName(type), variant, x: xq8 || variant === 'dp4a' ? 'int8' : 'f32', shape: shape.label, weightBytes, dispatches: jobs.length, ms, GBps: weightBytes / ms / 1e6 });
     for (const b of bufs) b.destroy();
     arena.buffer.destroy();
   }
