@@ -1,4 +1,5 @@
-// The loads of the GPU tiled products (matmul-tiles.wgsl, matmul-tiles-vec4.wgsl) at a matrix's edges.
+// The loads of the GPU tiled products (matmul-tiles.wgsl, matmul-tiles-vec4.wgsl) at a matrix's edges,
+// and the store of the tiles whose invocations hold tokens 8 apart (-vec4, -dp4a).
 
 // Span s (weights 16 s .. 16 s + 15) of the row w_row gave, zeros past k, all zeros for a row past the
 // matrix (`live` false: its row index was clamped to the last row).
@@ -29,4 +30,12 @@ fn x4_or_zero(i: u32, kg: u32, live: bool) -> vec4f {
     }
   }
   return v;
+}
+
+// Row n of y (a tile invocation's row) for tokens t, t + 8, t + 16, t + 24.
+fn store_tokens(t: u32, n: u32, v: vec4f) {
+  if (n >= params.n) { return; }
+  for (var j = 0u; j < 4u; j++) {
+    if (t + 8u * j < params.t) { store(t + 8u * j, n, v[j]); }
+  }
 }

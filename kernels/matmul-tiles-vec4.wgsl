@@ -74,11 +74,3 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
   store_tokens(t0, n_base + tn + 96u, acc6);
   store_tokens(t0, n_base + tn + 112u, acc7);
 }
-
-// Row n of y for tokens t, t + 8, t + 16, t + 24.
-fn store_tokens(t: u32, n: u32, v: vec4f) {
-  if (n >= params.n) { return; }
-  for (var j = 0u; j < 4u; j++) {
-    if (t + 8u * j < params.t) { store(t + 8u * j, n, v[j]); }
-  }
-}

@@ -12,6 +12,8 @@ import xAligned from './matmul-x-aligned.wgsl?raw';
 import { unrollRowsTokens } from './unroll.ts';
 import tiles from './matmul-tiles.wgsl?raw';
 import tilesVec4 from './matmul-tiles-vec4.wgsl?raw';
+import tilesDp4a from './matmul-tiles-dp4a.wgsl?raw';
+import q8Math from './quantize-q8-math.wgsl?raw';
 import tileEdges from './matmul-tiles-edges.wgsl?raw';
 import { BLOCK_WALK_TYPES, deviceLayout } from './quant/layouts.ts';
 import type { ParamArena } from './runtime/arena.ts';
@@ -23,18 +25,25 @@ import type { WeightStore } from './runtime/weights.ts';
 /**
  * regs: register blocks per invocation, no workgroup memory (CPU rasterisers, where barriers are
  * expensive). tiles-vec4: 32-token x 128-row workgroup tiles staged in workgroup memory and read as
- * vec4s along k (GPUs); tiles: 32 x 64 tiles read one float at a time (what tiles-vec4 runs for small
- * grids, VEC4_MIN_WORKGROUPS).
+ * vec4s along k (GPUs); tiles: 32 x 64 tiles read one float at a time (what tiles-vec4 and tiles-dp4a
+ * run for small grids, VEC4_MIN_WORKGROUPS); tiles-dp4a: Q8_0 in the same tile shape, x quantized to
+ * int8 as it is staged and summed with dot4I8Packed (GPUs offering it).
  */
-export type MatMulVariant = 'regs' | 'tiles' | 'tiles-vec4';
+export type MatMulVariant = 'regs' | 'tiles' | 'tiles-vec4' | 'tiles-dp4a';
 
-export function matmulVariant(caps: GpuCaps): MatMulVariant {
-  return caps.software ? 'regs' : 'tiles-vec4';
+/** The variant for `type`'s products built with `opts` on this device (without a type: the float variant). */
+export function matmulVariant(caps: GpuCaps, type?: GgmlType, opts: ProductOptions = {}): MatMulVariant {
+  if (caps.software) return 'regs';
+  return type === GgmlType.Q8_0 && caps.packedDot && (opts.int8Dot ?? true) ? 'tiles-dp4a' : 'tiles-vec4';
 }
 
-const TILES = { tiles: { tileN: 64, tileT: 32, code: tiles }, 'tiles-vec4': { tileN: 128, tileT: 32, code: tilesVec4 } };
+const TILES = {
+  tiles: { tileN: 64, tileT: 32, code: tiles },
+  'tiles-vec4': { tileN: 128, tileT: 32, code: tilesVec4 },
+  'tiles-dp4a': { tileN: 128, tileT: 32, code: wgsl(tilesDp4a, q8Math) },
+};
 /**
- * The fewest workgroups a tiles-vec4 dispatch takes; smaller grids run the 32 x 64 tile, twice as many
+ * The fewest workgroups a tiles-vec4 (or tiles-dp4a) dispatch takes; smaller grids run the 32 x 64 tile, twice as many
  * workgroups. On an H200 (132 cores) the vec4 tile ran a 1B prefill's products (512 tokens, grids of 256
  * to 2048 workgroups) 1.28x faster, but decode batches of 16 sequences (tiled products of 16 rows of
  * x, grids of 5 to 128 vec4 tiles) lost two fifths of their speed (SmolLM2-135M 1942 -> 1144 tok/s).
@@ -98,7 +107,8 @@ export class MatMulKernel {
   private readonly pairFor: (y4: boolean) => XAlignedPair;
   private readonly tileN: number;
   private readonly tileT: number;
-  /** tiles-vec4: the 32 x 64 tile's kernels for dispatches of small grids (VEC4_MIN_WORKGROUPS). */
+  readonly variant: MatMulVariant;
+  /** tiles-vec4 and tiles-dp4a: the 32 x 64 tile's kernels for dispatches of small grids (VEC4_MIN_WORKGROUPS). */
   private readonly scalarTiles: XAlignedPair | undefined;
   /** Reads quantized x (ProductOptions.xq8), whose offsets and strides count vec4s. */
   private readonly xq8: boolean;
@@ -112,9 +122,10 @@ export class MatMulKernel {
   constructor(
     ctx: KernelContext,
     readonly type: GgmlType,
-    readonly variant: MatMulVariant = matmulVariant(ctx.caps),
+    variant: MatMulVariant | undefined = undefined,
     private readonly opts: ProductOptions = {},
   ) {
+    this.variant = variant = variant ?? matmulVariant(ctx.caps, type, opts);
     const store = productStore(opts);
     const layout = deviceLayout(ctx.caps, type).wgsl;
     const decode = wgsl(layout, store.code);
@@ -127,12 +138,13 @@ export class MatMulKernel {
     const bindings = store.bindings;
     if (variant !== 'regs') {
       if (ctx.caps.maxInvocationsPerWorkgroup < 128) throw new Error(`matmul: the ${variant} variant needs 128 invocations per workgroup`);
-      const pairOf = (v: 'tiles' | 'tiles-vec4', name: string) => new XAlignedPair(ctx, (x4) => ({ label: name, code: wgsl(TILES[v].code, tileEdges, common, x4, decode), bindings }), opts.glu);
+      if (variant === 'tiles-dp4a' && (type !== GgmlType.Q8_0 || !ctx.caps.packedDot || opts.xq8)) throw new Error(`${label}: the tiles-dp4a variant needs Q8_0 weights and dot4I8Packed, and quantizes x itself`);
+      const pairOf = (v: keyof typeof TILES, name: string) => new XAlignedPair(ctx, (x4) => ({ label: name, code: wgsl(TILES[v].code, tileEdges, common, x4, decode), bindings }), opts.glu);
       this.kernels = pairOf(variant, label);
       this.pairFor = () => this.kernels;
       ({ tileN: this.tileN, tileT: this.tileT } = TILES[variant]);
       // Built now, with the rest, so no request compiles it on first use.
-      if (variant === 'tiles-vec4') this.scalarTiles = pairOf('tiles', label.replace('tiles-vec4', 'tiles'));
+      if (variant !== 'tiles') this.scalarTiles = pairOf('tiles', label.replace(variant, 'tiles'));
     } else {
       const { WG_T, tokens } = REGS;
       if (!(TILED_ROWS as readonly number[]).includes(rows)) throw new Error(`${label}: the tiled kernel takes ${TILED_ROWS.join(' or ')} weight rows an invocation, not ${rows}`);

@@ -181,6 +181,8 @@ async function attentionRates(choice: Parameters<typeof onFreshDevice>[0], log: 
 
 export interface StepSizeTtft {
   maxTokensPerStep: number;
+  /** Q8_0 products on int8 x (EngineOptions.int8Dot). */
+  int8Dot: boolean;
   promptTokens: number;
   /** Median of three. */
   timeToFirstTokenMs: number;
@@ -188,19 +190,20 @@ export interface StepSizeTtft {
 
 /**
  * Time to first token of a prompt twice the given one's length, in steps of 256 tokens and of 512 (the
- * GPU default since session 14, chosen for the host's per-step encoding cost and not yet timed on a GPU).
+ * GPU default since session 14, chosen for the host's per-step encoding cost), and in steps of 512 with
+ * the products on float x (int8Dot false).
  */
 async function ttftBySteps(model: string, adapter: string, prompt: number[]): Promise<StepSizeTtft[]> {
   const long = [...prompt, ...prompt.slice(1)];
   const out: StepSizeTtft[] = [];
-  for (const maxTokensPerStep of [256, 512]) {
-    const engine = await loadEngine({ model, adapter, contextLength: long.length + 8, prefixCache: false, maxTokensPerStep });
+  for (const { maxTokensPerStep, int8Dot } of [{ maxTokensPerStep: 256, int8Dot: true }, { maxTokensPerStep: 512, int8Dot: true }, { maxTokensPerStep: 512, int8Dot: false }]) {
+    const engine = await loadEngine({ model, adapter, contextLength: long.length + 8, prefixCache: false, maxTokensPerStep, int8Dot });
     try {
       const run = { tokens: long, temperature: 0, stopAtEndOfGeneration: false, maxTokens: 1 } as const;
       await engine.generate(run).result;
       const ms: number[] = [];
       for (let i = 0; i < 3; i++) ms.push((await engine.generate(run).result).timings.timeToFirstTokenMs);
-      out.push({ maxTokensPerStep, promptTokens: long.length, timeToFirstTokenMs: ms.sort((a, b) => a - b)[1] });
+      out.push({ maxTokensPerStep, int8Dot, promptTokens: long.length, timeToFirstTokenMs: ms.sort((a, b) => a - b)[1] });
     } finally {
       await engine.dispose();
     }
@@ -235,10 +238,14 @@ export function prefillShapes(d = 2048, ffn = 8192, kv = 512): MatMulShape[] {
   ];
 }
 
-/** The prefill products of `tokens` in each GPU tile (MatMulKernel's variants), each on a device of its own. */
-async function prefillRates(choice: Parameters<typeof onFreshDevice>[0], tokens: number, fmaGflops: number, log: (line: string) => void, errors: string[]): Promise<(MatMulRate & { percentOfFma: number })[]> {
+/**
+ * The prefill products of `tokens` in each GPU tile (MatMulKernel's variants), each on a device of its
+ * own; the int8 tile where the device offers dot4I8Packed (its rate still counted in multiply-adds
+ * against the f32 FMA probe).
+ */
+async function prefillRates(choice: Parameters<typeof onFreshDevice>[0], caps: Pick<GpuCaps, 'packedDot'>, tokens: number, fmaGflops: number, log: (line: string) => void, errors: string[]): Promise<(MatMulRate & { percentOfFma: number })[]> {
   const out: (MatMulRate & { percentOfFma: number })[] = [];
-  for (const variant of ['tiles', 'tiles-vec4'] as const) {
+  for (const variant of ['tiles', 'tiles-vec4', ...(caps.packedDot ? (['tiles-dp4a'] as const) : [])] as const) {
     try {
       const rows = await onFreshDevice(choice, (own) => measureMatMul(new KernelContext(own.device, own.caps), GgmlType.Q8_0, variant, prefillShapes(), tokens, (k) => patternDot(GgmlType.Q8_0, k), 5));
       for (const r of rows) out.push({ ...r, percentOfFma: (100 * r.GFLOPs) / fmaGflops });
@@ -296,7 +303,7 @@ async function main(): Promise<void> {
   }
 
   const attention = o.attention ? await attentionRates(sel.choice, log, errors) : [];
-  const prefill = o.prefill ? await prefillRates(sel.choice, Number(o.prompt), limits.fmaGflops, log, errors) : [];
+  const prefill = o.prefill ? await prefillRates(sel.choice, sel.caps, Number(o.prompt), limits.fmaGflops, log, errors) : [];
 
   const profiles: LabResult['profiles'] = [];
   for (const model of o.models) {
@@ -316,7 +323,7 @@ async function main(): Promise<void> {
       ];
       const ttft = await ttftBySteps(model, o.adapter, prompt);
       profiles.push({ model, ...p, loop, ttft });
-      for (const t of ttft) log(`TTFT of ${t.promptTokens} tokens in steps of ${t.maxTokensPerStep}: ${t.timeToFirstTokenMs.toFixed(1)} ms`);
+      for (const t of ttft) log(`TTFT of ${t.promptTokens} tokens in steps of ${t.maxTokensPerStep}, ${t.int8Dot ? 'int8' : 'float'} x: ${t.timeToFirstTokenMs.toFixed(1)} ms`);
       process.stdout.write(`\n${model}\n${formatProfile(p)}\n`);
       for (const l of loop) log(`decode loop after ${l.promptTokens} tokens, pipelined ${l.pipelined}, norms ${l.fuseNorms ? 'folded' : 'apart'}, attention ${l.splitAttention ? 'split' : 'whole'}, ${l.int8Dot ? 'int8' : 'float'} x: ${l.msPerStep.toFixed(3)} ms a step, host ${l.hostMsPerStep.toFixed(3)}, submit ${l.submitMsPerStep.toFixed(3)}, waiting for samples ${l.waitMsPerStep.toFixed(3)}, ${l.tokensPerSecond.toFixed(1)} tok/s`);
     } catch (e) {

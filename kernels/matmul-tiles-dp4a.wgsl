@@ -1,0 +1,109 @@
+// Tiled Q8_0 matrix product for many rows of x (prefill) on GPUs, in int8 as llama.cpp's GPU backends
+// run quantized prefill without matrix units: a workgroup of 128 computes a 32-token x 128-row tile of y.
+// Per step of 64 k (two blocks of 32) each invocation stages its row's two weight blocks as they lie
+// (quants and f16 steps, no conversion), and 64 invocations each quantize one (token, block) of x into
+// workgroup memory as llama.cpp quantizes activations (quantize-q8-math.wgsl), so x and W meet as
+// int8: a block's 32 products are eight dot4I8Packed, scaled once by both steps. Each invocation's
+// outputs are rows tn + 16 i (8) x tokens tt + 8 j (4), as in matmul-tiles-vec4.wgsl: per block it loads
+// 16 vec4s of weights and 8 of x from workgroup memory for 256 integer dot products (1 024
+// multiply-adds), where the float tile loads 96 vec4s for as many.
+
+const BT: u32 = 32u;
+const BN: u32 = 128u;
+// Blocks of 32 along k a step stages.
+const KB: u32 = 2u;
+// A staged row's vec4s: two a block, then one of padding (an odd count: a quarter-warp's vec4 loads
+// fall on distinct banks).
+const LDQ: u32 = 5u;
+const WG: u32 = 128u;
+
+var<workgroup> wq: array<vec4u, BN * LDQ>;
+var<workgroup> wd: array<f32, BN * KB>;
+var<workgroup> xq: array<vec4u, BT * LDQ>;
+var<workgroup> xd: array<f32, BT * KB>;
+
+// A weight block's 32 quants (a, b) dotted with an x block's (c, e), summed exactly.
+fn isum(a: vec4u, b: vec4u, c: vec4u, e: vec4u) -> i32 {
+  return dot4I8Packed(a.x, c.x) + dot4I8Packed(a.y, c.y) + dot4I8Packed(a.z, c.z) + dot4I8Packed(a.w, c.w)
+    + dot4I8Packed(b.x, e.x) + dot4I8Packed(b.y, e.y) + dot4I8Packed(b.z, e.z) + dot4I8Packed(b.w, e.w);
+}
+
+// Staged row r's block c against the four tokens' x blocks (quants lo/hi, steps dx): four dot products.
+fn row_terms(r: u32, c: u32, lo: array<vec4u, 4>, hi: array<vec4u, 4>, dx: vec4f) -> vec4f {
+  let a = wq[r * LDQ + 2u * c];
+  let b = wq[r * LDQ + 2u * c + 1u];
+  let s = vec4f(f32(isum(a, b, lo[0], hi[0])), f32(isum(a, b, lo[1], hi[1])), f32(isum(a, b, lo[2], hi[2])), f32(isum(a, b, lo[3], hi[3])));
+  return s * (wd[r * KB + c] * dx);
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: u32) {
+  let n_base = wg.x * BN;
+  let t_base = wg.y * BT;
+  let tn = lid % 16u;
+  let tt = lid / 16u;
+  let nb = params.k / 32u;
+  // The row this invocation stages (clamped to the last row; zeros past the matrix).
+  let wlive = n_base + lid < params.n;
+  let wr = w_row(min(n_base + lid, params.n - 1u), params.k);
+  // The x block it quantizes, if lid < 64: token lid / KB, block lid % KB of each step.
+  let xtok = lid / KB;
+  let xblk = lid % KB;
+  let xlive = lid < BT * KB && t_base + xtok < params.t;
+  let xb = params.x_offset + (t_base + xtok) * params.x_stride + xblk * 32u;
+  var acc0 = vec4f();
+  var acc1 = vec4f();
+  var acc2 = vec4f();
+  var acc3 = vec4f();
+  var acc4 = vec4f();
+  var acc5 = vec4f();
+  var acc6 = vec4f();
+  var acc7 = vec4f();
+  let steps = (nb + KB - 1u) / KB;
+  for (var s = 0u; s < steps; s++) {
+    for (var c = 0u; c < KB; c++) {
+      let b = s * KB + c;
+      let live = wlive && b < nb;
+      let bb = min(b, nb - 1u);
+      wq[lid * LDQ + 2u * c] = select(vec4u(), w_quants(wr, 2u * bb), live);
+      wq[lid * LDQ + 2u * c + 1u] = select(vec4u(), w_quants(wr, 2u * bb + 1u), live);
+      wd[lid * KB + c] = select(0.0, w_half(wr.x, bb), live);
+    }
+    if (lid < BT * KB) {
+      var v: array<vec4f, 8>;
+      if (xlive && s * KB + xblk < nb) {
+        for (var i = 0u; i < 8u; i++) { v[i] = x4(xb + s * KB * 32u + 4u * i); }
+      }
+      let step = q8_0_scale(v);
+      let q = q8_pack(v, step.x);
+      xq[xtok * LDQ + 2u * xblk] = q.lo;
+      xq[xtok * LDQ + 2u * xblk + 1u] = q.hi;
+      xd[xtok * KB + xblk] = step.y;
+    }
+    workgroupBarrier();
+    for (var c = 0u; c < KB; c++) {
+      // Token tt + 8 j's block c.
+      let lo = array<vec4u, 4>(xq[tt * LDQ + 2u * c], xq[(tt + 8u) * LDQ + 2u * c], xq[(tt + 16u) * LDQ + 2u * c], xq[(tt + 24u) * LDQ + 2u * c]);
+      let hi = array<vec4u, 4>(xq[tt * LDQ + 2u * c + 1u], xq[(tt + 8u) * LDQ + 2u * c + 1u], xq[(tt + 16u) * LDQ + 2u * c + 1u], xq[(tt + 24u) * LDQ + 2u * c + 1u]);
+      let dx = vec4f(xd[tt * KB + c], xd[(tt + 8u) * KB + c], xd[(tt + 16u) * KB + c], xd[(tt + 24u) * KB + c]);
+      acc0 += row_terms(tn, c, lo, hi, dx);
+      acc1 += row_terms(tn + 16u, c, lo, hi, dx);
+      acc2 += row_terms(tn + 32u, c, lo, hi, dx);
+      acc3 += row_terms(tn + 48u, c, lo, hi, dx);
+      acc4 += row_terms(tn + 64u, c, lo, hi, dx);
+      acc5 += row_terms(tn + 80u, c, lo, hi, dx);
+      acc6 += row_terms(tn + 96u, c, lo, hi, dx);
+      acc7 += row_terms(tn + 112u, c, lo, hi, dx);
+    }
+    workgroupBarrier();
+  }
+  let t0 = t_base + tt;
+  store_tokens(t0, n_base + tn, acc0);
+  store_tokens(t0, n_base + tn + 16u, acc1);
+  store_tokens(t0, n_base + tn + 32u, acc2);
+  store_tokens(t0, n_base + tn + 48u, acc3);
+  store_tokens(t0, n_base + tn + 64u, acc4);
+  store_tokens(t0, n_base + tn + 80u, acc5);
+  store_tokens(t0, n_base + tn + 96u, acc6);
+  store_tokens(t0, n_base + tn + 112u, acc7);
+}

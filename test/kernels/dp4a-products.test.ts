@@ -1,0 +1,189 @@
+/**
+ * The GPU's int8 products for Q8_0: decode (matvec-dp4a.wgsl), where the workgroup quantizes x (plain,
+ * through the folded RMSNorm, or through the folded SwiGLU) to int8 blocks as llama.cpp quantizes
+ * activations, and prefill (matmul-tiles-dp4a.wgsl), where each tile quantizes the x blocks it stages;
+ * both sum a block with dot4I8Packed. Their results must be W times that quantized x (the float64 product
+ * with x quantized by the CPU reference quantizer), within 1% RMS of the product with x itself. The
+ * decode kernel runs the float kernel for a k whose staged x would not fit workgroup memory, and needs
+ * subgroups (SwiftShader's run of these tests; llvmpipe has none).
+ */
+import { describe, expect, it } from 'vitest';
+import { dequantize, quantize } from '../../engine/gguf/quant/index.ts';
+import { GgmlType } from '../../ggml/types.ts';
+import type { ProductOptions } from '../../kernels/matmul-params.ts';
+import { MatMulKernel, matmulVariant } from '../../kernels/matmul.ts';
+import { MatVecKernel, matvecVariant } from '../../kernels/matvec.ts';
+import { planRowShards } from '../../kernels/quant/index.ts';
+import { COMPAT_CAPS } from '../../kernels/runtime/caps.ts';
+import { readF32, runPass, testContext } from '../helpers/gpu.ts';
+import { maxRelError, randomF32 } from '../helpers/random.ts';
+import { accumulated, randomWeights, referenceProduct, uploadRows } from '../quant/weights.ts';
+
+const ctx = await testContext();
+const EPS = 1e-5;
+const f = Math.fround;
+
+/** x as llama.cpp quantizes activations for Q8_0 products, read back as floats. */
+const quantized = (x: Float32Array) => dequantize(GgmlType.Q8_0, quantize(GgmlType.Q8_0, x), x.length);
+
+/** The product's input rows (t of k) from the x buffer as each kind of product reads it, in f32. */
+function inputRows(kind: 'plain' | 'norm' | 'glu', x: Float32Array, g: Float32Array, t: number, k: number, offset: number, stride: number, up: number): Float32Array {
+  const out = new Float32Array(t * k);
+  for (let i = 0; i < t; i++) {
+    const row = x.subarray(offset + i * stride);
+    let ss = 0;
+    for (let j = 0; j < k; j++) ss += row[j] ** 2;
+    const s = f(1 / Math.sqrt(ss / k + EPS));
+    for (let j = 0; j < k; j++) {
+      if (kind === 'plain') out[i * k + j] = row[j];
+      else if (kind === 'norm') out[i * k + j] = f(f(row[j] * s) * g[j]);
+      else out[i * k + j] = f(f(row[j] / (1 + Math.exp(-row[j]))) * row[j + up]);
+    }
+  }
+  return out;
+}
+
+/** |got - y0 - exact| over |exact|, RMS: what quantizing x costs against the product with x itself. */
+function quantizationError(got: Float32Array, y0: ArrayLike<number>, exact: Float64Array): number {
+  let err = 0;
+  let norm = 0;
+  exact.forEach((v, i) => {
+    err += (got[i] - y0[i] - v) ** 2;
+    norm += v * v;
+  });
+  return Math.sqrt(err / norm);
+}
+
+describe.skipIf(!ctx.caps.subgroups || !ctx.caps.packedDot)('Q8_0 decode products on int8 x (dp4a variant)', () => {
+  const cases = (['plain', 'norm', 'glu'] as const).flatMap((kind) => [1, 3, 8].map((t) => ({ kind, t })));
+  it.each(cases)('$kind x, $t row(s): W times x quantized as llama.cpp does, added to y', async ({ kind, t }) => {
+    // 70 rows: the last workgroup of 8 has 6; 9 blocks a row: lanes of a 4- or 32-wide subgroup take unequal shares.
+    const [n, k] = [70, 288];
+    const up = kind === 'glu' ? k + 4 : 0;
+    const [offset, stride] = [8, k + up + 12];
+    const w = randomWeights(GgmlType.Q8_0, n, k, 60 + t);
+    const x = randomF32(offset + t * stride, 7 + t, 2);
+    const g = randomF32(k, 9, 1);
+    const y0 = randomF32(t * n, 12);
+    const opts: ProductOptions = kind === 'norm' ? { norm: true } : kind === 'glu' ? { glu: 'silu' } : {};
+    const kern = new MatVecKernel(ctx, GgmlType.Q8_0, t, 'dp4a', opts);
+    expect(kern.int8For(k)).toBe(true);
+    const by = ctx.storage('y', y0.byteLength, y0);
+    const group = kern.bind(uploadRows(ctx, w), ctx.storage('x', x.byteLength, x), by, kind === 'norm' ? { norm: ctx.storage('g', g.byteLength, g) } : {});
+    await runPass(ctx, (pass, arena) => kern.encode(pass, arena, group, { t, n, k, xOffset: offset, xStride: stride, accumulate: true, normEps: EPS, gluUp: up }));
+    const got = await readF32(ctx, by, t * n);
+    const input = inputRows(kind, x, g, t, k, offset, stride, up);
+    const want = referenceProduct(w, quantized(input), t).map((v, i) => v + y0[i]);
+    expect(maxRelError(got, want)).toBeLessThan(1e-4);
+    expect(quantizationError(got, y0, referenceProduct(w, input, t))).toBeLessThan(0.01);
+  });
+
+  it('a row shard writes its rows of y from its row offset', async () => {
+    const [n, k, t] = [40, 256, 2];
+    const w = randomWeights(GgmlType.Q8_0, n, k, 71);
+    const x = randomF32(t * k, 72);
+    const kern = new MatVecKernel(ctx, GgmlType.Q8_0, t, 'dp4a');
+    const by = ctx.storage('y', t * n * 4);
+    const bx = ctx.storage('x', x.byteLength, x);
+    const halves = [0, 24].map((begin) => ({ begin, rows: begin === 0 ? 24 : 16 }));
+    const groups = halves.map((h) => kern.bind(uploadRows(ctx, w, h.begin, h.rows), bx, by));
+    await runPass(ctx, (pass, arena) => halves.forEach((h, i) => kern.encode(pass, arena, groups[i], { t, n: h.rows, k, rowOffset: h.begin, yStride: n })));
+    expect(maxRelError(await readF32(ctx, by, t * n), referenceProduct(w, quantized(x), t))).toBeLessThan(1e-4);
+  });
+
+  it('a k whose staged x would not fit workgroup memory runs the float subgroup kernel', async () => {
+    const t = 8;
+    // 8 rows of k values take 36 bytes a block of 32: past the device's workgroup memory by one block.
+    const k = Math.ceil((ctx.caps.maxWorkgroupStorage + 1) / (t * 36)) * 32;
+    const n = 12;
+    const w = randomWeights(GgmlType.Q8_0, n, k, 73);
+    const x = randomF32(t * k, 74);
+    const kern = new MatVecKernel(ctx, GgmlType.Q8_0, t, 'dp4a');
+    expect(kern.int8For(k)).toBe(false);
+    expect(kern.int8For(k - 32)).toBe(true);
+    const by = ctx.storage('y', t * n * 4);
+    const group = kern.bind(uploadRows(ctx, w), ctx.storage('x', x.byteLength, x), by);
+    await runPass(ctx, (pass, arena) => kern.encode(pass, arena, group, { t, n, k }));
+    // The float kernel: W times x itself.
+    expect(maxRelError(await readF32(ctx, by, t * n), referenceProduct(w, x, t))).toBeLessThan(1e-4);
+  });
+});
+
+describe.skipIf(!ctx.caps.packedDot)('Q8_0 prefill products on int8 x (tiles-dp4a variant)', () => {
+  // 288 = 4.5 steps of 64: the last step's second block lies past k. T=37 and 300 rows: partial tiles
+  // both ways; 70 x 300 more than one tile each way.
+  const cases = [
+    { kind: 'plain' as const, t: 37, n: 100 },
+    { kind: 'plain' as const, t: 70, n: 300 },
+    { kind: 'glu' as const, t: 37, n: 100 },
+  ];
+  it.each(cases)('$kind x, T=$t, $n rows: W times x quantized as llama.cpp does, added to y', async ({ kind, t, n }) => {
+    const k = 288;
+    const up = kind === 'glu' ? k + 4 : 0;
+    const [offset, stride] = [8, k + up + 12];
+    const w = randomWeights(GgmlType.Q8_0, n, k, 80 + t);
+    const x = randomF32(offset + t * stride, 81, 2);
+    const y0 = randomF32(t * n, 82);
+    const kern = new MatMulKernel(ctx, GgmlType.Q8_0, 'tiles-dp4a', { vec4MinWorkgroups: 0, ...(kind === 'glu' ? { glu: 'silu' as const } : {}) });
+    const by = ctx.storage('y', y0.byteLength, y0);
+    const group = kern.bind(uploadRows(ctx, w), ctx.storage('x', x.byteLength, x), by);
+    await runPass(ctx, (pass, arena) => kern.encode(pass, arena, group, { t, n, k, xOffset: offset, xStride: stride, accumulate: true, gluUp: up }));
+    const got = await readF32(ctx, by, t * n);
+    const input = inputRows(kind, x, new Float32Array(k), t, k, offset, stride, up);
+    expect(maxRelError(got, referenceProduct(w, quantized(input), t).map((v, i) => v + y0[i]))).toBeLessThan(1e-4);
+    expect(quantizationError(got, y0, referenceProduct(w, input, t))).toBeLessThan(0.01);
+  });
+
+  it('row shards, x at an offset that is not a multiple of 4, y slices', async () => {
+    const [t, n, k] = [37, 90, 256];
+    const w = randomWeights(GgmlType.Q8_0, n, k, 83);
+    const shards = planRowShards(GgmlType.Q8_0, n, k, 40 * (w.raw.length / n) + 100);
+    expect(shards.length).toBeGreaterThan(1);
+    const [xOffset, xStride, yOffset, yStride] = [7, k + 3, 11, n + 9];
+    const x = randomF32(xOffset + t * xStride, 84);
+    const y0 = randomF32(yOffset + t * yStride, 85);
+    const kern = new MatMulKernel(ctx, GgmlType.Q8_0, 'tiles-dp4a', { vec4MinWorkgroups: 0 });
+    const bx = ctx.storage('x', x.byteLength, x);
+    const by = ctx.storage('y', y0.byteLength, y0);
+    const groups = shards.map((s) => kern.bind(uploadRows(ctx, w, s.rowBegin, s.rows), bx, by));
+    await runPass(ctx, (pass, arena) => shards.forEach((s, i) => kern.encode(pass, arena, groups[i], { t, n: s.rows, k, xOffset, xStride, yOffset, yStride, rowOffset: s.rowBegin, accumulate: true })));
+    const rows = new Float32Array(t * k);
+    for (let i = 0; i < t; i++) rows.set(x.subarray(xOffset + i * xStride, xOffset + i * xStride + k), i * k);
+    const want = accumulated(y0, referenceProduct(w, quantized(rows), t), t, n, yOffset, yStride);
+    expect(maxRelError(await readF32(ctx, by, y0.length), want)).toBeLessThan(1e-4);
+  });
+
+  it('a grid of fewer than VEC4_MIN_WORKGROUPS tiles runs the float 32 x 64 tile', async () => {
+    const [t, n, k] = [37, 100, 256];
+    const w = randomWeights(GgmlType.Q8_0, n, k, 86);
+    const x = randomF32(t * k, 87);
+    const kern = new MatMulKernel(ctx, GgmlType.Q8_0, 'tiles-dp4a');
+    const by = ctx.storage('y', t * n * 4);
+    const group = kern.bind(uploadRows(ctx, w), ctx.storage('x', x.byteLength, x), by);
+    await runPass(ctx, (pass, arena) => kern.encode(pass, arena, group, { t, n, k }));
+    // The float tile: W times x itself.
+    expect(maxRelError(await readF32(ctx, by, t * n), referenceProduct(w, x, t))).toBeLessThan(1e-4);
+  });
+});
+
+describe('which products run on int8 x', () => {
+  it('prefill: Q8_0 on a GPU with dot4I8Packed, unless int8Dot is false', () => {
+    const gpu = { ...COMPAT_CAPS, software: false, packedDot: true };
+    expect(matmulVariant(gpu, GgmlType.Q8_0)).toBe('tiles-dp4a');
+    expect(matmulVariant(gpu, GgmlType.Q8_0, { int8Dot: false })).toBe('tiles-vec4');
+    for (const type of [GgmlType.F32, GgmlType.F16, GgmlType.Q4_0, GgmlType.Q4_K, GgmlType.Q6_K]) expect(matmulVariant(gpu, type)).toBe('tiles-vec4');
+    expect(matmulVariant({ ...gpu, packedDot: false }, GgmlType.Q8_0)).toBe('tiles-vec4');
+    expect(matmulVariant({ ...gpu, software: true }, GgmlType.Q8_0)).toBe('regs');
+  });
+
+  const gpu = { ...COMPAT_CAPS, software: false, subgroups: true, packedDot: true };
+  it('decode: Q8_0 on a GPU with subgroups and dot4I8Packed, unless int8Dot is false; other types, and devices without either, keep float x', () => {
+    expect(matvecVariant(gpu, GgmlType.Q8_0)).toBe('dp4a');
+    expect(matvecVariant(gpu, GgmlType.Q8_0, { norm: true })).toBe('dp4a');
+    expect(matvecVariant(gpu, GgmlType.Q8_0, { int8Dot: false })).toBe('subgroup');
+    for (const type of [GgmlType.F32, GgmlType.F16, GgmlType.Q4_0, GgmlType.Q4_K, GgmlType.Q6_K]) expect(matvecVariant(gpu, type)).toBe('subgroup');
+    expect(matvecVariant({ ...gpu, packedDot: false }, GgmlType.Q8_0)).toBe('subgroup');
+    expect(matvecVariant({ ...gpu, subgroups: false }, GgmlType.Q8_0)).toBe('coop');
+    expect(matvecVariant({ ...gpu, software: true }, GgmlType.Q8_0)).toBe('rows');
+  });
+});
