@@ -41,6 +41,16 @@ fn main(
   @builtin(subgroup_size) size: u32,
 ) {
   let nb = params.k / 32u;
+  let first = (wg.x + wg.y * 65535u) * ROWS;
+  // Each lane's first weight block (its subgroup's first row, block `lane`) is loaded before x is
+  // staged, so its latency overlaps the staging rather than following the barrier: a prologue that
+  // held every workgroup's first weight load behind a read of x slowed the float kernels (matvec-x-norm.wgsl).
+  let r0 = w_row(min(first + sg, params.n - 1u), params.k);
+  let b0 = min(lane, nb - 1u);
+  let d0 = w_half(r0.x, b0);
+  let q00 = w_quants(r0, 2u * b0);
+  let q01 = w_quants(r0, 2u * b0 + 1u);
+
   let s = x_scales(lid, sg, nsg, lane);
   // One invocation a (token, block) of x.
   for (var o = lid; o < TT * nb; o += WG) {
@@ -57,16 +67,20 @@ fn main(
   }
   workgroupBarrier();
 
-  let first = (wg.x + wg.y * 65535u) * ROWS;
   for (var j = sg; j < ROWS; j += nsg) {
     let n = first + j;
     if (n >= params.n) { break; }
     let r = w_row(n, params.k);
     var acc: array<f32, MAX_T>;
     for (var b = lane; b < nb; b += size) {
-      let d = w_half(r.x, b);
-      let q0 = w_quants(r, 2u * b);
-      let q1 = w_quants(r, 2u * b + 1u);
+      var d = d0;
+      var q0 = q00;
+      var q1 = q01;
+      if (j != sg || b != lane) {
+        d = w_half(r.x, b);
+        q0 = w_quants(r, 2u * b);
+        q1 = w_quants(r, 2u * b + 1u);
+      }
       for (var t = 0u; t < TT; t++) {
         let o = t * nb + b;
         acc[t] += f32(block_isum(q0, q1, o)) * (d * xd[o]);
