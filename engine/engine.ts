@@ -102,6 +102,12 @@ export interface EngineOptions {
    */
   splitAttentionFrom?: number | false;
   /**
+   * On GPUs, steps holding many tokens of each sequence (prefill) run attention in tiles of consecutive
+   * tokens, each position's K and V staged once for a tile's tokens and query heads
+   * (kernels/attention-tiled.wgsl; default true); false keeps a workgroup per token and query head.
+   */
+  tiledAttention?: boolean;
+  /**
    * On GPUs offering subgroups and dot4I8Packed, Q8_0 decode products quantize x to int8 blocks as
    * llama.cpp's backends do and sum them with integer dot products (kernels/matvec-dp4a.wgsl; default
    * true); false keeps the float kernel. For the lab.
@@ -232,7 +238,7 @@ export class WebGpuEngine implements TextEngine {
       budgetBytes: Math.max(opts.kvCacheBytes ?? 512 * 2 ** 20, fullContextBytes + 2 * cfg.nLayers * pageSize * kvDim * valueBytes),
       format: kvFormat,
     });
-    const transformer = new Transformer(ctx, cfg, weights, cache, matrices, { maxTokensPerStep, prefillChunkTokens, maxRowsPerStep: maxSequences, yieldEveryMs: opts.yieldEveryMs, kvMirror: opts.kvMirror, fuseNorms: opts.fuseNorms, splitAttentionFrom: opts.splitAttentionFrom }, selected.blockingSubmit ? yieldToHost : undefined);
+    const transformer = new Transformer(ctx, cfg, weights, cache, matrices, { maxTokensPerStep, prefillChunkTokens, maxRowsPerStep: maxSequences, yieldEveryMs: opts.yieldEveryMs, kvMirror: opts.kvMirror, fuseNorms: opts.fuseNorms, splitAttentionFrom: opts.splitAttentionFrom, tiledAttention: opts.tiledAttention }, selected.blockingSubmit ? yieldToHost : undefined);
     transformer.pruneLastLayer = opts.pruneLastLayer ?? true;
     await ctx.checkKernels();
     const scheduler = new Scheduler(transformer, cache.allocator, () => cache.syncPageTable(), undefined, {

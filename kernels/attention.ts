@@ -11,6 +11,7 @@ import type { KvFormat } from './kv-format.ts';
 import outF32 from './attention-out-f32.wgsl?raw';
 import outQ8 from './attention-out-q8.wgsl?raw';
 import parallel from './attention-parallel.wgsl?raw';
+import tiledSource from './attention-tiled.wgsl?raw';
 import parallelPlain from './attention-parallel-plain.wgsl?raw';
 import parallelRope from './attention-parallel-rope.wgsl?raw';
 import parallelOut from './attention-parallel-out.wgsl?raw';
@@ -51,6 +52,29 @@ const MAX_SPLITS = 16;
 const SPLIT_LONG_SPAN = 2048;
 const SPLIT_FEWEST_SHORT = 4;
 const COMBINE_WG = 64;
+/** Invocations a workgroup of the prefill kernel (attention-tiled.wgsl), and the most query rows (tokens x query heads) it takes. */
+const TILED_WG = 128;
+const TILED_MAX_ROWS = 64;
+
+/**
+ * The prefill kernel's tile (attention-tiled.wgsl) for heads of `headDim` and `group` query heads a KV
+ * head: BQ tokens (a power of two, BQ x GQ rows at most TILED_MAX_ROWS), TPR invocations a row (a power
+ * of two dividing the head's vec4s), BK positions a round (K and V heads of BK positions and the rows'
+ * scores within 16 KiB of workgroup memory); undefined where it does not apply (a head of an odd number
+ * of vec4s or of more than 32, a group over TILED_MAX_ROWS).
+ */
+export function tiledShape(headDim: number, group: number): { BQ: number; GQ: number; BK: number; TPR: number } | undefined {
+  const hv = headDim / 4;
+  if (headDim % 8 !== 0 || hv > 32 || group < 1 || group > TILED_MAX_ROWS) return undefined;
+  let bq = 1;
+  while (bq * 2 * group <= TILED_MAX_ROWS) bq *= 2;
+  const rows = bq * group;
+  let tpr = 1;
+  while (tpr * 2 * rows <= TILED_WG && hv % (tpr * 2) === 0) tpr *= 2;
+  let bk = 16;
+  while (bk > 1 && 2 * bk * hv * 16 + rows * bk * 4 + 16 > 16384) bk /= 2;
+  return { BQ: bq, GQ: group, BK: bk, TPR: tpr };
+}
 const COMBINE_BINDINGS: readonly BindingKind[] = ['read', 'write'];
 /**
  * Most vec4s of one head's query and accumulator (head_dim / 4 each) an invocation of the grouped kernel
@@ -117,6 +141,13 @@ export interface AttentionParams {
   outOffset?: number;
   outStride?: number;
   softcap?: number;
+  /**
+   * Walk the step in tiles of consecutive tokens, K and V of each position staged once for a tile's
+   * tokens and query heads (attention-tiled.wgsl): for steps holding many tokens of each sequence
+   * (prefill). GPU kernels for heads of whole vec4s where tiledShape applies, f32 output, no split, no
+   * rotation; elsewhere ignored.
+   */
+  tiled?: boolean;
   /**
    * Rotate the query and the token's K head by RoPE and store its K and V into the cache as the kernel
    * attends (bindRope, attention-parallel-rope.wgsl), instead of a RoPE/KV-store pass before it. Every
@@ -226,6 +257,15 @@ export class AttentionKernel {
     return k;
   }
 
+  /** attention-tiled.wgsl for heads of `headDim` and `group` query heads a KV head (tiledShape must apply). */
+  private tiledKernel(headDim: number, group: number): { kernel: CompiledKernel; tokens: number } {
+    const shape = tiledShape(headDim, group)!;
+    const key = `tiled/${headDim}/${group}`;
+    let k = this.parallel.get(key);
+    if (!k) this.parallel.set(key, (k = this.ctx.kernel({ label: `attention-tiled-d${headDim}-g${group}`, code: wgsl(io, ioVec4, kvF32, pages, outF32, tiledSource), bindings: BINDINGS, constants: { WG: TILED_WG, HV: headDim / 4, ...shape } })));
+    return { kernel: k, tokens: shape.BQ };
+  }
+
   private combineKernel(headDim: number): CompiledKernel {
     const key = `combine/${headDim}`;
     let k = this.parallel.get(key);
@@ -321,6 +361,12 @@ export class AttentionKernel {
     }
     if (splits > 1 && (!this.rotates(p.headDim) || !by4 || q8 || p.kvSource === 'mirror' || !combine || p.tokens * p.heads * splits > SPLIT_WORKGROUPS || splits > MAX_SPLITS)) {
       throw new Error(`attention: split positions need the GPU kernel for heads of whole vec4s, f32 output, a combine group and at most ${SPLIT_WORKGROUPS} workgroups of at most ${MAX_SPLITS} splits (${p.tokens} tokens x ${p.heads} heads x ${splits} splits)`);
+    }
+    const queryGroup = p.heads / p.kvHeads;
+    if (!this.serial && p.tiled && splits === 1 && !p.rope && !q8 && p.kvSource !== 'mirror' && by4 && this.kv === 'f32' && tiledShape(p.headDim, queryGroup) && this.ctx.caps.maxInvocationsPerWorkgroup >= TILED_WG) {
+      const tiled = this.tiledKernel(p.headDim, queryGroup);
+      arena.dispatch(pass, tiled.kernel, group, s, Math.ceil(p.tokens / tiled.tokens), p.kvHeads);
+      return;
     }
     if (!this.serial) {
       const [gx, gy] = grid2d(p.tokens * p.heads * splits);

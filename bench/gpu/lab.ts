@@ -183,6 +183,8 @@ export interface StepSizeTtft {
   maxTokensPerStep: number;
   /** Q8_0 products on int8 x (EngineOptions.int8Dot). */
   int8Dot: boolean;
+  /** Prefill attention in tiles of tokens (EngineOptions.tiledAttention). */
+  tiledAttention: boolean;
   promptTokens: number;
   /** Median of three. */
   timeToFirstTokenMs: number;
@@ -191,19 +193,26 @@ export interface StepSizeTtft {
 /**
  * Time to first token of a prompt twice the given one's length, in steps of 256 tokens and of 512 (the
  * GPU default since session 14, chosen for the host's per-step encoding cost), and in steps of 512 with
- * the products on float x (int8Dot false).
+ * the products on float x (int8Dot false) and with attention a workgroup per token and head
+ * (tiledAttention false).
  */
 async function ttftBySteps(model: string, adapter: string, prompt: number[]): Promise<StepSizeTtft[]> {
   const long = [...prompt, ...prompt.slice(1)];
   const out: StepSizeTtft[] = [];
-  for (const { maxTokensPerStep, int8Dot } of [{ maxTokensPerStep: 256, int8Dot: true }, { maxTokensPerStep: 512, int8Dot: true }, { maxTokensPerStep: 512, int8Dot: false }]) {
-    const engine = await loadEngine({ model, adapter, contextLength: long.length + 8, prefixCache: false, maxTokensPerStep, int8Dot });
+  const configs = [
+    { maxTokensPerStep: 256, int8Dot: true, tiledAttention: true },
+    { maxTokensPerStep: 512, int8Dot: true, tiledAttention: true },
+    { maxTokensPerStep: 512, int8Dot: false, tiledAttention: true },
+    { maxTokensPerStep: 512, int8Dot: true, tiledAttention: false },
+  ];
+  for (const { maxTokensPerStep, int8Dot, tiledAttention } of configs) {
+    const engine = await loadEngine({ model, adapter, contextLength: long.length + 8, prefixCache: false, maxTokensPerStep, int8Dot, tiledAttention });
     try {
       const run = { tokens: long, temperature: 0, stopAtEndOfGeneration: false, maxTokens: 1 } as const;
       await engine.generate(run).result;
       const ms: number[] = [];
       for (let i = 0; i < 3; i++) ms.push((await engine.generate(run).result).timings.timeToFirstTokenMs);
-      out.push({ maxTokensPerStep, int8Dot, promptTokens: long.length, timeToFirstTokenMs: ms.sort((a, b) => a - b)[1] });
+      out.push({ maxTokensPerStep, int8Dot, tiledAttention, promptTokens: long.length, timeToFirstTokenMs: ms.sort((a, b) => a - b)[1] });
     } finally {
       await engine.dispose();
     }
@@ -323,7 +332,7 @@ async function main(): Promise<void> {
       ];
       const ttft = await ttftBySteps(model, o.adapter, prompt);
       profiles.push({ model, ...p, loop, ttft });
-      for (const t of ttft) log(`TTFT of ${t.promptTokens} tokens in steps of ${t.maxTokensPerStep}, ${t.int8Dot ? 'int8' : 'float'} x: ${t.timeToFirstTokenMs.toFixed(1)} ms`);
+      for (const t of ttft) log(`TTFT of ${t.promptTokens} tokens in steps of ${t.maxTokensPerStep}, ${t.int8Dot ? 'int8' : 'float'} x, attention ${t.tiledAttention ? 'tiled' : 'a workgroup a head'}: ${t.timeToFirstTokenMs.toFixed(1)} ms`);
       process.stdout.write(`\n${model}\n${formatProfile(p)}\n`);
       for (const l of loop) log(`decode loop after ${l.promptTokens} tokens, pipelined ${l.pipelined}, norms ${l.fuseNorms ? 'folded' : 'apart'}, attention ${l.splitAttention ? 'split' : 'whole'}, ${l.int8Dot ? 'int8' : 'float'} x: ${l.msPerStep.toFixed(3)} ms a step, host ${l.hostMsPerStep.toFixed(3)}, submit ${l.submitMsPerStep.toFixed(3)}, waiting for samples ${l.waitMsPerStep.toFixed(3)}, ${l.tokensPerSecond.toFixed(1)} tok/s`);
     } catch (e) {

@@ -36,6 +36,14 @@ import { memoize } from '../../kernels/runtime/memo.ts';
  */
 const DEFAULT_SPLIT_ATTENTION_FROM = 256;
 
+/**
+ * A step's attention walks tiles of consecutive tokens (AttentionParams.tiled, GPU kernels) from this
+ * many tokens, where its sequences average at least TILED_ATTENTION_RUN tokens each (prefill): a tile
+ * stages each position's K and V once for its tokens; a tile of one token a sequence would not.
+ */
+const TILED_ATTENTION_MIN_TOKENS = 16;
+const TILED_ATTENTION_RUN = 8;
+
 interface LayerPlan {
   attnNorm: GPUBindGroup;
   qkv: BoundProduct[];
@@ -188,6 +196,7 @@ export class Transformer implements StepRunner {
   readonly maxRowsPerStep: number;
   /** The fewest positions a step's longest attention span has for attention to split them (Infinity: never). */
   private readonly splitAttentionFrom: number;
+  private readonly tiledAttention: boolean;
   /** Split attention's partial sums and the combine pass's bindings, where the adapter's kernel splits. */
   private readonly attnSplit: { partials: GPUBuffer; combine: GPUBindGroup } | undefined;
 
@@ -197,7 +206,7 @@ export class Transformer implements StepRunner {
     private readonly weights: ModelWeights,
     private readonly cache: PagedKvCache,
     private readonly matrices: MatrixKernels,
-    limits: { maxTokensPerStep: number; prefillChunkTokens?: number; maxRowsPerStep: number; yieldEveryMs?: number; kvMirror?: boolean | KvMirrorOptions; fuseNorms?: boolean; splitAttentionFrom?: number | false },
+    limits: { maxTokensPerStep: number; prefillChunkTokens?: number; maxRowsPerStep: number; yieldEveryMs?: number; kvMirror?: boolean | KvMirrorOptions; fuseNorms?: boolean; splitAttentionFrom?: number | false; tiledAttention?: boolean },
     /**
      * Where `queue.submit` runs the work before it returns (llvmpipe through Dawn's OpenGL ES backend), a
      * step is submitted in segments of layers (sized by SegmentPlanner) and this is awaited in between,
@@ -240,6 +249,7 @@ export class Transformer implements StepRunner {
     const S = ws.qkvStride;
     const splitFrom = limits.splitAttentionFrom ?? DEFAULT_SPLIT_ATTENTION_FROM;
     this.splitAttentionFrom = splitFrom === false ? Infinity : splitFrom;
+    this.tiledAttention = limits.tiledAttention ?? true;
     if (this.k.attention.rotates(cfg.headDim) && S % 4 === 0 && splitFrom !== false) {
       const partials = ctx.storage('act.attn.partials', AttentionKernel.partialsBytes(cfg.headDim));
       this.attnSplit = { partials, combine: this.k.attention.bindCombine(partials, ws.attn) };
@@ -661,6 +671,9 @@ export class Transformer implements StepRunner {
     if (this.attnSplit) for (let i = 0; i < T; i++) span = Math.max(span, this.positions[i] + 1);
     const splitsOf = (n: number) => (this.attnSplit ? k.attention.splitsFor(n, cfg.nHeads, hd, span, this.splitAttentionFrom) : 1);
     const splitsAll = splitsOf(T);
+    let runs = 1;
+    for (let i = 1; i < T; i++) if (this.slots[i] !== this.slots[i - 1]) runs++;
+    const tiled = this.tiledAttention && T >= TILED_ATTENTION_MIN_TOKENS && T >= TILED_ATTENTION_RUN * runs;
     const splitsPruned = prune ? splitsOf(R) : 1;
     this.layers.forEach((L, l) => {
       const adaptedQkv = lora?.adapts(l, 'qkv') ?? false;
@@ -696,6 +709,7 @@ export class Transformer implements StepRunner {
         kvSource: mirrored ? 'mirror' : 'pages',
         rope: rotating ? this.rope : undefined,
         splits,
+        tiled: tiled && !pruned,
       }, this.attnSplit?.combine);
       // A tail runs only where its pass would come next: no adapter's product between, and the
       // consumer on the quantized path (encodeNormed's).

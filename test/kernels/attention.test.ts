@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AttentionKernel, groupedHeads, SPLIT_WORKGROUPS } from '../../kernels/attention.ts';
+import { AttentionKernel, groupedHeads, SPLIT_WORKGROUPS, tiledShape } from '../../kernels/attention.ts';
 import { KvStoreKernel } from '../../kernels/kv-store.ts';
 import { QuantizeXKernel, q8RowVec4s } from '../../kernels/quantize-x.ts';
 import { readF32, readU32, runPass, testContext } from '../helpers/gpu.ts';
@@ -15,14 +15,17 @@ import { maxRelError, randomF32 } from '../helpers/random.ts';
 // Infinity: never). `splits`: the workgroup variant with each (token, head) pair's positions split over
 // that many workgroups and merged by the combine pass (flash-decoding): 7 leaves short sequences' later
 // splits empty, 2 gives the 2100-position case splits longer than the kernel's 1024-position chunk.
+// `tiled`: the workgroup variant's prefill kernel (attention-tiled.wgsl) where tiledShape applies (heads
+// of an even number of vec4s): tiles of consecutive tokens that here span both sequences' runs.
 describe.each([
-  ['workgroup', undefined, 1],
-  ['workgroup', undefined, 2],
-  ['workgroup', undefined, 7],
-  ['serial', undefined, 1],
-  ['serial', 0, 1],
-  ['serial', Infinity, 1],
-] as const)('paged KV store + attention kernels (%s, grouped from %s pairs, %s splits)', (variant, minGrouped, splits) => {
+  ['workgroup', undefined, 1, false],
+  ['workgroup', undefined, 2, false],
+  ['workgroup', undefined, 7, false],
+  ['workgroup', undefined, 1, true],
+  ['serial', undefined, 1, false],
+  ['serial', 0, 1, false],
+  ['serial', Infinity, 1, false],
+] as const)('paged KV store + attention kernels (%s, grouped from %s pairs, %s splits, tiled %s)', (variant, minGrouped, splits, tiled) => {
   for (const { heads, kvHeads, hd, pageSize, past0, new0, new1, window } of [
     { heads: 8, kvHeads: 4, hd: 8, pageSize: 16, past0: 5, new0: 1, new1: 3, window: 0 },
     { heads: 4, kvHeads: 1, hd: 64, pageSize: 4, past0: 150, new0: 2, new1: 70, window: 0 },
@@ -90,7 +93,7 @@ describe.each([
       const scale = 1 / Math.sqrt(hd);
       await runPass(ctx, (pass, arena) => {
         kv.encode(pass, arena, kv.bind(b.k, b.v, b.pos, b.seq, bPages, kCache, vCache), { tokens: batch.length, kvDim, pageSize, maxPages, kOffset: 0, vOffset: 0, srcStride: kvDim });
-        const shape = { tokens: batch.length, heads, kvHeads, headDim: hd, pageSize, maxPages, scale, window, splits };
+        const shape = { tokens: batch.length, heads, kvHeads, headDim: hd, pageSize, maxPages, scale, window, splits, tiled };
         if (splits === 1) att.encode(pass, arena, att.bind(bq, kCache, vCache, bPages, b.pos, b.seq, bOut), shape);
         else {
           const partials = ctx.storage('partials', AttentionKernel.partialsBytes(hd));
@@ -175,6 +178,24 @@ describe('grouped-query attention on the serial kernels', () => {
     await expect(
       runPass(ctx, (pass, arena) => att.encode(pass, arena, att.bind(b, b, b, b, b, b, ctx.storage('o', 4096)), { tokens: 1, heads: 2, kvHeads: 1, headDim: 16, pageSize: 16, maxPages: 1, scale: 0.25, output: 'q8_0' })),
     ).rejects.toThrow(/quantized output needs .* multiple of 32 \(got 16\)/);
+  });
+});
+
+describe('tiled prefill attention', () => {
+  it('takes tokens x query heads of up to 64 rows, invocations a row that divide the head, positions a round within 16 KiB', () => {
+    // Llama-3.2-1B: 4 query heads a KV head of 64: 16 tokens, 2 invocations a row, 16 positions.
+    expect(tiledShape(64, 4)).toEqual({ BQ: 16, GQ: 4, BK: 16, TPR: 2 });
+    // SmolLM2-135M: 3 a KV head: 16 tokens (48 rows).
+    expect(tiledShape(64, 3)).toEqual({ BQ: 16, GQ: 3, BK: 16, TPR: 2 });
+    // Heads of 128: 8 positions a round (2 x 8 x 32 vec4s + 64 x 8 scores).
+    expect(tiledShape(128, 4)).toEqual({ BQ: 16, GQ: 4, BK: 8, TPR: 2 });
+    // Multi-head attention: 64 tokens; a head of 2 vec4s takes 2 invocations a row at most.
+    expect(tiledShape(64, 1)).toEqual({ BQ: 64, GQ: 1, BK: 16, TPR: 2 });
+    expect(tiledShape(8, 1)?.TPR).toBe(2);
+    // An odd number of vec4s, more than 32, a group past 64 rows: none.
+    expect(tiledShape(12, 2)).toBeUndefined();
+    expect(tiledShape(256, 2)).toBeUndefined();
+    expect(tiledShape(64, 65)).toBeUndefined();
   });
 });
 
