@@ -64,13 +64,5 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
     }
     workgroupBarrier();
   }
-  let t0 = t_base + tt;
-  store_tokens(t0, n_base + tn, acc0);
-  store_tokens(t0, n_base + tn + 16u, acc1);
-  store_tokens(t0, n_base + tn + 32u, acc2);
-  store_tokens(t0, n_base + tn + 48u, acc3);
-  store_tokens(t0, n_base + tn + 64u, acc4);
-  store_tokens(t0, n_base + tn + 80u, acc5);
-  store_tokens(t0, n_base + tn + 96u, acc6);
-  store_tokens(t0, n_base + tn + 112u, acc7);
+  store_tile(t_base + tt, n_base + tn, acc0, acc1, acc2, acc3, acc4, acc5, acc6, acc7);
 }

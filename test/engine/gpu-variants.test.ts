@@ -11,6 +11,7 @@ import { WebGpuEngine } from '../../engine/engine.ts';
 import { FileSource } from '../../engine/loader/file-source.ts';
 import { openNodeDevice } from '../../engine/platform/node.ts';
 import { largestProbDifference, llamaCppReference } from '../../bench/llama-oracle.ts';
+import { gpuKernelsEngine } from '../helpers/engine.ts';
 import { sharedModel } from '../helpers/models.ts';
 
 const fixtures = JSON.parse(readFileSync(new URL('../fixtures/llama-greedy.json', import.meta.url), 'utf8')) as Record<string, { promptTokens: number[]; greedy: number[] }[]>;
@@ -89,27 +90,18 @@ describe('GPU kernel variants on Q8_0 weights stay within the quantized toleranc
 describe('Q8_0 decode products on int8 x follow llama.cpp (TinyStories-656K on SwiftShader as a GPU)', () => {
   it('every decode product runs the int8 kernel, and the 32 greedy tokens after "Once upon a time" are llama.cpp\'s; float x flips the 6th', async () => {
     const path = sharedModel('TinyStories-656K-Q8_0.gguf');
-    const load = async (int8Dot: boolean) => {
-      const selected = await openNodeDevice('swiftshader');
-      selected.caps = { ...selected.caps, software: false };
-      return WebGpuEngine.load(selected, new FileSource(path), { contextLength: 256, maxSequences: 1, prefixCache: false, int8Dot });
-    };
     const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
     for (const int8Dot of [true, false]) {
-      const engine = await load(int8Dot);
-      try {
-        const prompt = engine.tokenizer.encode('Once upon a time');
-        const [ref] = await llamaCppReference(llama, path, [prompt], engine.config.vocabSize, 32);
-        const r = await engine.generate({ tokens: prompt, maxTokens: 32, temperature: 0, stopAtEndOfGeneration: false }).result;
-        if (int8Dot) expect(r.tokens).toEqual(ref.greedy);
-        else expect(r.tokens.findIndex((t, i) => t !== ref.greedy[i])).toBe(5);
-        const step = await engine.profileLastStep({ tokens: prompt, maxTokens: 3, temperature: 0 });
-        const products = step.kernels.filter((k) => k.label.startsWith('matvec-'));
-        expect(products.length).toBeGreaterThan(0);
-        for (const k of products) expect(k.label).toMatch(int8Dot ? /^matvec-dp4a-Q8_0-/ : /^matvec-subgroup-Q8_0-/);
-      } finally {
-        await engine.dispose();
-      }
+      const engine = await gpuKernelsEngine('TinyStories-656K-Q8_0.gguf', { contextLength: 256, maxSequences: 1, prefixCache: false, int8Dot });
+      const prompt = engine.tokenizer.encode('Once upon a time');
+      const [ref] = await llamaCppReference(llama, path, [prompt], engine.config.vocabSize, 32);
+      const r = await engine.generate({ tokens: prompt, maxTokens: 32, temperature: 0, stopAtEndOfGeneration: false }).result;
+      if (int8Dot) expect(r.tokens).toEqual(ref.greedy);
+      else expect(r.tokens.findIndex((t, i) => t !== ref.greedy[i])).toBe(5);
+      const step = await engine.profileLastStep({ tokens: prompt, maxTokens: 3, temperature: 0 });
+      const products = step.kernels.filter((k) => k.label.startsWith('matvec-'));
+      expect(products.length).toBeGreaterThan(0);
+      for (const k of products) expect(k.label).toMatch(int8Dot ? /^matvec-dp4a-Q8_0-/ : /^matvec-subgroup-Q8_0-/);
     }
   });
 });

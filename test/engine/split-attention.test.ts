@@ -6,25 +6,11 @@
  * workgroup a pair (which the parity tests hold to llama.cpp), with one dispatch a layer more. Runs on
  * SwiftShader with its caps marked as not software (the GPU kernels), as gpu-variants.test.ts does.
  */
-import { afterAll, describe, expect, it } from 'vitest';
-import { WebGpuEngine, type EngineOptions } from '../../engine/engine.ts';
-import { FileSource } from '../../engine/loader/file-source.ts';
-import { openNodeDevice } from '../../engine/platform/node.ts';
-import { greedyRun } from '../helpers/engine.ts';
-import { sharedModel } from '../helpers/models.ts';
+import { describe, expect, it } from 'vitest';
+import type { WebGpuEngine, EngineOptions } from '../../engine/engine.ts';
+import { expectSameGreedy, gpuKernelsEngine, greedyRun } from '../helpers/engine.ts';
 
-const engines: WebGpuEngine[] = [];
-afterAll(async () => {
-  for (const e of engines) await e.dispose();
-});
-
-async function gpuEngine(opts: EngineOptions): Promise<WebGpuEngine> {
-  const selected = await openNodeDevice('swiftshader');
-  selected.caps = { ...selected.caps, software: false };
-  const engine = await WebGpuEngine.load(selected, new FileSource(sharedModel('stories260K.gguf')), { contextLength: 512, maxSequences: 2, prefixCache: false, ...opts });
-  engines.push(engine);
-  return engine;
-}
+const gpuEngine = (opts: EngineOptions) => gpuKernelsEngine('stories260K.gguf', { contextLength: 512, maxSequences: 2, prefixCache: false, ...opts });
 
 describe('split attention on the GPU kernels (stories260K on SwiftShader as a GPU)', () => {
   it('decoding past 256 positions gives the unsplit tokens and log-probabilities, with a combine pass a layer', async () => {
@@ -34,11 +20,7 @@ describe('split attention on the GPU kernels (stories260K on SwiftShader as a GP
     const base = split.tokenizer.encode('Once upon a time, there was a little girl named Lily. She loved to play outside in the sun.');
     const prompt = (n: number) => Array.from({ length: n }, (_, i) => base[i % base.length]);
     const run = (engine: WebGpuEngine) => Promise.all([300, 120].map((n) => greedyRun(engine, prompt(n), 24)));
-    const [a, b] = [await run(split), await run(whole)];
-    a.forEach((r, i) => {
-      expect(r.tokens, `sequence ${i}`).toEqual(b[i].tokens);
-      r.logprobs.forEach((lp, j) => expect(Math.abs(lp - b[i].logprobs[j]), `sequence ${i} token ${j}`).toBeLessThan(1e-4));
-    });
+    expectSameGreedy(await run(split), await run(whole));
     // A decode step of one sequence at 300+ positions: embedding + 5 layers x (QKV with norm, attention
     // with RoPE and the KV store, its combine pass, O, gate|up with norm, down) + head + two sampling passes.
     await greedyRun(split, prompt(300), 3);

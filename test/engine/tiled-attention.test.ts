@@ -6,25 +6,11 @@
  * token and head, which the parity tests hold to llama.cpp; decode steps keep the per-head kernel. Runs on
  * SwiftShader with its caps marked as not software (the GPU kernels), as gpu-variants.test.ts does.
  */
-import { afterAll, describe, expect, it } from 'vitest';
-import { WebGpuEngine, type EngineOptions } from '../../engine/engine.ts';
-import { FileSource } from '../../engine/loader/file-source.ts';
-import { openNodeDevice } from '../../engine/platform/node.ts';
-import { greedyRun } from '../helpers/engine.ts';
-import { sharedModel } from '../helpers/models.ts';
+import { describe, expect, it } from 'vitest';
+import type { WebGpuEngine, EngineOptions } from '../../engine/engine.ts';
+import { expectSameGreedy, gpuKernelsEngine, greedyRun } from '../helpers/engine.ts';
 
-const engines: WebGpuEngine[] = [];
-afterAll(async () => {
-  for (const e of engines) await e.dispose();
-});
-
-async function gpuEngine(opts: EngineOptions): Promise<WebGpuEngine> {
-  const selected = await openNodeDevice('swiftshader');
-  selected.caps = { ...selected.caps, software: false };
-  const engine = await WebGpuEngine.load(selected, new FileSource(sharedModel('stories260K.gguf')), { contextLength: 512, maxSequences: 2, prefixCache: false, ...opts });
-  engines.push(engine);
-  return engine;
-}
+const gpuEngine = (opts: EngineOptions) => gpuKernelsEngine('stories260K.gguf', { contextLength: 512, maxSequences: 2, prefixCache: false, ...opts });
 
 describe('tiled prefill attention on the GPU kernels (stories260K on SwiftShader as a GPU)', () => {
   it('two prompts prefilled together give the untiled tokens and log-probabilities; prefill steps run the tiled kernel, decode steps not', async () => {
@@ -33,11 +19,7 @@ describe('tiled prefill attention on the GPU kernels (stories260K on SwiftShader
     const base = tiled.tokenizer.encode('Once upon a time, there was a little girl named Lily. She loved to play outside in the sun.');
     const prompt = (n: number) => Array.from({ length: n }, (_, i) => base[i % base.length]);
     const run = (engine: WebGpuEngine) => Promise.all([150, 61].map((n) => greedyRun(engine, prompt(n), 12)));
-    const [a, b] = [await run(tiled), await run(untiled)];
-    a.forEach((r, i) => {
-      expect(r.tokens, `sequence ${i}`).toEqual(b[i].tokens);
-      r.logprobs.forEach((lp, j) => expect(Math.abs(lp - b[i].logprobs[j]), `sequence ${i} token ${j}`).toBeLessThan(1e-4));
-    });
+    expectSameGreedy(await run(tiled), await run(untiled));
     const attention = async (engine: WebGpuEngine, maxTokens: number) =>
       Object.fromEntries((await engine.profileLastStep({ tokens: prompt(40), maxTokens, temperature: 0 })).kernels.filter((k) => k.label.startsWith('attention-')).map((k) => [k.label, k.dispatches]));
     // A 40-token prefill step (maxTokens 1 profiles it): 4 of the 5 layers tiled, the last layer on the
