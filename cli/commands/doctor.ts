@@ -30,7 +30,7 @@ export function registerDoctor(program: Command): void {
         skipped: sel.skipped,
         adapterFeatures: sel.adapterFeatures,
         deviceFeatures: [...sel.device.features].map(String).sort(),
-        engineUses: { f16: sel.caps.f16, subgroups: sel.caps.subgroups, subgroupSize: sel.caps.subgroups ? [sel.caps.subgroupMinSize, sel.caps.subgroupMaxSize] : null, timestamps: sel.caps.timestamps },
+        engineUses: { f16: sel.caps.f16, subgroups: sel.caps.subgroups, subgroupSize: sel.caps.subgroups ? [sel.caps.subgroupMinSize, sel.caps.subgroupMaxSize] : null, timestamps: sel.caps.timestamps, packedDot: sel.caps.packedDot },
         limits: sel.adapterLimits,
         ...(sel.workerPinning ? { workerThreads: sel.workerPinning } : {}),
         ...(opts.calibrate ? { calibration: await calibrate(sel.device, sel.caps, opts.calibrateMib, !opts.json) } : {}),
@@ -45,7 +45,7 @@ export function registerDoctor(program: Command): void {
       out.push(`why:            ${report.why}`);
       out.push(`feature level:  ${report.featureLevel}${report.software ? ', software (CPU) adapter' : ''}`);
       for (const s of report.skipped) out.push(`skipped:        ${s.name}: ${s.reason}`);
-      out.push(`engine uses:    shader-f16 ${yes(report.engineUses.f16)}, subgroups ${yes(report.engineUses.subgroups)}${report.engineUses.subgroupSize ? ` (size ${report.engineUses.subgroupSize.join('-')})` : ''}, timestamp-query ${yes(report.engineUses.timestamps)}`);
+      out.push(`engine uses:    shader-f16 ${yes(report.engineUses.f16)}, subgroups ${yes(report.engineUses.subgroups)}${report.engineUses.subgroupSize ? ` (size ${report.engineUses.subgroupSize.join('-')})` : ''}, timestamp-query ${yes(report.engineUses.timestamps)}, dot4I8Packed ${yes(report.engineUses.packedDot)}${report.engineUses.packedDot && !report.software ? ' (Q8_0 products in int8)' : ''}`);
       if (report.workerThreads) out.push(`worker threads: ${report.workerThreads.reason}`);
       out.push(`features:       ${report.adapterFeatures.join(', ')}`);
       out.push('limits:');

@@ -50,12 +50,14 @@ describe('svc doctor', () => {
   it('reports the chosen adapter, its features and limits, and why others were skipped', async () => {
     const r = await runCli(['doctor', '--json']);
     expect(r.code).toBe(0);
-    const report = JSON.parse(r.stdout) as { chosen: string; why: string; skipped: { name: string; reason: string }[]; limits: Record<string, number>; adapterFeatures: string[] };
+    const report = JSON.parse(r.stdout) as { chosen: string; why: string; skipped: { name: string; reason: string }[]; limits: Record<string, number>; adapterFeatures: string[]; engineUses: { packedDot: boolean } };
     expect(['gpu', 'swiftshader', 'llvmpipe']).toContain(report.chosen);
     // Without a GPU the faster software adapter comes first, and doctor says so.
     if (report.chosen !== 'gpu') expect(report.chosen).toBe('llvmpipe');
     expect(report.why).toMatch(report.chosen === 'gpu' ? /real GPU/ : /faster software adapter/);
     expect(report.limits.maxStorageBufferBindingSize).toBeGreaterThan(0);
+    // Dawn offers WGSL's packed integer dot products on every backend (the GPU's Q8_0 products use them).
+    expect(report.engineUses.packedDot).toBe(true);
     if (report.chosen !== 'gpu') expect(report.skipped.map((s) => s.name)).toContain('gpu');
     for (const s of report.skipped) expect(s.reason.length).toBeGreaterThan(10);
     const forced = await runCli(['doctor', '--json', '--adapter', 'llvmpipe']);
