@@ -13,7 +13,7 @@ import { unrollRowsTokens } from './unroll.ts';
 import tiles from './matmul-tiles.wgsl?raw';
 import tilesVec4 from './matmul-tiles-vec4.wgsl?raw';
 import tilesDp4a from './matmul-tiles-dp4a.wgsl?raw';
-import q8Math from './quantize-q8-math.wgsl?raw';
+import { INT8_TYPES, int8Wgsl } from './int8-weights.ts';
 import tileEdges from './matmul-tiles-edges.wgsl?raw';
 import { BLOCK_WALK_TYPES, deviceLayout } from './quant/layouts.ts';
 import type { ParamArena } from './runtime/arena.ts';
@@ -26,21 +26,21 @@ import type { WeightStore } from './runtime/weights.ts';
  * regs: register blocks per invocation, no workgroup memory (CPU rasterisers, where barriers are
  * expensive). tiles-vec4: 32-token x 128-row workgroup tiles staged in workgroup memory and read as
  * vec4s along k (GPUs); tiles: 32 x 64 tiles read one float at a time (what tiles-vec4 and tiles-dp4a
- * run for small grids, VEC4_MIN_WORKGROUPS); tiles-dp4a: Q8_0 in the same tile shape, x quantized to
- * int8 as it is staged and summed with dot4I8Packed (GPUs offering it).
+ * run for small grids, VEC4_MIN_WORKGROUPS); tiles-dp4a: Q8_0 and Q4_0 in the same tile shape, x
+ * quantized to int8 as it is staged and summed with dot4I8Packed (GPUs offering it).
  */
 export type MatMulVariant = 'regs' | 'tiles' | 'tiles-vec4' | 'tiles-dp4a';
 
 /** The variant for `type`'s products built with `opts` on this device (without a type: the float variant). */
 export function matmulVariant(caps: GpuCaps, type?: GgmlType, opts: ProductOptions = {}): MatMulVariant {
   if (caps.software) return 'regs';
-  return type === GgmlType.Q8_0 && caps.packedDot && (opts.int8Dot ?? true) ? 'tiles-dp4a' : 'tiles-vec4';
+  return type !== undefined && INT8_TYPES.has(type) && caps.packedDot && (opts.int8Dot ?? true) ? 'tiles-dp4a' : 'tiles-vec4';
 }
 
 const TILES = {
   tiles: { tileN: 64, tileT: 32, code: tiles },
   'tiles-vec4': { tileN: 128, tileT: 32, code: tilesVec4 },
-  'tiles-dp4a': { tileN: 128, tileT: 32, code: wgsl(tilesDp4a, q8Math) },
+  'tiles-dp4a': { tileN: 128, tileT: 32, code: tilesDp4a },
 };
 /**
  * The fewest workgroups a tiles-vec4 (or tiles-dp4a) dispatch takes; smaller grids run the 32 x 64 tile, twice as many
@@ -138,8 +138,8 @@ export class MatMulKernel {
     const bindings = store.bindings;
     if (variant !== 'regs') {
       if (ctx.caps.maxInvocationsPerWorkgroup < 128) throw new Error(`matmul: the ${variant} variant needs 128 invocations per workgroup`);
-      if (variant === 'tiles-dp4a' && (type !== GgmlType.Q8_0 || !ctx.caps.packedDot || opts.xq8)) throw new Error(`${label}: the tiles-dp4a variant needs Q8_0 weights and dot4I8Packed, and quantizes x itself`);
-      const pairOf = (v: keyof typeof TILES, name: string) => new XAlignedPair(ctx, (x4) => ({ label: name, code: wgsl(TILES[v].code, tileEdges, common, x4, decode), bindings }), opts.glu);
+      if (variant === 'tiles-dp4a' && (!INT8_TYPES.has(type) || !ctx.caps.packedDot || opts.xq8)) throw new Error(`${label}: the tiles-dp4a variant needs Q8_0 or Q4_0 weights and dot4I8Packed, and quantizes x itself`);
+      const pairOf = (v: keyof typeof TILES, name: string) => new XAlignedPair(ctx, (x4) => ({ label: name, code: wgsl(TILES[v].code, tileEdges, common, x4, decode, v === 'tiles-dp4a' ? int8Wgsl(type) : ''), bindings }), opts.glu);
       this.kernels = pairOf(variant, label);
       this.pairFor = () => this.kernels;
       ({ tileN: this.tileN, tileT: this.tileT } = TILES[variant]);

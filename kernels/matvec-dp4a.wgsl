@@ -2,11 +2,13 @@ enable subgroups;
 // Subgroups share rows by the subgroup they are (sg, lane), as matvec-subgroup.wgsl does.
 diagnostic(off, subgroup_uniformity);
 
-// Matrix-vector product of Q8_0 weights for few rows of x (decode) on GPUs, as llama.cpp's GPU backends
-// run it: x quantized to int8 blocks of 32 (llama.cpp's quantization of activations,
+// Matrix-vector product of Q8_0 or Q4_0 weights for few rows of x (decode) on GPUs, as llama.cpp's GPU
+// backends run it: x quantized to int8 blocks of 32 (llama.cpp's quantization of activations,
 // quantize-q8-math.wgsl) and each block's 32 products summed by eight dot4I8Packed, then scaled by both
-// blocks' steps. A block costs two weight loads, two workgroup loads and eight integer dot products,
-// where the float kernel (matvec-subgroup.wgsl) converts 32 bytes to floats and multiplies each.
+// blocks' steps (w_int8 and W_OFFSET from int8-weights-*.wgsl: Q4_0's nibbles are spread to bytes and
+// their offset of -8 comes in through the x block's sum of quants). A block costs one or two weight
+// loads, two workgroup loads and eight integer dot products, where the float kernel
+// (matvec-subgroup.wgsl) converts every weight to a float and multiplies it.
 // The workgroup quantizes its rows of x once, into workgroup memory, with the norm or activation folded
 // into the product applied as it reads them (x_scales / x_in, matvec-dp4a-x-*.wgsl; x4 from
 // matmul-x-*.wgsl): once a workgroup rather than, as in the float kernels, once a row. Then its
@@ -19,16 +21,18 @@ const MAX_T: u32 = 8u;
 // Blocks of x staged: TT rows of k / 32 (the pipeline is built for one k).
 override XB: u32 = 64u;
 
-// Block o = t * (k / 32) + b of the staged x: its quants (two vec4s) and its step.
+// Block o = t * (k / 32) + b of the staged x: its quants (two vec4s), its step and the sum of its quants.
 var<workgroup> xs: array<vec4u, XB * 2u>;
 var<workgroup> xd: array<f32, XB>;
+var<workgroup> xsum: array<i32, XB>;
 
-// The 32 products of a weight block's quants (q0, q1) with staged block o's, summed exactly.
-fn block_isum(q0: vec4u, q1: vec4u, o: u32) -> i32 {
+// The 32 products of a weight block's quants with staged block o's, summed exactly, with the weights' offset.
+fn block_isum(w: WInt8, o: u32) -> i32 {
   let a = xs[2u * o];
   let c = xs[2u * o + 1u];
-  return dot4I8Packed(q0.x, a.x) + dot4I8Packed(q0.y, a.y) + dot4I8Packed(q0.z, a.z) + dot4I8Packed(q0.w, a.w)
-    + dot4I8Packed(q1.x, c.x) + dot4I8Packed(q1.y, c.y) + dot4I8Packed(q1.z, c.z) + dot4I8Packed(q1.w, c.w);
+  return dot4I8Packed(w.q0.x, a.x) + dot4I8Packed(w.q0.y, a.y) + dot4I8Packed(w.q0.z, a.z) + dot4I8Packed(w.q0.w, a.w)
+    + dot4I8Packed(w.q1.x, c.x) + dot4I8Packed(w.q1.y, c.y) + dot4I8Packed(w.q1.z, c.z) + dot4I8Packed(w.q1.w, c.w)
+    + W_OFFSET * xsum[o];
 }
 
 @compute @workgroup_size(WG)
@@ -46,10 +50,7 @@ fn main(
   // staged, so its latency overlaps the staging rather than following the barrier: a prologue that
   // held every workgroup's first weight load behind a read of x slowed the float kernels (matvec-x-norm.wgsl).
   let r0 = w_row(min(first + sg, params.n - 1u), params.k);
-  let b0 = min(lane, nb - 1u);
-  let d0 = w_half(r0.x, b0);
-  let q00 = w_quants(r0, 2u * b0);
-  let q01 = w_quants(r0, 2u * b0 + 1u);
+  let w0 = w_int8(r0, min(lane, nb - 1u));
 
   let s = x_scales(lid, sg, nsg, lane);
   // One invocation a (token, block) of x.
@@ -64,6 +65,7 @@ fn main(
     xs[2u * o] = q.lo;
     xs[2u * o + 1u] = q.hi;
     xd[o] = step.y;
+    if (W_OFFSET != 0) { xsum[o] = q8_sum(q); }
   }
   workgroupBarrier();
 
@@ -73,17 +75,11 @@ fn main(
     let r = w_row(n, params.k);
     var acc: array<f32, MAX_T>;
     for (var b = lane; b < nb; b += size) {
-      var d = d0;
-      var q0 = q00;
-      var q1 = q01;
-      if (j != sg || b != lane) {
-        d = w_half(r.x, b);
-        q0 = w_quants(r, 2u * b);
-        q1 = w_quants(r, 2u * b + 1u);
-      }
+      var w = w0;
+      if (j != sg || b != lane) { w = w_int8(r, b); }
       for (var t = 0u; t < TT; t++) {
         let o = t * nb + b;
-        acc[t] += f32(block_isum(q0, q1, o)) * (d * xd[o]);
+        acc[t] += f32(block_isum(w, o)) * (w.d * xd[o]);
       }
     }
     for (var t = 0u; t < TT; t++) {

@@ -6,7 +6,6 @@ import coop from './matvec-coop.wgsl?raw';
 import dp4a from './matvec-dp4a.wgsl?raw';
 import dp4aXNorm from './matvec-dp4a-x-norm.wgsl?raw';
 import dp4aXPlain from './matvec-dp4a-x-plain.wgsl?raw';
-import q8Math from './quantize-q8-math.wgsl?raw';
 import rows from './matvec-rows.wgsl?raw';
 import rowsBlocks from './matvec-rows-blocks.wgsl?raw';
 import xBlockF32 from './matmul-x-block-f32.wgsl?raw';
@@ -16,6 +15,7 @@ import subgroup from './matvec-subgroup.wgsl?raw';
 import xNorm from './matvec-x-norm.wgsl?raw';
 import xPlain from './matvec-x-plain.wgsl?raw';
 import { checkTailParams, tailCode, tailConstants } from './matvec-tail.ts';
+import { INT8_TYPES, int8Wgsl } from './int8-weights.ts';
 import { BLOCK_WALK_TYPES, deviceLayout } from './quant/layouts.ts';
 import type { ParamArena } from './runtime/arena.ts';
 import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
@@ -30,19 +30,16 @@ export const MAX_MATVEC_T = 8;
  * rows: four weight rows per invocation (BLOCK_ROWS for block-walking types), unrolled over the rows
  * of x (CPU rasterisers: no barriers, no loops they would not unroll). coop: 16 threads per row with a workgroup-memory reduction (GPUs).
  * subgroup: a subgroup per row with subgroupAdd (GPUs with subgroups).
- * dp4a: Q8_0 on GPUs with subgroups and dot4I8Packed: x quantized to int8 blocks in workgroup memory,
+ * dp4a: Q8_0 and Q4_0 on GPUs with subgroups and dot4I8Packed: x quantized to int8 blocks in workgroup memory,
  * integer dot products (matvec-dp4a.wgsl); a k whose staged x would not fit runs the subgroup kernel.
  */
 export type MatVecVariant = 'rows' | 'coop' | 'subgroup' | 'dp4a';
-
-/** Weight types the dp4a variant takes. */
-const DP4A_TYPES: ReadonlySet<GgmlType> = new Set([GgmlType.Q8_0]);
 
 /** The variant for `type`'s products built with `opts` on this device (without a type: the float variant). */
 export function matvecVariant(caps: GpuCaps, type?: GgmlType, opts: ProductOptions = {}): MatVecVariant {
   if (caps.software) return 'rows';
   if (!caps.subgroups) return 'coop';
-  const int8 = type !== undefined && DP4A_TYPES.has(type) && caps.packedDot && (opts.int8Dot ?? true) && !opts.xq8 && !opts.tail;
+  const int8 = type !== undefined && INT8_TYPES.has(type) && caps.packedDot && (opts.int8Dot ?? true) && !opts.xq8 && !opts.tail;
   return int8 ? 'dp4a' : 'subgroup';
 }
 
@@ -117,14 +114,14 @@ export class MatVecKernel {
     // How the GPU variants read x: plainly, or as RMSNorm(x) with the norm weight in the last own binding.
     const xRead = opts.norm ? xNorm.replaceAll('NORM_BINDING', String(store.tailBinding - 1)) : xPlain;
     if (variant === 'dp4a') {
-      if (!ctx.caps.subgroups || !ctx.caps.packedDot || !DP4A_TYPES.has(type)) throw new Error(`${label}: the dp4a variant needs Q8_0 weights, subgroups and dot4I8Packed`);
+      if (!ctx.caps.subgroups || !ctx.caps.packedDot || !INT8_TYPES.has(type)) throw new Error(`${label}: the dp4a variant needs Q8_0 or Q4_0 weights, subgroups and dot4I8Packed`);
       if (opts.xq8 || opts.tail || opts.gpuGroup?.units !== undefined) throw new Error(`${label}: the dp4a variant quantizes x itself and takes no tail or units`);
       const group = opts.gpuGroup ?? DP4A_GROUP;
       const xIn = opts.norm ? dp4aXNorm.replaceAll('NORM_BINDING', String(store.tailBinding - 1)) : dp4aXPlain;
-      // Workgroup memory: 36 bytes a block of x (quants and step) for each of the t rows, and the norm's
-      // partial sums (one a subgroup of at least 4 invocations and token).
-      const fits = (k: number) => k % 32 === 0 && (t * k * 36) / 32 + (opts.norm ? 4 * MAX_MATVEC_T * (group.wg / 4) : 0) <= ctx.caps.maxWorkgroupStorage;
-      const build = (k: number) => (fits(k) ? new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(dp4a, common, x4, xIn, q8Math, decode), bindings: BINDINGS, constants: { WG: group.wg, ROWS: group.rows, TT: t, XB: (t * k) / 32 } }), opts.glu) : undefined);
+      // Workgroup memory: 40 bytes a block of x (quants, step, sum of quants) for each of the t rows, and
+      // the norm's partial sums (one a subgroup of at least 4 invocations and token).
+      const fits = (k: number) => k % 32 === 0 && (t * k * 40) / 32 + (opts.norm ? 4 * MAX_MATVEC_T * (group.wg / 4) : 0) <= ctx.caps.maxWorkgroupStorage;
+      const build = (k: number) => (fits(k) ? new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(dp4a, common, x4, xIn, int8Wgsl(type), decode), bindings: BINDINGS, constants: { WG: group.wg, ROWS: group.rows, TT: t, XB: (t * k) / 32 } }), opts.glu) : undefined);
       this.staged = { rows: group.rows, byK: new Map(), build };
       // A k too wide for workgroup memory runs the float subgroup kernel.
       const fallback = subgroupGroup(ctx.caps);

@@ -22,6 +22,7 @@ import { BytesSource } from '../../engine/loader/source.ts';
 import { FileSource } from '../../engine/loader/file-source.ts';
 import { loadEngine } from '../../engine/node.ts';
 import { openNodeDevice } from '../../engine/platform/node.ts';
+import { gpuKernelsEngine } from '../helpers/engine.ts';
 import { sharedModel } from '../helpers/models.ts';
 import { largestProbDifference, llamaCppReference, smallestGap, type LlamaCppReference } from '../../bench/llama-oracle.ts';
 
@@ -344,6 +345,18 @@ describe.each([
     };
     const prompts = chosen[`${type}/${headDim}`];
     await expectQuantizedParity(path, prompts, preset.vocab, LAYER + (headDim % 32 === 0 ? 1 : 2), true);
+    // On the GPU kernels (SwiftShader as a GPU) the same products run in int8 (matvec-dp4a.wgsl for
+    // decode, matmul-tiles-dp4a.wgsl for prefill), x quantized inside them as llama.cpp quantizes it.
+    if (process.env.SVC_ADAPTER === 'swiftshader') return;
+    const refs = await llamaCppReference(llama, path, prompts, preset.vocab, STEPS);
+    const gpu = await gpuKernelsEngine(path, { contextLength: 256, maxSequences: 2, prefixCache: false });
+    for (const ref of refs) {
+      const ours = await gpu.generate({ tokens: ref.prompt, maxTokens: STEPS, temperature: 0, stopAtEndOfGeneration: false }).result;
+      expect(ours.tokens, `GPU kernels, prompt ${JSON.stringify(ref.prompt)}`).toEqual(ref.greedy);
+      expect(await largestProbDifference(gpu, ref)).toBeLessThan(PROB_TOLERANCE_QUANTIZED_SWIFTSHADER);
+    }
+    const step = await gpu.profileLastStep({ tokens: prompts[0], maxTokens: 2, temperature: 0, stopAtEndOfGeneration: false });
+    expect(step.kernels.filter((k) => k.label.startsWith('matvec-')).every((k) => k.label.startsWith(`matvec-dp4a-${type.toUpperCase()}-`))).toBe(true);
   });
 });
 

@@ -1,4 +1,5 @@
 /** The real engine on the shared test models, loaded once per test file (one GPU device per worker). */
+import { isAbsolute } from 'node:path';
 import { afterAll, expect } from 'vitest';
 import { WebGpuEngine, type EngineOptions } from '../../engine/engine.ts';
 import { FileSource } from '../../engine/loader/file-source.ts';
@@ -21,12 +22,12 @@ export function testEngine(file = 'stories260K.gguf', opts: Omit<NodeEngineOptio
 
 /**
  * An engine on SwiftShader with its caps marked as not software, so the device layer picks the kernels a
- * real GPU gets (no GPU needed); disposed after the file's tests.
+ * real GPU gets (no GPU needed); disposed after the file's tests. `file`: a shared test model's name, or a path.
  */
 export async function gpuKernelsEngine(file: string, opts: EngineOptions): Promise<WebGpuEngine> {
   const selected = await openNodeDevice('swiftshader');
   selected.caps = { ...selected.caps, software: false };
-  const engine = await WebGpuEngine.load(selected, new FileSource(sharedModel(file)), opts);
+  const engine = await WebGpuEngine.load(selected, new FileSource(isAbsolute(file) ? file : sharedModel(file)), opts);
   gpuKernelEngines.push(engine);
   return engine;
 }

@@ -1,5 +1,6 @@
 /**
- * The GPU's int8 products for Q8_0: decode (matvec-dp4a.wgsl), where the workgroup quantizes x (plain,
+ * The GPU's int8 products for Q8_0 and Q4_0 (nibbles spread to bytes, their offset of -8 through the x
+ * block's sum of quants): decode (matvec-dp4a.wgsl), where the workgroup quantizes x (plain,
  * through the folded RMSNorm, or through the folded SwiGLU) to int8 blocks as llama.cpp quantizes
  * activations, and prefill (matmul-tiles-dp4a.wgsl), where each tile quantizes the x blocks it stages;
  * both sum a block with dot4I8Packed. Their results must be W times that quantized x (the float64 product
@@ -9,7 +10,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { dequantize, quantize } from '../../engine/gguf/quant/index.ts';
-import { GgmlType } from '../../ggml/types.ts';
+import { GgmlType, typeName } from '../../ggml/types.ts';
 import type { ProductOptions } from '../../kernels/matmul-params.ts';
 import { MatMulKernel, matmulVariant } from '../../kernels/matmul.ts';
 import { MatVecKernel, matvecVariant } from '../../kernels/matvec.ts';
@@ -54,19 +55,21 @@ function quantizationError(got: Float32Array, y0: ArrayLike<number>, exact: Floa
   return Math.sqrt(err / norm);
 }
 
-describe.skipIf(!ctx.caps.subgroups || !ctx.caps.packedDot)('Q8_0 decode products on int8 x (dp4a variant)', () => {
-  const cases = (['plain', 'norm', 'glu'] as const).flatMap((kind) => [1, 3, 8].map((t) => ({ kind, t })));
-  it.each(cases)('$kind x, $t row(s): W times x quantized as llama.cpp does, added to y', async ({ kind, t }) => {
+const INT8_TYPES = [GgmlType.Q8_0, GgmlType.Q4_0].map((type) => ({ type, name: typeName(type) }));
+
+describe.skipIf(!ctx.caps.subgroups || !ctx.caps.packedDot)('decode products on int8 x (dp4a variant)', () => {
+  const cases = INT8_TYPES.flatMap(({ type, name }) => (['plain', 'norm', 'glu'] as const).flatMap((kind) => [1, 3, 8].map((t) => ({ type, name, kind, t }))));
+  it.each(cases)('$name, $kind x, $t row(s): W times x quantized as llama.cpp does, added to y', async ({ type, kind, t }) => {
     // 70 rows: the last workgroup of 8 has 6; 9 blocks a row: lanes of a 4- or 32-wide subgroup take unequal shares.
     const [n, k] = [70, 288];
     const up = kind === 'glu' ? k + 4 : 0;
     const [offset, stride] = [8, k + up + 12];
-    const w = randomWeights(GgmlType.Q8_0, n, k, 60 + t);
+    const w = randomWeights(type, n, k, 60 + t);
     const x = randomF32(offset + t * stride, 7 + t, 2);
     const g = randomF32(k, 9, 1);
     const y0 = randomF32(t * n, 12);
     const opts: ProductOptions = kind === 'norm' ? { norm: true } : kind === 'glu' ? { glu: 'silu' } : {};
-    const kern = new MatVecKernel(ctx, GgmlType.Q8_0, t, 'dp4a', opts);
+    const kern = new MatVecKernel(ctx, type, t, 'dp4a', opts);
     expect(kern.int8For(k)).toBe(true);
     const by = ctx.storage('y', y0.byteLength, y0);
     const group = kern.bind(uploadRows(ctx, w), ctx.storage('x', x.byteLength, x), by, kind === 'norm' ? { norm: ctx.storage('g', g.byteLength, g) } : {});
@@ -93,8 +96,8 @@ describe.skipIf(!ctx.caps.subgroups || !ctx.caps.packedDot)('Q8_0 decode product
 
   it('a k whose staged x would not fit workgroup memory runs the float subgroup kernel', async () => {
     const t = 8;
-    // 8 rows of k values take 36 bytes a block of 32: past the device's workgroup memory by one block.
-    const k = Math.ceil((ctx.caps.maxWorkgroupStorage + 1) / (t * 36)) * 32;
+    // 8 rows of k values take 40 bytes a block of 32: past the device's workgroup memory by one block.
+    const k = Math.ceil((ctx.caps.maxWorkgroupStorage + 1) / (t * 40)) * 32;
     const n = 12;
     const w = randomWeights(GgmlType.Q8_0, n, k, 73);
     const x = randomF32(t * k, 74);
@@ -109,22 +112,22 @@ describe.skipIf(!ctx.caps.subgroups || !ctx.caps.packedDot)('Q8_0 decode product
   });
 });
 
-describe.skipIf(!ctx.caps.packedDot)('Q8_0 prefill products on int8 x (tiles-dp4a variant)', () => {
+describe.skipIf(!ctx.caps.packedDot)('prefill products on int8 x (tiles-dp4a variant)', () => {
   // 288 = 4.5 steps of 64: the last step's second block lies past k. T=37 and 300 rows: partial tiles
   // both ways; 70 x 300 more than one tile each way.
-  const cases = [
-    { kind: 'plain' as const, t: 37, n: 100 },
-    { kind: 'plain' as const, t: 70, n: 300 },
-    { kind: 'glu' as const, t: 37, n: 100 },
-  ];
-  it.each(cases)('$kind x, T=$t, $n rows: W times x quantized as llama.cpp does, added to y', async ({ kind, t, n }) => {
+  const cases = INT8_TYPES.flatMap(({ type, name }) => [
+    { type, name, kind: 'plain' as const, t: 37, n: 100 },
+    { type, name, kind: 'plain' as const, t: 70, n: 300 },
+    { type, name, kind: 'glu' as const, t: 37, n: 100 },
+  ]);
+  it.each(cases)('$name, $kind x, T=$t, $n rows: W times x quantized as llama.cpp does, added to y', async ({ type, kind, t, n }) => {
     const k = 288;
     const up = kind === 'glu' ? k + 4 : 0;
     const [offset, stride] = [8, k + up + 12];
-    const w = randomWeights(GgmlType.Q8_0, n, k, 80 + t);
+    const w = randomWeights(type, n, k, 80 + t);
     const x = randomF32(offset + t * stride, 81, 2);
     const y0 = randomF32(t * n, 82);
-    const kern = new MatMulKernel(ctx, GgmlType.Q8_0, 'tiles-dp4a', { vec4MinWorkgroups: 0, ...(kind === 'glu' ? { glu: 'silu' as const } : {}) });
+    const kern = new MatMulKernel(ctx, type, 'tiles-dp4a', { vec4MinWorkgroups: 0, ...(kind === 'glu' ? { glu: 'silu' as const } : {}) });
     const by = ctx.storage('y', y0.byteLength, y0);
     const group = kern.bind(uploadRows(ctx, w), ctx.storage('x', x.byteLength, x), by);
     await runPass(ctx, (pass, arena) => kern.encode(pass, arena, group, { t, n, k, xOffset: offset, xStride: stride, accumulate: true, gluUp: up }));
@@ -167,21 +170,23 @@ describe.skipIf(!ctx.caps.packedDot)('Q8_0 prefill products on int8 x (tiles-dp4
 });
 
 describe('which products run on int8 x', () => {
-  it('prefill: Q8_0 on a GPU with dot4I8Packed, unless int8Dot is false', () => {
+  it('prefill: Q8_0 and Q4_0 on a GPU with dot4I8Packed, unless int8Dot is false', () => {
     const gpu = { ...COMPAT_CAPS, software: false, packedDot: true };
     expect(matmulVariant(gpu, GgmlType.Q8_0)).toBe('tiles-dp4a');
+    expect(matmulVariant(gpu, GgmlType.Q4_0)).toBe('tiles-dp4a');
     expect(matmulVariant(gpu, GgmlType.Q8_0, { int8Dot: false })).toBe('tiles-vec4');
-    for (const type of [GgmlType.F32, GgmlType.F16, GgmlType.Q4_0, GgmlType.Q4_K, GgmlType.Q6_K]) expect(matmulVariant(gpu, type)).toBe('tiles-vec4');
+    for (const type of [GgmlType.F32, GgmlType.F16, GgmlType.Q4_K, GgmlType.Q6_K]) expect(matmulVariant(gpu, type)).toBe('tiles-vec4');
     expect(matmulVariant({ ...gpu, packedDot: false }, GgmlType.Q8_0)).toBe('tiles-vec4');
     expect(matmulVariant({ ...gpu, software: true }, GgmlType.Q8_0)).toBe('regs');
   });
 
   const gpu = { ...COMPAT_CAPS, software: false, subgroups: true, packedDot: true };
-  it('decode: Q8_0 on a GPU with subgroups and dot4I8Packed, unless int8Dot is false; other types, and devices without either, keep float x', () => {
+  it('decode: Q8_0 and Q4_0 on a GPU with subgroups and dot4I8Packed, unless int8Dot is false; other types, and devices without either, keep float x', () => {
     expect(matvecVariant(gpu, GgmlType.Q8_0)).toBe('dp4a');
+    expect(matvecVariant(gpu, GgmlType.Q4_0)).toBe('dp4a');
     expect(matvecVariant(gpu, GgmlType.Q8_0, { norm: true })).toBe('dp4a');
     expect(matvecVariant(gpu, GgmlType.Q8_0, { int8Dot: false })).toBe('subgroup');
-    for (const type of [GgmlType.F32, GgmlType.F16, GgmlType.Q4_0, GgmlType.Q4_K, GgmlType.Q6_K]) expect(matvecVariant(gpu, type)).toBe('subgroup');
+    for (const type of [GgmlType.F32, GgmlType.F16, GgmlType.Q4_K, GgmlType.Q6_K]) expect(matvecVariant(gpu, type)).toBe('subgroup');
     expect(matvecVariant({ ...gpu, packedDot: false }, GgmlType.Q8_0)).toBe('subgroup');
     expect(matvecVariant({ ...gpu, subgroups: false }, GgmlType.Q8_0)).toBe('coop');
     expect(matvecVariant({ ...gpu, software: true }, GgmlType.Q8_0)).toBe('rows');
