@@ -1,8 +1,6 @@
 // Q8_0 weights for the int8 products (matvec-dp4a.wgsl, matmul-tiles-dp4a.wgsl): block b of the row
-// with handle r as it lies, 32 quants and its step; the quants are the weights' integers (no offset).
-
-const W_OFFSET: i32 = 0;
+// with handle r as it lies, 32 quants and its step, no offset.
 
 fn w_int8(r: vec2u, b: u32) -> WInt8 {
-  return WInt8(w_quants(r, 2u * b), w_quants(r, 2u * b + 1u), w_half(r.x, b));
+  return WInt8(w_quants(r, 2u * b), w_quants(r, 2u * b + 1u), w_half(r.x, b), 0.0);
 }

@@ -1,11 +1,12 @@
 /**
  * The weight types the GPU's int8 products take (matvec-dp4a.wgsl, matmul-tiles-dp4a.wgsl) and the WGSL
  * each joins: llama.cpp's quantization of activations, the blocks' shared helpers, and the type's
- * w_int8 (a block as 32 bytes of integers, its step and its offset).
+ * w_int8 (a 32-element block as 32 bytes of integers q, each weight d q + m).
  */
 import { GgmlType, typeName } from '../ggml/types.ts';
 import block from './int8-block.wgsl?raw';
 import q4_0 from './int8-weights-q4_0.wgsl?raw';
+import q4_k from './int8-weights-q4_k.wgsl?raw';
 import q8_0 from './int8-weights-q8_0.wgsl?raw';
 import math from './quantize-q8-math.wgsl?raw';
 import { wgsl } from './runtime/context.ts';
@@ -13,6 +14,7 @@ import { wgsl } from './runtime/context.ts';
 const WEIGHTS = new Map<GgmlType, string>([
   [GgmlType.Q8_0, q8_0],
   [GgmlType.Q4_0, q4_0],
+  [GgmlType.Q4_K, q4_k],
 ]);
 
 export const INT8_TYPES: ReadonlySet<GgmlType> = new Set(WEIGHTS.keys());

@@ -1,8 +1,8 @@
 // Tiled Q8_0 or Q4_0 matrix product for many rows of x (prefill) on GPUs, in int8 as llama.cpp's GPU
 // backends run quantized prefill without matrix units: a workgroup of 128 computes a 32-token x 128-row
 // tile of y. Per step of 64 k (two blocks of 32) each invocation stages its row's two weight blocks as
-// bytes (w_int8, int8-weights-*.wgsl: Q8_0's quants as they lie, Q4_0's nibbles spread, with their
-// offset W_OFFSET applied through the x block's sum), and 64 invocations each quantize one (token, block) of x into
+// bytes (w_int8, int8-weights-*.wgsl: Q8_0's quants as they lie, Q4_0's and Q4_K's nibbles spread; a
+// weight's offset, d q + m, applied as m times the x block's sum), and 64 invocations each quantize one (token, block) of x into
 // workgroup memory as llama.cpp quantizes activations (quantize-q8-math.wgsl), so x and W meet as
 // int8: a block's 32 products are eight dot4I8Packed, scaled once by both steps. Each invocation's
 // outputs are rows tn + 16 i (8) x tokens tt + 8 j (4), as in matmul-tiles-vec4.wgsl: per block it loads
@@ -20,9 +20,10 @@ const WG: u32 = 128u;
 
 var<workgroup> wq: array<vec4u, BN * LDQ>;
 var<workgroup> wd: array<f32, BN * KB>;
+var<workgroup> wm: array<f32, BN * KB>;
 var<workgroup> xq: array<vec4u, BT * LDQ>;
 var<workgroup> xd: array<f32, BT * KB>;
-// W_OFFSET times each staged x block's sum of quants (0 for Q8_0).
+// Each staged x block's sum of quants.
 var<workgroup> xo: array<f32, BT * KB>;
 
 // A weight block's 32 quants (a, b) dotted with an x block's (c, e), summed exactly.
@@ -31,13 +32,13 @@ fn isum(a: vec4u, b: vec4u, c: vec4u, e: vec4u) -> i32 {
     + dot4I8Packed(b.x, e.x) + dot4I8Packed(b.y, e.y) + dot4I8Packed(b.z, e.z) + dot4I8Packed(b.w, e.w);
 }
 
-// Staged row r's block c against the four tokens' x blocks (quants lo/hi, steps dx, offset terms off):
+// Staged row r's block c against the four tokens' x blocks (quants lo/hi, steps dx, sums of quants xsum):
 // four dot products.
-fn row_terms(r: u32, c: u32, lo: array<vec4u, 4>, hi: array<vec4u, 4>, dx: vec4f, off: vec4f) -> vec4f {
+fn row_terms(r: u32, c: u32, lo: array<vec4u, 4>, hi: array<vec4u, 4>, dx: vec4f, xsum: vec4f) -> vec4f {
   let a = wq[r * LDQ + 2u * c];
   let b = wq[r * LDQ + 2u * c + 1u];
   let s = vec4f(f32(isum(a, b, lo[0], hi[0])), f32(isum(a, b, lo[1], hi[1])), f32(isum(a, b, lo[2], hi[2])), f32(isum(a, b, lo[3], hi[3])));
-  return (s + off) * (wd[r * KB + c] * dx);
+  return (s * wd[r * KB + c] + xsum * wm[r * KB + c]) * dx;
 }
 
 @compute @workgroup_size(WG)
@@ -72,6 +73,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
       wq[lid * LDQ + 2u * c] = select(vec4u(), w.q0, live);
       wq[lid * LDQ + 2u * c + 1u] = select(vec4u(), w.q1, live);
       wd[lid * KB + c] = select(0.0, w.d, live);
+      wm[lid * KB + c] = select(0.0, w.m, live);
     }
     if (lid < BT * KB) {
       var v: array<vec4f, 8>;
@@ -83,7 +85,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
       xq[xtok * LDQ + 2u * xblk] = q.lo;
       xq[xtok * LDQ + 2u * xblk + 1u] = q.hi;
       xd[xtok * KB + xblk] = step.y;
-      xo[xtok * KB + xblk] = f32(W_OFFSET * q8_sum(q));
+      xo[xtok * KB + xblk] = f32(q8_sum(q));
     }
     workgroupBarrier();
     for (var c = 0u; c < KB; c++) {
@@ -91,15 +93,15 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
       let lo = array<vec4u, 4>(xq[tt * LDQ + 2u * c], xq[(tt + 8u) * LDQ + 2u * c], xq[(tt + 16u) * LDQ + 2u * c], xq[(tt + 24u) * LDQ + 2u * c]);
       let hi = array<vec4u, 4>(xq[tt * LDQ + 2u * c + 1u], xq[(tt + 8u) * LDQ + 2u * c + 1u], xq[(tt + 16u) * LDQ + 2u * c + 1u], xq[(tt + 24u) * LDQ + 2u * c + 1u]);
       let dx = vec4f(xd[tt * KB + c], xd[(tt + 8u) * KB + c], xd[(tt + 16u) * KB + c], xd[(tt + 24u) * KB + c]);
-      let off = vec4f(xo[tt * KB + c], xo[(tt + 8u) * KB + c], xo[(tt + 16u) * KB + c], xo[(tt + 24u) * KB + c]);
-      acc0 += row_terms(tn, c, lo, hi, dx, off);
-      acc1 += row_terms(tn + 16u, c, lo, hi, dx, off);
-      acc2 += row_terms(tn + 32u, c, lo, hi, dx, off);
-      acc3 += row_terms(tn + 48u, c, lo, hi, dx, off);
-      acc4 += row_terms(tn + 64u, c, lo, hi, dx, off);
-      acc5 += row_terms(tn + 80u, c, lo, hi, dx, off);
-      acc6 += row_terms(tn + 96u, c, lo, hi, dx, off);
-      acc7 += row_terms(tn + 112u, c, lo, hi, dx, off);
+      let xsum = vec4f(xo[tt * KB + c], xo[(tt + 8u) * KB + c], xo[(tt + 16u) * KB + c], xo[(tt + 24u) * KB + c]);
+      acc0 += row_terms(tn, c, lo, hi, dx, xsum);
+      acc1 += row_terms(tn + 16u, c, lo, hi, dx, xsum);
+      acc2 += row_terms(tn + 32u, c, lo, hi, dx, xsum);
+      acc3 += row_terms(tn + 48u, c, lo, hi, dx, xsum);
+      acc4 += row_terms(tn + 64u, c, lo, hi, dx, xsum);
+      acc5 += row_terms(tn + 80u, c, lo, hi, dx, xsum);
+      acc6 += row_terms(tn + 96u, c, lo, hi, dx, xsum);
+      acc7 += row_terms(tn + 112u, c, lo, hi, dx, xsum);
     }
     workgroupBarrier();
   }

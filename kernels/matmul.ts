@@ -26,7 +26,7 @@ import type { WeightStore } from './runtime/weights.ts';
  * regs: register blocks per invocation, no workgroup memory (CPU rasterisers, where barriers are
  * expensive). tiles-vec4: 32-token x 128-row workgroup tiles staged in workgroup memory and read as
  * vec4s along k (GPUs); tiles: 32 x 64 tiles read one float at a time (what tiles-vec4 and tiles-dp4a
- * run for small grids, VEC4_MIN_WORKGROUPS); tiles-dp4a: Q8_0 and Q4_0 in the same tile shape, x
+ * run for small grids, VEC4_MIN_WORKGROUPS); tiles-dp4a: Q8_0, Q4_0 and Q4_K in the same tile shape, x
  * quantized to int8 as it is staged and summed with dot4I8Packed (GPUs offering it).
  */
 export type MatMulVariant = 'regs' | 'tiles' | 'tiles-vec4' | 'tiles-dp4a';
@@ -138,7 +138,7 @@ export class MatMulKernel {
     const bindings = store.bindings;
     if (variant !== 'regs') {
       if (ctx.caps.maxInvocationsPerWorkgroup < 128) throw new Error(`matmul: the ${variant} variant needs 128 invocations per workgroup`);
-      if (variant === 'tiles-dp4a' && (!INT8_TYPES.has(type) || !ctx.caps.packedDot || opts.xq8)) throw new Error(`${label}: the tiles-dp4a variant needs Q8_0 or Q4_0 weights and dot4I8Packed, and quantizes x itself`);
+      if (variant === 'tiles-dp4a' && (!INT8_TYPES.has(type) || !ctx.caps.packedDot || opts.xq8)) throw new Error(`${label}: the tiles-dp4a variant needs Q8_0, Q4_0 or Q4_K weights and dot4I8Packed, and quantizes x itself`);
       const pairOf = (v: keyof typeof TILES, name: string) => new XAlignedPair(ctx, (x4) => ({ label: name, code: wgsl(TILES[v].code, tileEdges, common, x4, decode, v === 'tiles-dp4a' ? int8Wgsl(type) : ''), bindings }), opts.glu);
       this.kernels = pairOf(variant, label);
       this.pairFor = () => this.kernels;

@@ -1,6 +1,6 @@
 /**
- * The GPU's int8 products for Q8_0 and Q4_0 (nibbles spread to bytes, their offset of -8 through the x
- * block's sum of quants): decode (matvec-dp4a.wgsl), where the workgroup quantizes x (plain,
+ * The GPU's int8 products for Q8_0, Q4_0 and Q4_K (nibbles spread to bytes, a weight's offset through
+ * the x block's sum of quants): decode (matvec-dp4a.wgsl), where the workgroup quantizes x (plain,
  * through the folded RMSNorm, or through the folded SwiGLU) to int8 blocks as llama.cpp quantizes
  * activations, and prefill (matmul-tiles-dp4a.wgsl), where each tile quantizes the x blocks it stages;
  * both sum a block with dot4I8Packed. Their results must be W times that quantized x (the float64 product
@@ -16,6 +16,7 @@ import { MatMulKernel, matmulVariant } from '../../kernels/matmul.ts';
 import { MatVecKernel, matvecVariant } from '../../kernels/matvec.ts';
 import { planRowShards } from '../../kernels/quant/index.ts';
 import { COMPAT_CAPS } from '../../kernels/runtime/caps.ts';
+import { SwiGluKernel } from '../../kernels/swiglu.ts';
 import { readF32, runPass, testContext } from '../helpers/gpu.ts';
 import { maxRelError, randomF32 } from '../helpers/random.ts';
 import { accumulated, randomWeights, referenceProduct, uploadRows } from '../quant/weights.ts';
@@ -27,8 +28,19 @@ const f = Math.fround;
 /** x as llama.cpp quantizes activations for Q8_0 products, read back as floats. */
 const quantized = (x: Float32Array) => dequantize(GgmlType.Q8_0, quantize(GgmlType.Q8_0, x), x.length);
 
-/** The product's input rows (t of k) from the x buffer as each kind of product reads it, in f32. */
-function inputRows(kind: 'plain' | 'norm' | 'glu', x: Float32Array, g: Float32Array, t: number, k: number, offset: number, stride: number, up: number): Float32Array {
+/**
+ * The product's input rows (t of k) from the x buffer as each kind of product reads it, in f32. The
+ * gated activation is the device's own (the SwiGLU pass, whose act() the gated products share): an exp a
+ * few ulps from JavaScript's would move a value across a rounding boundary of its int8 step now and then.
+ */
+async function inputRows(kind: 'plain' | 'norm' | 'glu', x: Float32Array, g: Float32Array, t: number, k: number, offset: number, stride: number, up: number): Promise<Float32Array> {
+  if (kind === 'glu') {
+    const glu = new SwiGluKernel(ctx, 'silu');
+    const out = ctx.storage('glu', t * k * 4);
+    const group = glu.bind(ctx.storage('x', x.byteLength, x), ctx.storage('x', x.byteLength, x), out);
+    await runPass(ctx, (pass, arena) => glu.encode(pass, arena, group, { tokens: t, n: k, gateOffset: offset, upOffset: offset + up, inStride: stride }));
+    return readF32(ctx, out, t * k);
+  }
   const out = new Float32Array(t * k);
   for (let i = 0; i < t; i++) {
     const row = x.subarray(offset + i * stride);
@@ -37,8 +49,7 @@ function inputRows(kind: 'plain' | 'norm' | 'glu', x: Float32Array, g: Float32Ar
     const s = f(1 / Math.sqrt(ss / k + EPS));
     for (let j = 0; j < k; j++) {
       if (kind === 'plain') out[i * k + j] = row[j];
-      else if (kind === 'norm') out[i * k + j] = f(f(row[j] * s) * g[j]);
-      else out[i * k + j] = f(f(row[j] / (1 + Math.exp(-row[j]))) * row[j + up]);
+      else out[i * k + j] = f(f(row[j] * s) * g[j]);
     }
   }
   return out;
@@ -55,13 +66,16 @@ function quantizationError(got: Float32Array, y0: ArrayLike<number>, exact: Floa
   return Math.sqrt(err / norm);
 }
 
-const INT8_TYPES = [GgmlType.Q8_0, GgmlType.Q4_0].map((type) => ({ type, name: typeName(type) }));
+const INT8_TYPES = [GgmlType.Q8_0, GgmlType.Q4_0, GgmlType.Q4_K].map((type) => ({ type, name: typeName(type) }));
+// Q4_K rows are whole 256-element blocks; 288 (9 blocks of 32) leaves lanes and the tiles' 64-wide
+// steps a partial share.
+const colsFor = (type: GgmlType) => (type === GgmlType.Q4_K ? 512 : 288);
 
 describe.skipIf(!ctx.caps.subgroups || !ctx.caps.packedDot)('decode products on int8 x (dp4a variant)', () => {
   const cases = INT8_TYPES.flatMap(({ type, name }) => (['plain', 'norm', 'glu'] as const).flatMap((kind) => [1, 3, 8].map((t) => ({ type, name, kind, t }))));
   it.each(cases)('$name, $kind x, $t row(s): W times x quantized as llama.cpp does, added to y', async ({ type, kind, t }) => {
     // 70 rows: the last workgroup of 8 has 6; 9 blocks a row: lanes of a 4- or 32-wide subgroup take unequal shares.
-    const [n, k] = [70, 288];
+    const [n, k] = [70, colsFor(type)];
     const up = kind === 'glu' ? k + 4 : 0;
     const [offset, stride] = [8, k + up + 12];
     const w = randomWeights(type, n, k, 60 + t);
@@ -75,7 +89,7 @@ describe.skipIf(!ctx.caps.subgroups || !ctx.caps.packedDot)('decode products on 
     const group = kern.bind(uploadRows(ctx, w), ctx.storage('x', x.byteLength, x), by, kind === 'norm' ? { norm: ctx.storage('g', g.byteLength, g) } : {});
     await runPass(ctx, (pass, arena) => kern.encode(pass, arena, group, { t, n, k, xOffset: offset, xStride: stride, accumulate: true, normEps: EPS, gluUp: up }));
     const got = await readF32(ctx, by, t * n);
-    const input = inputRows(kind, x, g, t, k, offset, stride, up);
+    const input = await inputRows(kind, x, g, t, k, offset, stride, up);
     const want = referenceProduct(w, quantized(input), t).map((v, i) => v + y0[i]);
     expect(maxRelError(got, want)).toBeLessThan(1e-4);
     expect(quantizationError(got, y0, referenceProduct(w, input, t))).toBeLessThan(0.01);
@@ -121,7 +135,7 @@ describe.skipIf(!ctx.caps.packedDot)('prefill products on int8 x (tiles-dp4a var
     { type, name, kind: 'glu' as const, t: 37, n: 100 },
   ]);
   it.each(cases)('$name, $kind x, T=$t, $n rows: W times x quantized as llama.cpp does, added to y', async ({ type, kind, t, n }) => {
-    const k = 288;
+    const k = colsFor(type);
     const up = kind === 'glu' ? k + 4 : 0;
     const [offset, stride] = [8, k + up + 12];
     const w = randomWeights(type, n, k, 80 + t);
@@ -132,7 +146,7 @@ describe.skipIf(!ctx.caps.packedDot)('prefill products on int8 x (tiles-dp4a var
     const group = kern.bind(uploadRows(ctx, w), ctx.storage('x', x.byteLength, x), by);
     await runPass(ctx, (pass, arena) => kern.encode(pass, arena, group, { t, n, k, xOffset: offset, xStride: stride, accumulate: true, gluUp: up }));
     const got = await readF32(ctx, by, t * n);
-    const input = inputRows(kind, x, new Float32Array(k), t, k, offset, stride, up);
+    const input = await inputRows(kind, x, new Float32Array(k), t, k, offset, stride, up);
     expect(maxRelError(got, referenceProduct(w, quantized(input), t).map((v, i) => v + y0[i]))).toBeLessThan(1e-4);
     expect(quantizationError(got, y0, referenceProduct(w, input, t))).toBeLessThan(0.01);
   });
@@ -170,23 +184,25 @@ describe.skipIf(!ctx.caps.packedDot)('prefill products on int8 x (tiles-dp4a var
 });
 
 describe('which products run on int8 x', () => {
-  it('prefill: Q8_0 and Q4_0 on a GPU with dot4I8Packed, unless int8Dot is false', () => {
+  it('prefill: Q8_0, Q4_0 and Q4_K on a GPU with dot4I8Packed, unless int8Dot is false', () => {
     const gpu = { ...COMPAT_CAPS, software: false, packedDot: true };
     expect(matmulVariant(gpu, GgmlType.Q8_0)).toBe('tiles-dp4a');
     expect(matmulVariant(gpu, GgmlType.Q4_0)).toBe('tiles-dp4a');
+    expect(matmulVariant(gpu, GgmlType.Q4_K)).toBe('tiles-dp4a');
     expect(matmulVariant(gpu, GgmlType.Q8_0, { int8Dot: false })).toBe('tiles-vec4');
-    for (const type of [GgmlType.F32, GgmlType.F16, GgmlType.Q4_K, GgmlType.Q6_K]) expect(matmulVariant(gpu, type)).toBe('tiles-vec4');
+    for (const type of [GgmlType.F32, GgmlType.F16, GgmlType.Q6_K]) expect(matmulVariant(gpu, type)).toBe('tiles-vec4');
     expect(matmulVariant({ ...gpu, packedDot: false }, GgmlType.Q8_0)).toBe('tiles-vec4');
     expect(matmulVariant({ ...gpu, software: true }, GgmlType.Q8_0)).toBe('regs');
   });
 
   const gpu = { ...COMPAT_CAPS, software: false, subgroups: true, packedDot: true };
-  it('decode: Q8_0 and Q4_0 on a GPU with subgroups and dot4I8Packed, unless int8Dot is false; other types, and devices without either, keep float x', () => {
+  it('decode: Q8_0, Q4_0 and Q4_K on a GPU with subgroups and dot4I8Packed, unless int8Dot is false; other types, and devices without either, keep float x', () => {
     expect(matvecVariant(gpu, GgmlType.Q8_0)).toBe('dp4a');
     expect(matvecVariant(gpu, GgmlType.Q4_0)).toBe('dp4a');
+    expect(matvecVariant(gpu, GgmlType.Q4_K)).toBe('dp4a');
     expect(matvecVariant(gpu, GgmlType.Q8_0, { norm: true })).toBe('dp4a');
     expect(matvecVariant(gpu, GgmlType.Q8_0, { int8Dot: false })).toBe('subgroup');
-    for (const type of [GgmlType.F32, GgmlType.F16, GgmlType.Q4_K, GgmlType.Q6_K]) expect(matvecVariant(gpu, type)).toBe('subgroup');
+    for (const type of [GgmlType.F32, GgmlType.F16, GgmlType.Q6_K]) expect(matvecVariant(gpu, type)).toBe('subgroup');
     expect(matvecVariant({ ...gpu, packedDot: false }, GgmlType.Q8_0)).toBe('subgroup');
     expect(matvecVariant({ ...gpu, subgroups: false }, GgmlType.Q8_0)).toBe('coop');
     expect(matvecVariant({ ...gpu, software: true }, GgmlType.Q8_0)).toBe('rows');
