@@ -11,5 +11,5 @@ fn w_int8(r: vec2u, b: u32) -> WInt8 {
   let sh = vec4u(select(0u, 4u, odd));
   let m = vec4u(0x0f0f0f0fu);
   let c = base + 1u + (j >> 1u) * 2u;
-  return WInt8((w_ld(c) >> sh) & m, (w_ld(c + 1u) >> sh) & m, select(sm.x, sm.z, odd), -select(sm.y, sm.w, odd));
+  return WInt8((w_ld(c) >> sh) & m, (w_ld(c + 1u) >> sh) & m, vec2f(select(sm.x, sm.z, odd)), vec2f(-select(sm.y, sm.w, odd)));
 }

@@ -72,8 +72,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
       let w = w_int8(wr, min(b, nb - 1u));
       wq[lid * LDQ + 2u * c] = select(vec4u(), w.q0, live);
       wq[lid * LDQ + 2u * c + 1u] = select(vec4u(), w.q1, live);
-      wd[lid * KB + c] = select(0.0, w.d, live);
-      wm[lid * KB + c] = select(0.0, w.m, live);
+      // Both halves share d and m for the types this tile takes (int8-weights.ts: not Q6_K).
+      wd[lid * KB + c] = select(0.0, w.d.x, live);
+      wm[lid * KB + c] = select(0.0, w.m.x, live);
     }
     if (lid < BT * KB) {
       var v: array<vec4f, 8>;
@@ -85,7 +86,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
       xq[xtok * LDQ + 2u * xblk] = q.lo;
       xq[xtok * LDQ + 2u * xblk + 1u] = q.hi;
       xd[xtok * KB + xblk] = step.y;
-      xo[xtok * KB + xblk] = f32(q8_sum(q));
+      let sums = q8_sums(q);
+      xo[xtok * KB + xblk] = sums.x + sums.y;
     }
     workgroupBarrier();
     for (var c = 0u; c < KB; c++) {

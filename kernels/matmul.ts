@@ -13,7 +13,7 @@ import { unrollRowsTokens } from './unroll.ts';
 import tiles from './matmul-tiles.wgsl?raw';
 import tilesVec4 from './matmul-tiles-vec4.wgsl?raw';
 import tilesDp4a from './matmul-tiles-dp4a.wgsl?raw';
-import { INT8_TYPES, int8Wgsl } from './int8-weights.ts';
+import { INT8_TILE_TYPES, int8Wgsl } from './int8-weights.ts';
 import tileEdges from './matmul-tiles-edges.wgsl?raw';
 import { BLOCK_WALK_TYPES, deviceLayout } from './quant/layouts.ts';
 import type { ParamArena } from './runtime/arena.ts';
@@ -34,7 +34,7 @@ export type MatMulVariant = 'regs' | 'tiles' | 'tiles-vec4' | 'tiles-dp4a';
 /** The variant for `type`'s products built with `opts` on this device (without a type: the float variant). */
 export function matmulVariant(caps: GpuCaps, type?: GgmlType, opts: ProductOptions = {}): MatMulVariant {
   if (caps.software) return 'regs';
-  return type !== undefined && INT8_TYPES.has(type) && caps.packedDot && (opts.int8Dot ?? true) ? 'tiles-dp4a' : 'tiles-vec4';
+  return type !== undefined && INT8_TILE_TYPES.has(type) && caps.packedDot && (opts.int8Dot ?? true) ? 'tiles-dp4a' : 'tiles-vec4';
 }
 
 const TILES = {
@@ -138,7 +138,7 @@ export class MatMulKernel {
     const bindings = store.bindings;
     if (variant !== 'regs') {
       if (ctx.caps.maxInvocationsPerWorkgroup < 128) throw new Error(`matmul: the ${variant} variant needs 128 invocations per workgroup`);
-      if (variant === 'tiles-dp4a' && (!INT8_TYPES.has(type) || !ctx.caps.packedDot || opts.xq8)) throw new Error(`${label}: the tiles-dp4a variant needs Q8_0, Q4_0 or Q4_K weights and dot4I8Packed, and quantizes x itself`);
+      if (variant === 'tiles-dp4a' && (!INT8_TILE_TYPES.has(type) || !ctx.caps.packedDot || opts.xq8)) throw new Error(`${label}: the tiles-dp4a variant needs Q8_0, Q4_0 or Q4_K weights and dot4I8Packed, and quantizes x itself`);
       const pairOf = (v: keyof typeof TILES, name: string) => new XAlignedPair(ctx, (x4) => ({ label: name, code: wgsl(TILES[v].code, tileEdges, common, x4, decode, v === 'tiles-dp4a' ? int8Wgsl(type) : ''), bindings }), opts.glu);
       this.kernels = pairOf(variant, label);
       this.pairFor = () => this.kernels;

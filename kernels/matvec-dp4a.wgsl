@@ -5,8 +5,8 @@ diagnostic(off, subgroup_uniformity);
 // Matrix-vector product of Q8_0 or Q4_0 weights for few rows of x (decode) on GPUs, as llama.cpp's GPU
 // backends run it: x quantized to int8 blocks of 32 (llama.cpp's quantization of activations,
 // quantize-q8-math.wgsl) and each block's 32 products summed by eight dot4I8Packed, then scaled by both
-// blocks' steps (w_int8 from int8-weights-*.wgsl: Q4_0's and Q4_K's nibbles are spread to bytes, and a
-// weight's offset, d q + m, comes in as m times the x block's sum of quants). A block costs one or two weight
+// blocks' steps (w_int8 from int8-weights-*.wgsl: Q4_0's, Q4_K's and Q6_K's bits are spread to bytes, and
+// a weight's offset, d q + m, comes in as m times the x block's sum of quants). A block costs one to five weight
 // loads, two workgroup loads and eight integer dot products, where the float kernel
 // (matvec-subgroup.wgsl) converts every weight to a float and multiplies it.
 // The workgroup quantizes its rows of x once, into workgroup memory, with the norm or activation folded
@@ -24,16 +24,13 @@ override XB: u32 = 64u;
 // Block o = t * (k / 32) + b of the staged x: its quants (two vec4s), its step and the sum of its quants.
 var<workgroup> xs: array<vec4u, XB * 2u>;
 var<workgroup> xd: array<f32, XB>;
-var<workgroup> xsum: array<f32, XB>;
+var<workgroup> xsum: array<vec2f, XB>;
 
-// A weight block dotted with staged block o: its 32 integer products summed exactly, times its scale,
-// plus its offset times the block's sum, all times the block's step.
+// A weight block dotted with staged block o: each half's 16 integer products summed exactly, times its
+// scale, plus its offset times the half's sum of x quants, all times the block's step.
 fn int8_dot(w: WInt8, o: u32) -> f32 {
-  let a = xs[2u * o];
-  let c = xs[2u * o + 1u];
-  let i = dot4I8Packed(w.q0.x, a.x) + dot4I8Packed(w.q0.y, a.y) + dot4I8Packed(w.q0.z, a.z) + dot4I8Packed(w.q0.w, a.w)
-    + dot4I8Packed(w.q1.x, c.x) + dot4I8Packed(w.q1.y, c.y) + dot4I8Packed(w.q1.z, c.z) + dot4I8Packed(w.q1.w, c.w);
-  return (w.d * f32(i) + w.m * xsum[o]) * xd[o];
+  let i = vec2f(f32(idot16(w.q0, xs[2u * o])), f32(idot16(w.q1, xs[2u * o + 1u])));
+  return (dot(w.d, i) + dot(w.m, xsum[o])) * xd[o];
 }
 
 @compute @workgroup_size(WG)
@@ -66,7 +63,7 @@ fn main(
     xs[2u * o] = q.lo;
     xs[2u * o + 1u] = q.hi;
     xd[o] = step.y;
-    xsum[o] = f32(q8_sum(q));
+    xsum[o] = q8_sums(q);
   }
   workgroupBarrier();
 

@@ -30,7 +30,7 @@ export const MAX_MATVEC_T = 8;
  * rows: four weight rows per invocation (BLOCK_ROWS for block-walking types), unrolled over the rows
  * of x (CPU rasterisers: no barriers, no loops they would not unroll). coop: 16 threads per row with a workgroup-memory reduction (GPUs).
  * subgroup: a subgroup per row with subgroupAdd (GPUs with subgroups).
- * dp4a: Q8_0, Q4_0 and Q4_K on GPUs with subgroups and dot4I8Packed: x quantized to int8 blocks in workgroup memory,
+ * dp4a: Q8_0, Q4_0, Q4_K and Q6_K on GPUs with subgroups and dot4I8Packed: x quantized to int8 blocks in workgroup memory,
  * integer dot products (matvec-dp4a.wgsl); a k whose staged x would not fit runs the subgroup kernel.
  */
 export type MatVecVariant = 'rows' | 'coop' | 'subgroup' | 'dp4a';
@@ -114,13 +114,13 @@ export class MatVecKernel {
     // How the GPU variants read x: plainly, or as RMSNorm(x) with the norm weight in the last own binding.
     const xRead = opts.norm ? xNorm.replaceAll('NORM_BINDING', String(store.tailBinding - 1)) : xPlain;
     if (variant === 'dp4a') {
-      if (!ctx.caps.subgroups || !ctx.caps.packedDot || !INT8_TYPES.has(type)) throw new Error(`${label}: the dp4a variant needs Q8_0, Q4_0 or Q4_K weights, subgroups and dot4I8Packed`);
+      if (!ctx.caps.subgroups || !ctx.caps.packedDot || !INT8_TYPES.has(type)) throw new Error(`${label}: the dp4a variant needs Q8_0, Q4_0, Q4_K or Q6_K weights, subgroups and dot4I8Packed`);
       if (opts.xq8 || opts.tail || opts.gpuGroup?.units !== undefined) throw new Error(`${label}: the dp4a variant quantizes x itself and takes no tail or units`);
       const group = opts.gpuGroup ?? DP4A_GROUP;
       const xIn = opts.norm ? dp4aXNorm.replaceAll('NORM_BINDING', String(store.tailBinding - 1)) : dp4aXPlain;
-      // Workgroup memory: 40 bytes a block of x (quants, step, sum of quants) for each of the t rows, and
-      // the norm's partial sums (one a subgroup of at least 4 invocations and token).
-      const fits = (k: number) => k % 32 === 0 && (t * k * 40) / 32 + (opts.norm ? 4 * MAX_MATVEC_T * (group.wg / 4) : 0) <= ctx.caps.maxWorkgroupStorage;
+      // Workgroup memory: 44 bytes a block of x (quants, step, its halves' sums of quants) for each of the
+      // t rows, and the norm's partial sums (one a subgroup of at least 4 invocations and token).
+      const fits = (k: number) => k % 32 === 0 && (t * k * 44) / 32 + (opts.norm ? 4 * MAX_MATVEC_T * (group.wg / 4) : 0) <= ctx.caps.maxWorkgroupStorage;
       const build = (k: number) => (fits(k) ? new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(dp4a, common, x4, xIn, int8Wgsl(type), decode), bindings: BINDINGS, constants: { WG: group.wg, ROWS: group.rows, TT: t, XB: (t * k) / 32 } }), opts.glu) : undefined);
       this.staged = { rows: group.rows, byK: new Map(), build };
       // A k too wide for workgroup memory runs the float subgroup kernel.

@@ -66,10 +66,12 @@ function quantizationError(got: Float32Array, y0: ArrayLike<number>, exact: Floa
   return Math.sqrt(err / norm);
 }
 
-const INT8_TYPES = [GgmlType.Q8_0, GgmlType.Q4_0, GgmlType.Q4_K].map((type) => ({ type, name: typeName(type) }));
-// Q4_K rows are whole 256-element blocks; 288 (9 blocks of 32) leaves lanes and the tiles' 64-wide
+const INT8_TYPES = [GgmlType.Q8_0, GgmlType.Q4_0, GgmlType.Q4_K, GgmlType.Q6_K].map((type) => ({ type, name: typeName(type) }));
+// The prefill tile stages one step and offset a block: not Q6_K's two.
+const TILE_TYPES = INT8_TYPES.filter(({ type }) => type !== GgmlType.Q6_K);
+// K-quant rows are whole 256-element blocks; 288 (9 blocks of 32) leaves lanes and the tiles' 64-wide
 // steps a partial share.
-const colsFor = (type: GgmlType) => (type === GgmlType.Q4_K ? 512 : 288);
+const colsFor = (type: GgmlType) => (type === GgmlType.Q4_K || type === GgmlType.Q6_K ? 512 : 288);
 
 describe.skipIf(!ctx.caps.subgroups || !ctx.caps.packedDot)('decode products on int8 x (dp4a variant)', () => {
   const cases = INT8_TYPES.flatMap(({ type, name }) => (['plain', 'norm', 'glu'] as const).flatMap((kind) => [1, 3, 8].map((t) => ({ type, name, kind, t }))));
@@ -110,8 +112,8 @@ describe.skipIf(!ctx.caps.subgroups || !ctx.caps.packedDot)('decode products on 
 
   it('a k whose staged x would not fit workgroup memory runs the float subgroup kernel', async () => {
     const t = 8;
-    // 8 rows of k values take 40 bytes a block of 32: past the device's workgroup memory by one block.
-    const k = Math.ceil((ctx.caps.maxWorkgroupStorage + 1) / (t * 40)) * 32;
+    // 8 rows of k values take 44 bytes a block of 32: past the device's workgroup memory by one block.
+    const k = Math.ceil((ctx.caps.maxWorkgroupStorage + 1) / (t * 44)) * 32;
     const n = 12;
     const w = randomWeights(GgmlType.Q8_0, n, k, 73);
     const x = randomF32(t * k, 74);
@@ -129,7 +131,7 @@ describe.skipIf(!ctx.caps.subgroups || !ctx.caps.packedDot)('decode products on 
 describe.skipIf(!ctx.caps.packedDot)('prefill products on int8 x (tiles-dp4a variant)', () => {
   // 288 = 4.5 steps of 64: the last step's second block lies past k. T=37 and 300 rows: partial tiles
   // both ways; 70 x 300 more than one tile each way.
-  const cases = INT8_TYPES.flatMap(({ type, name }) => [
+  const cases = TILE_TYPES.flatMap(({ type, name }) => [
     { type, name, kind: 'plain' as const, t: 37, n: 100 },
     { type, name, kind: 'plain' as const, t: 70, n: 300 },
     { type, name, kind: 'glu' as const, t: 37, n: 100 },
@@ -184,7 +186,7 @@ describe.skipIf(!ctx.caps.packedDot)('prefill products on int8 x (tiles-dp4a var
 });
 
 describe('which products run on int8 x', () => {
-  it('prefill: Q8_0, Q4_0 and Q4_K on a GPU with dot4I8Packed, unless int8Dot is false', () => {
+  it('prefill: Q8_0, Q4_0 and Q4_K (not Q6_K) on a GPU with dot4I8Packed, unless int8Dot is false', () => {
     const gpu = { ...COMPAT_CAPS, software: false, packedDot: true };
     expect(matmulVariant(gpu, GgmlType.Q8_0)).toBe('tiles-dp4a');
     expect(matmulVariant(gpu, GgmlType.Q4_0)).toBe('tiles-dp4a');
@@ -196,13 +198,14 @@ describe('which products run on int8 x', () => {
   });
 
   const gpu = { ...COMPAT_CAPS, software: false, subgroups: true, packedDot: true };
-  it('decode: Q8_0, Q4_0 and Q4_K on a GPU with subgroups and dot4I8Packed, unless int8Dot is false; other types, and devices without either, keep float x', () => {
+  it('decode: Q8_0, Q4_0, Q4_K and Q6_K on a GPU with subgroups and dot4I8Packed, unless int8Dot is false; other types, and devices without either, keep float x', () => {
     expect(matvecVariant(gpu, GgmlType.Q8_0)).toBe('dp4a');
     expect(matvecVariant(gpu, GgmlType.Q4_0)).toBe('dp4a');
     expect(matvecVariant(gpu, GgmlType.Q4_K)).toBe('dp4a');
+    expect(matvecVariant(gpu, GgmlType.Q6_K)).toBe('dp4a');
     expect(matvecVariant(gpu, GgmlType.Q8_0, { norm: true })).toBe('dp4a');
     expect(matvecVariant(gpu, GgmlType.Q8_0, { int8Dot: false })).toBe('subgroup');
-    for (const type of [GgmlType.F32, GgmlType.F16, GgmlType.Q6_K]) expect(matvecVariant(gpu, type)).toBe('subgroup');
+    for (const type of [GgmlType.F32, GgmlType.F16, GgmlType.BF16]) expect(matvecVariant(gpu, type)).toBe('subgroup');
     expect(matvecVariant({ ...gpu, packedDot: false }, GgmlType.Q8_0)).toBe('subgroup');
     expect(matvecVariant({ ...gpu, subgroups: false }, GgmlType.Q8_0)).toBe('coop');
     expect(matvecVariant({ ...gpu, software: true }, GgmlType.Q8_0)).toBe('rows');
