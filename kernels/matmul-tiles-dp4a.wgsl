@@ -28,8 +28,7 @@ var<workgroup> xo: array<f32, BT * KB>;
 
 // A weight block's 32 quants (a, b) dotted with an x block's (c, e), summed exactly.
 fn isum(a: vec4u, b: vec4u, c: vec4u, e: vec4u) -> i32 {
-  return dot4I8Packed(a.x, c.x) + dot4I8Packed(a.y, c.y) + dot4I8Packed(a.z, c.z) + dot4I8Packed(a.w, c.w)
-    + dot4I8Packed(b.x, e.x) + dot4I8Packed(b.y, e.y) + dot4I8Packed(b.z, e.z) + dot4I8Packed(b.w, e.w);
+  return idot16(a, c) + idot16(b, e);
 }
 
 // Staged row r's block c against the four tokens' x blocks (quants lo/hi, steps dx, sums of quants xsum):
