@@ -1,10 +1,11 @@
-// Tiled Q8_0 or Q4_0 matrix product for many rows of x (prefill) on GPUs, in int8 as llama.cpp's GPU
-// backends run quantized prefill without matrix units: a workgroup of 128 computes a 32-token x 128-row
-// tile of y. Per step of 64 k (two blocks of 32) each invocation stages its row's two weight blocks as
-// bytes (w_int8, int8-weights-*.wgsl: Q8_0's quants as they lie, Q4_0's and Q4_K's nibbles spread; a
-// weight's offset, d q + m, applied as m times the x block's sum), and 64 invocations each quantize one (token, block) of x into
-// workgroup memory as llama.cpp quantizes activations (quantize-q8-math.wgsl), so x and W meet as
-// int8: a block's 32 products are eight dot4I8Packed, scaled once by both steps. Each invocation's
+// Tiled Q8_0, Q4_0 or Q4_K matrix product for many rows of x (prefill) on GPUs, in int8 as llama.cpp's
+// GPU backends run quantized prefill without matrix units: a workgroup of 128 computes a 32-token x
+// 128-row tile of y. Per step of 64 k (two blocks of 32) each invocation stages its row's two weight
+// blocks as bytes (w_int8, int8-weights-*.wgsl: Q8_0's quants as they lie, Q4_0's and Q4_K's nibbles
+// spread; a weight's offset, d q + m, applied as m times the x block's sum; one d and m a block, so not
+// Q6_K's two), and 64 invocations each quantize one (token, block) of x into workgroup memory as
+// llama.cpp quantizes activations (quantize-q8-math.wgsl), so x and W meet as int8: a block's 32
+// products are eight dot4I8Packed, scaled once by both steps. Each invocation's
 // outputs are rows tn + 16 i (8) x tokens tt + 8 j (4), as in matmul-tiles-vec4.wgsl: per block it loads
 // 16 vec4s of weights and 8 of x from workgroup memory for 256 integer dot products (1 024
 // multiply-adds), where the float tile loads 96 vec4s for as many.

@@ -2,13 +2,13 @@ enable subgroups;
 // Subgroups share rows by the subgroup they are (sg, lane), as matvec-subgroup.wgsl does.
 diagnostic(off, subgroup_uniformity);
 
-// Matrix-vector product of Q8_0 or Q4_0 weights for few rows of x (decode) on GPUs, as llama.cpp's GPU
-// backends run it: x quantized to int8 blocks of 32 (llama.cpp's quantization of activations,
-// quantize-q8-math.wgsl) and each block's 32 products summed by eight dot4I8Packed, then scaled by both
-// blocks' steps (w_int8 from int8-weights-*.wgsl: Q4_0's, Q4_K's and Q6_K's bits are spread to bytes, and
-// a weight's offset, d q + m, comes in as m times the x block's sum of quants). A block costs one to five weight
-// loads, two workgroup loads and eight integer dot products, where the float kernel
-// (matvec-subgroup.wgsl) converts every weight to a float and multiplies it.
+// Matrix-vector product of Q8_0, Q4_0, Q4_K or Q6_K weights for few rows of x (decode) on GPUs, as
+// llama.cpp's GPU backends run it: x quantized to int8 blocks of 32 (llama.cpp's quantization of
+// activations, quantize-q8-math.wgsl) and each block's 32 products summed by eight dot4I8Packed, then
+// scaled by both blocks' steps (w_int8 from int8-weights-*.wgsl: Q4_0's, Q4_K's and Q6_K's bits are
+// spread to bytes, and a weight's offset, d q + m, comes in as m times the x half-block's sum of
+// quants). A block costs one to five weight loads, two workgroup loads and eight integer dot products,
+// where the float kernel (matvec-subgroup.wgsl) converts every weight to a float and multiplies it.
 // The workgroup quantizes its rows of x once, into workgroup memory, with the norm or activation folded
 // into the product applied as it reads them (x_scales / x_in, matvec-dp4a-x-*.wgsl; x4 from
 // matmul-x-*.wgsl): once a workgroup rather than, as in the float kernels, once a row. Then its
@@ -21,7 +21,7 @@ const MAX_T: u32 = 8u;
 // Blocks of x staged: TT rows of k / 32 (the pipeline is built for one k).
 override XB: u32 = 64u;
 
-// Block o = t * (k / 32) + b of the staged x: its quants (two vec4s), its step and the sum of its quants.
+// Block o = t * (k / 32) + b of the staged x: its quants (two vec4s), its step and its halves' sums of quants.
 var<workgroup> xs: array<vec4u, XB * 2u>;
 var<workgroup> xd: array<f32, XB>;
 var<workgroup> xsum: array<vec2f, XB>;
