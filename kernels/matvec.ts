@@ -109,10 +109,15 @@ export class MatVecKernel {
     this.xq8 = opts.xq8 ?? false;
     this.opts = opts;
     if (this.xq8 && (variant !== 'rows' || !BLOCK_WALK_TYPES.has(type) || opts.glu)) throw new Error(`${label}: quantized x is read by the block-walking rows kernel only (Q8_0, Q4_0, Q4_K, Q6_K), without a gated input`);
-    if (opts.norm && (variant === 'rows' || opts.glu)) throw new Error(`${label}: a norm-fused product needs a GPU variant (coop, subgroup) and no GLU`);
+    if (opts.norm && (variant === 'rows' || opts.glu)) throw new Error(`${label}: a norm-fused product needs a GPU variant (coop, subgroup, dp4a) and no GLU`);
     if (opts.tail && (variant !== 'rows' || opts.glu)) throw new Error(`${label}: a tail runs in the rows variant (CPU rasterisers) of a product without a gated input`);
     // How the GPU variants read x: plainly, or as RMSNorm(x) with the norm weight in the last own binding.
     const xRead = opts.norm ? xNorm.replaceAll('NORM_BINDING', String(store.tailBinding - 1)) : xPlain;
+    // The float subgroup kernel: the subgroup variant's, and the dp4a variant's for a k it cannot stage.
+    const subgroupPair = (name: string, group: { wg: number; rows: number }, units: number) => {
+      const constants = { WG: group.wg, ROWS: group.rows, TT: t, UNITS: units };
+      return new XAlignedPair(ctx, (x4) => ({ label: name, code: wgsl(subgroup, common, x4, xRead, decode), bindings: BINDINGS, constants }), opts.glu);
+    };
     if (variant === 'dp4a') {
       if (!ctx.caps.subgroups || !ctx.caps.packedDot || !INT8_TYPES.has(type)) throw new Error(`${label}: the dp4a variant needs Q8_0, Q4_0, Q4_K or Q6_K weights, subgroups and dot4I8Packed`);
       if (opts.xq8 || opts.tail || opts.gpuGroup?.units !== undefined) throw new Error(`${label}: the dp4a variant quantizes x itself and takes no tail or units`);
@@ -126,17 +131,15 @@ export class MatVecKernel {
       // A k too wide for workgroup memory runs the float subgroup kernel.
       const fallback = subgroupGroup(ctx.caps);
       this.rowsPerGroup = fallback.rows;
-      const constants = { WG: fallback.wg, ROWS: fallback.rows, TT: t, UNITS: 1 };
-      this.kernels = new XAlignedPair(ctx, (x4) => ({ label: label.replace('dp4a', 'subgroup'), code: wgsl(subgroup, common, x4, xRead, decode), bindings: BINDINGS, constants }), opts.glu);
+      this.kernels = subgroupPair(label.replace('dp4a', 'subgroup'), fallback, 1);
     } else if (variant === 'subgroup') {
       if (!ctx.caps.subgroups) throw new Error('matvec: the subgroup variant needs the subgroups feature');
       // One row per subgroup at the smallest size the device may pick; larger subgroups loop over rows.
-      const group = opts.gpuGroup ?? subgroupGroup(ctx.caps);
-      this.rowsPerGroup = group.rows;
       const units = opts.gpuGroup?.units ?? 1;
       if (!Number.isInteger(units) || units < 1 || units > 4) throw new Error(`${label}: ${units} units a lane at once is outside 1..4`);
-      const constants = { WG: group.wg, ROWS: group.rows, TT: t, UNITS: units };
-      this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(subgroup, common, x4, xRead, decode), bindings: BINDINGS, constants }), opts.glu);
+      const group = opts.gpuGroup ?? subgroupGroup(ctx.caps);
+      this.rowsPerGroup = group.rows;
+      this.kernels = subgroupPair(label, group, units);
     } else if (variant === 'coop') {
       if (opts.gpuGroup?.units !== undefined) throw new Error(`${label}: units a lane at once are the subgroup variant's option`);
       const wg = opts.gpuGroup?.wg ?? WG;

@@ -671,9 +671,7 @@ export class Transformer implements StepRunner {
     if (this.attnSplit) for (let i = 0; i < T; i++) span = Math.max(span, this.positions[i] + 1);
     const splitsOf = (n: number) => (this.attnSplit ? k.attention.splitsFor(n, cfg.nHeads, hd, span, this.splitAttentionFrom) : 1);
     const splitsAll = splitsOf(T);
-    let runs = 1;
-    for (let i = 1; i < T; i++) if (this.slots[i] !== this.slots[i - 1]) runs++;
-    const tiled = this.tiledAttention && T >= TILED_ATTENTION_MIN_TOKENS && T >= TILED_ATTENTION_RUN * runs;
+    const tiled = this.tiledAttention && T >= TILED_ATTENTION_MIN_TOKENS && T >= TILED_ATTENTION_RUN * this.sequenceRuns(T);
     const splitsPruned = prune ? splitsOf(R) : 1;
     this.layers.forEach((L, l) => {
       const adaptedQkv = lora?.adapts(l, 'qkv') ?? false;
@@ -782,6 +780,13 @@ export class Transformer implements StepRunner {
     if (this.anyPenalty) k.penalties.encode(pass, a, h.penalties, { rows: R, logitsStride: V });
     k.sample.encode(pass, a, h.sample, { rows: R, vocab: V, logitsStride: V, maskWords: this.ws.maskWords });
     if (this.anyCandidates) k.topk.encode(pass, a, h.topk, { rows: R, vocab: V, logitsStride: V, maskWords: this.ws.maskWords });
+  }
+
+  /** Runs of consecutive tokens of one sequence among the step's first T (the tokens lie in sequence order). */
+  private sequenceRuns(T: number): number {
+    let runs = 1;
+    for (let i = 1; i < T; i++) if (this.slots[i] !== this.slots[i - 1]) runs++;
+    return runs;
   }
 
   /**

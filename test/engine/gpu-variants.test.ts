@@ -6,10 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { getLlama, LlamaLogLevel } from 'node-llama-cpp';
-import { afterAll, describe, expect, it } from 'vitest';
-import { WebGpuEngine } from '../../engine/engine.ts';
-import { FileSource } from '../../engine/loader/file-source.ts';
-import { openNodeDevice } from '../../engine/platform/node.ts';
+import { describe, expect, it } from 'vitest';
 import { largestProbDifference, llamaCppReference } from '../../bench/llama-oracle.ts';
 import { gpuKernelsEngine } from '../helpers/engine.ts';
 import { sharedModel } from '../helpers/models.ts';
@@ -17,15 +14,8 @@ import { sharedModel } from '../helpers/models.ts';
 const fixtures = JSON.parse(readFileSync(new URL('../fixtures/llama-greedy.json', import.meta.url), 'utf8')) as Record<string, { promptTokens: number[]; greedy: number[] }[]>;
 
 describe('GPU kernel variants keep parity with llama.cpp (stories260K on SwiftShader as a GPU)', () => {
-  let engine: WebGpuEngine | undefined;
-  afterAll(async () => {
-    await engine?.dispose();
-  });
-
   it('decode steps fold the norms into the products and RoPE with the KV store into attention (5 dispatches per layer + 4) and the greedy tokens equal llama.cpp\'s', async () => {
-    const selected = await openNodeDevice('swiftshader');
-    selected.caps = { ...selected.caps, software: false };
-    engine = await WebGpuEngine.load(selected, new FileSource(sharedModel('stories260K.gguf')), { contextLength: 256, maxSequences: 2 });
+    const engine = await gpuKernelsEngine('stories260K.gguf', { contextLength: 256, maxSequences: 2 });
     for (const f of fixtures['stories260K.gguf']) {
       const r = await engine.generate({ tokens: f.promptTokens, maxTokens: f.greedy.length, temperature: 0, stopAtEndOfGeneration: false }).result;
       expect(r.tokens).toEqual(f.greedy);
@@ -37,26 +27,20 @@ describe('GPU kernel variants keep parity with llama.cpp (stories260K on SwiftSh
     // Two sequences decoding together: each step's rows are its tokens, in order, so the head folds the
     // norm for both.
     const [a, b] = fixtures['stories260K.gguf'];
-    const both = await Promise.all([a, b].map((f) => engine!.generate({ tokens: f.promptTokens, maxTokens: f.greedy.length, temperature: 0, stopAtEndOfGeneration: false }).result));
+    const both = await Promise.all([a, b].map((f) => engine.generate({ tokens: f.promptTokens, maxTokens: f.greedy.length, temperature: 0, stopAtEndOfGeneration: false }).result));
     expect(both[0].tokens).toEqual(a.greedy);
     expect(both[1].tokens).toEqual(b.greedy);
   });
 
   it('with fuseNorms false the norms run as passes of their own (7 dispatches per layer + 5), with the same greedy tokens', async () => {
-    const selected = await openNodeDevice('swiftshader');
-    selected.caps = { ...selected.caps, software: false };
-    const unfused = await WebGpuEngine.load(selected, new FileSource(sharedModel('stories260K.gguf')), { contextLength: 256, maxSequences: 2, fuseNorms: false });
-    try {
-      for (const f of fixtures['stories260K.gguf']) {
-        const r = await unfused.generate({ tokens: f.promptTokens, maxTokens: f.greedy.length, temperature: 0, stopAtEndOfGeneration: false }).result;
-        expect(r.tokens).toEqual(f.greedy);
-      }
-      // embedding + 5 layers × (norm, QKV, attention with RoPE and the KV store, O, norm, gate|up, down)
-      // + the gathered final norm, the head + the two sampling passes.
-      expect(unfused.stats().lastStepDispatches).toBe(1 + 7 * 5 + 4);
-    } finally {
-      await unfused.dispose();
+    const unfused = await gpuKernelsEngine('stories260K.gguf', { contextLength: 256, maxSequences: 2, fuseNorms: false });
+    for (const f of fixtures['stories260K.gguf']) {
+      const r = await unfused.generate({ tokens: f.promptTokens, maxTokens: f.greedy.length, temperature: 0, stopAtEndOfGeneration: false }).result;
+      expect(r.tokens).toEqual(f.greedy);
     }
+    // embedding + 5 layers × (norm, QKV, attention with RoPE and the KV store, O, norm, gate|up, down)
+    // + the gathered final norm, the head + the two sampling passes.
+    expect(unfused.stats().lastStepDispatches).toBe(1 + 7 * 5 + 4);
   });
 });
 
@@ -71,18 +55,12 @@ describe('GPU kernel variants keep parity with llama.cpp (stories260K on SwiftSh
  */
 describe('GPU kernel variants on Q8_0 weights stay within the quantized tolerance of llama.cpp (TinyStories-656K)', () => {
   it('next-token probabilities along llama.cpp\'s greedy paths differ by less than 0.05', async () => {
-    const selected = await openNodeDevice('swiftshader');
-    selected.caps = { ...selected.caps, software: false };
     const path = sharedModel('TinyStories-656K-Q8_0.gguf');
-    const engine = await WebGpuEngine.load(selected, new FileSource(path), { contextLength: 256, maxSequences: 2, prefixCache: false });
-    try {
-      const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
-      const prompts = ['Once upon a time', 'The little dog', 'Tom and Lily went to the park. They saw'].map((p) => engine.tokenizer.encode(p));
-      for (const ref of await llamaCppReference(llama, path, prompts, engine.config.vocabSize, 24)) {
-        expect(await largestProbDifference(engine, ref), JSON.stringify(ref.prompt)).toBeLessThan(0.05);
-      }
-    } finally {
-      await engine.dispose();
+    const engine = await gpuKernelsEngine(path, { contextLength: 256, maxSequences: 2, prefixCache: false });
+    const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
+    const prompts = ['Once upon a time', 'The little dog', 'Tom and Lily went to the park. They saw'].map((p) => engine.tokenizer.encode(p));
+    for (const ref of await llamaCppReference(llama, path, prompts, engine.config.vocabSize, 24)) {
+      expect(await largestProbDifference(engine, ref), JSON.stringify(ref.prompt)).toBeLessThan(0.05);
     }
   });
 });

@@ -7,12 +7,9 @@
  * sampled rows take the norm-fused matrix-vector products after the move.
  */
 import { describe, expect, it } from 'vitest';
-import { WebGpuEngine } from '../../engine/engine.ts';
-import { FileSource } from '../../engine/loader/file-source.ts';
-import { openNodeDevice } from '../../engine/platform/node.ts';
+import type { WebGpuEngine } from '../../engine/engine.ts';
 import type { GenerateOptions } from '../../engine/types.ts';
-import { testEngine } from '../helpers/engine.ts';
-import { sharedModel } from '../helpers/models.ts';
+import { expectSameGreedy, gpuKernelsEngine, testEngine } from '../helpers/engine.ts';
 
 const PROMPTS = ['Once upon a time', 'The little dog saw a big red ball in the park and', 'Lily', 'One day, a big bear wanted to eat some honey. He'];
 
@@ -37,10 +34,7 @@ describe('last layer on the sampled rows only', () => {
   it('mixed steps of prompts and decoding give the same tokens and log-probabilities as the whole last layer', async () => {
     const pruned = await together(await testEngine('stories260K.gguf', { maxSequences: 4 }));
     const whole = await together(await testEngine('stories260K.gguf', { maxSequences: 4, pruneLastLayer: false }));
-    pruned.forEach((r, i) => {
-      expect(r.tokens, PROMPTS[i]).toEqual(whole[i].tokens);
-      r.logprobs.forEach((lp, j) => expect(Math.abs(lp - whole[i].logprobs[j]), `${PROMPTS[i]} token ${j}`).toBeLessThan(1e-4));
-    });
+    expectSameGreedy(pruned, whole);
   });
 
   it('a prompt alone: one step, the same first token and log-probability', async () => {
@@ -53,22 +47,9 @@ describe('last layer on the sampled rows only', () => {
   });
 
   it('on the GPU kernels too', async () => {
-    const load = async (pruneLastLayer: boolean) => {
-      const selected = await openNodeDevice('swiftshader');
-      selected.caps = { ...selected.caps, software: false };
-      return WebGpuEngine.load(selected, new FileSource(sharedModel('stories260K.gguf')), { contextLength: 256, maxSequences: 4, pruneLastLayer });
-    };
-    const [on, off] = [await load(true), await load(false)];
-    try {
-      const pruned = await together(on);
-      const whole = await together(off);
-      pruned.forEach((r, i) => {
-        expect(r.tokens, PROMPTS[i]).toEqual(whole[i].tokens);
-        r.logprobs.forEach((lp, j) => expect(Math.abs(lp - whole[i].logprobs[j]), `${PROMPTS[i]} token ${j}`).toBeLessThan(1e-4));
-      });
-    } finally {
-      await on.dispose();
-      await off.dispose();
-    }
+    const load = (pruneLastLayer: boolean) => gpuKernelsEngine('stories260K.gguf', { contextLength: 256, maxSequences: 4, pruneLastLayer });
+    const pruned = await together(await load(true));
+    const whole = await together(await load(false));
+    expectSameGreedy(pruned, whole);
   });
 });
