@@ -22,6 +22,7 @@ import { writeRopeSettings, type RopeSettings } from './rope.ts';
 import serial from './attention-serial.wgsl?raw';
 import serialGrouped from './attention-serial-grouped.wgsl?raw';
 import serialVec4 from './attention-serial-vec4.wgsl?raw';
+import serialSplit from './attention-serial-split.wgsl?raw';
 import type { ParamArena } from './runtime/arena.ts';
 import type { GpuCaps } from './runtime/caps.ts';
 import { type BindingKind, type CompiledKernel, type KernelContext, wgsl } from './runtime/context.ts';
@@ -52,6 +53,15 @@ const MAX_SPLITS = 16;
 const SPLIT_LONG_SPAN = 2048;
 const SPLIT_FEWEST_SHORT = 4;
 const COMBINE_WG = 64;
+/**
+ * CPU rasterisers' split attention (attention-serial-split.wgsl): the most splits of a pair, the fewest
+ * positions a split walks, and the invocations a split step aims for (a few SIMD instructions for each
+ * of a small CPU's threads). Splitting starts at SERIAL_SPLIT_FROM positions.
+ */
+export const MAX_SERIAL_SPLITS = 32;
+const SERIAL_SPLIT_MIN_POSITIONS = 16;
+const SERIAL_SPLIT_ITEMS = 96;
+export const SERIAL_SPLIT_FROM = 64;
 /** Invocations a workgroup of the prefill kernel (attention-tiled.wgsl), and the most query rows (tokens x query heads) it takes. */
 const TILED_WG = 128;
 const TILED_MAX_ROWS = 64;
@@ -91,6 +101,8 @@ export function groupedHeads(heads: number, kvHeads: number, headDim: number): n
   return best;
 }
 const BINDINGS = ['read', 'read', 'read', 'read', 'read', 'read', 'write'] as const;
+/** The serial split kernel's: BINDINGS, then the partial sums and the pairs' counters (attention-serial-split.wgsl). */
+const SERIAL_SPLIT_BINDINGS: readonly BindingKind[] = [...BINDINGS, 'write', 'write'];
 /** The kernel that rotates as it attends (attention-parallel-rope.wgsl): the cache written, RoPE's factors last. */
 const ROPE_BINDINGS: readonly BindingKind[] = ['read', 'write', 'write', 'read', 'read', 'read', 'write', 'read'];
 /** attention-kv-f32.wgsl with the cache bound read-write, for the kernel that stores its token's K and V. */
@@ -220,8 +232,8 @@ export class AttentionKernel {
    * A vec4 kernel (`template`, with query heads `group` to an invocation where grouped) writing `output`,
    * reading K and V from the paged cache or from a long step's mirror.
    */
-  private vec4Kernel(headDim: number, output: 'f32' | 'q8_0', group = 1, kvSource: 'pages' | 'mirror' = 'pages'): CompiledKernel {
-    const key = `${headDim}/${group}/${output}/${kvSource}`;
+  private vec4Kernel(headDim: number, output: 'f32' | 'q8_0', group = 1, kvSource: 'pages' | 'mirror' = 'pages', split = false): CompiledKernel {
+    const key = `${headDim}/${group}/${output}/${kvSource}/${split}`;
     let k = this.serialVec4.get(key);
     if (!k) {
       const constants = { WG: this.wgFor(group), HV: headDim / 4, ...(output === 'q8_0' ? { XQ_GROUP: 32 } : {}) };
@@ -229,15 +241,49 @@ export class AttentionKernel {
       // A head's pairs written out, not looped: llvmpipe left a loop over the f16 cache's pairs rolled (its
       // body grew with the unpacking), and a rolled loop keeps the head's arrays in memory, 3x slower.
       // Pairs first, then query heads, so each pair's load is followed by every head's use of it.
-      const pairs = unrollLines(unrollLines(group > 1 ? serialGrouped : serialVec4, '$p', Math.floor(hv / 2)), '$q', hv % 2);
-      const body = group > 1 ? unrollRowsTokens(pairs, group, 1) : pairs;
+      const template = split ? serialSplit : group > 1 ? serialGrouped : serialVec4;
+      const pairs = unrollLines(unrollLines(template, '$p', Math.floor(hv / 2)), '$q', hv % 2);
+      const body = group > 1 || split ? unrollRowsTokens(pairs, group, 1) : pairs;
       const mirror = kvSource === 'mirror';
-      const label = `attention-serial-${group > 1 ? `grouped-d${headDim}-g${group}` : `vec4-d${headDim}`}${output === 'q8_0' ? '-q8' : ''}${this.kv === 'f16' ? '-kv16' : ''}${mirror ? '-mirror' : ''}`;
+      const shape = split ? `split-d${headDim}-g${group}` : group > 1 ? `grouped-d${headDim}-g${group}` : `vec4-d${headDim}`;
+      const label = `attention-serial-${shape}${output === 'q8_0' ? '-q8' : ''}${this.kv === 'f16' ? '-kv16' : ''}${mirror ? '-mirror' : ''}`;
       const out = output === 'q8_0' ? wgsl(outQ8, Q8_BLOCK_WGSL) : outF32;
       const kv = mirror ? wgsl(halves, MIRROR_TEXTURES, mirrorRows) : this.kv === 'f16' ? wgsl(halves, kvF16, pages) : wgsl(kvF32, pages);
-      this.serialVec4.set(key, (k = this.ctx.kernel({ label, code: wgsl(io, ioVec4, kv, out, body), bindings: mirror ? MIRROR_BINDINGS : BINDINGS, constants })));
+      const bindings = mirror ? MIRROR_BINDINGS : split ? SERIAL_SPLIT_BINDINGS : BINDINGS;
+      this.serialVec4.set(key, (k = this.ctx.kernel({ label, code: wgsl(io, ioVec4, kv, out, body), bindings, constants })));
     }
     return k;
+  }
+
+  /**
+   * Splits of each (token, head) pair's positions for a serial step of `tokens` whose longest span is
+   * `span` positions (AttentionParams.splits on CPU rasterisers, attention-serial-split.wgsl): 1 where the
+   * adapter's atomics do not order stores, heads are not whole vec4 pairs, or the span is under `minSpan`; else
+   * enough for SERIAL_SPLIT_ITEMS invocations, each walking at least SERIAL_SPLIT_MIN_POSITIONS.
+   */
+  serialSplitsFor(tokens: number, heads: number, kvHeads: number, headDim: number, span: number, minSpan = SERIAL_SPLIT_FROM): number {
+    if (!this.serialSplits(headDim) || span < minSpan) return 1;
+    const items = (tokens * heads) / groupedHeads(heads, kvHeads, headDim);
+    const splits = Math.min(MAX_SERIAL_SPLITS, Math.floor(span / SERIAL_SPLIT_MIN_POSITIONS), Math.round(SERIAL_SPLIT_ITEMS / items));
+    return Math.max(1, splits);
+  }
+
+  /** Whether this adapter's serial kernels can split positions for heads of `headDim` (serialSplitsFor). */
+  serialSplits(headDim: number): boolean {
+    return this.serial && this.ctx.caps.orderedAtomics && headDim % 8 === 0;
+  }
+
+  /** Bytes of the serial split kernel's partial sums for steps of up to `tokens` tokens of `heads` heads. */
+  static serialPartialsBytes(tokens: number, heads: number, headDim: number): number {
+    return tokens * heads * MAX_SERIAL_SPLITS * (headDim / 4 + 1) * 16;
+  }
+
+  /**
+   * Bindings for serial split steps (serialSplitsFor > 1): `bind`'s, then the partial sums
+   * (serialPartialsBytes) and a zeroed counter a (token, head) pair (they are left zeroed).
+   */
+  bindSerialSplit(q: GPUBuffer, kCache: GPUBuffer, vCache: GPUBuffer, pageTable: GPUBuffer, positions: GPUBuffer, tokenSeq: GPUBuffer, out: GPUBuffer, partials: GPUBuffer, counters: GPUBuffer): GPUBindGroup {
+    return this.ctx.bindGroup(SERIAL_SPLIT_BINDINGS, [q, kCache, vCache, pageTable, positions, tokenSeq, out, partials, counters], 'attention-serial-split');
   }
 
   /**
@@ -358,6 +404,15 @@ export class AttentionKernel {
     }
     if (p.rope && (!this.rotates(p.headDim) || !by4 || q8 || p.kvSource === 'mirror')) {
       throw new Error(`attention: rotating as it attends needs the GPU kernel for heads of whole vec4s over an f32 cache, f32 output and q offsets and strides that are multiples of 4 (head dimension ${p.headDim})`);
+    }
+    if (this.serial && splits > 1) {
+      if (!this.ctx.caps.orderedAtomics || !by4 || p.headDim % 8 !== 0 || p.kvSource === 'mirror' || splits > MAX_SERIAL_SPLITS) {
+        throw new Error(`attention: serial split positions need atomics that order stores, heads of whole vec4 pairs (head dimension ${p.headDim}), the paged cache and at most ${MAX_SERIAL_SPLITS} splits (got ${splits})`);
+      }
+      const together = groupedHeads(p.heads, p.kvHeads, p.headDim);
+      const [gx, gy] = grid2d(Math.ceil(((p.tokens * p.heads) / together) * splits / this.wgFor(together)));
+      arena.dispatch(pass, this.vec4Kernel(p.headDim, q8 ? 'q8_0' : 'f32', together, 'pages', true), group, s, gx, gy);
+      return;
     }
     if (splits > 1 && (!this.rotates(p.headDim) || !by4 || q8 || p.kvSource === 'mirror' || !combine || p.tokens * p.heads * splits > SPLIT_WORKGROUPS || splits > MAX_SPLITS)) {
       throw new Error(`attention: split positions need the GPU kernel for heads of whole vec4s, f32 output, a combine group and at most ${SPLIT_WORKGROUPS} workgroups of at most ${MAX_SPLITS} splits (${p.tokens} tokens x ${p.heads} heads x ${splits} splits)`);

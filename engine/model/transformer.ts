@@ -3,7 +3,7 @@
  * GPU sampling of the requested rows. A step is one compute pass in one command buffer, one upload of
  * parameters and inputs, and one small readback of the sampled tokens; nothing is allocated per token.
  */
-import { AttentionKernel } from '../../kernels/attention.ts';
+import { AttentionKernel, SERIAL_SPLIT_FROM } from '../../kernels/attention.ts';
 import { RmsNormKernel } from '../../kernels/rmsnorm.ts';
 import { xq8Buffer } from '../../kernels/matmul-x-window.ts';
 import { RopeKvStoreKernel } from '../../kernels/rope-kv-store.ts';
@@ -59,6 +59,8 @@ interface LayerPlan {
   attentionRope?: GPUBindGroup;
   /** `attention` and `attentionRope` writing split positions' partial sums (AttentionParams.splits; GPUs). */
   split?: { attention: GPUBindGroup; attentionRope?: GPUBindGroup };
+  /** `attention` and `quantizedO.attention` splitting positions on a CPU rasteriser (attention-serial-split.wgsl). */
+  serialSplit?: { attention: GPUBindGroup; quantized: GPUBindGroup | undefined };
   o: BoundProduct;
   /**
    * Where the O product reads quantized x in 32-value blocks and heads are whole blocks: attention writes
@@ -199,6 +201,8 @@ export class Transformer implements StepRunner {
   private readonly tiledAttention: boolean;
   /** Split attention's partial sums and the combine pass's bindings, where the adapter's kernel splits. */
   private readonly attnSplit: { partials: GPUBuffer; combine: GPUBindGroup } | undefined;
+  /** The serial (CPU) split kernel's partial sums and counters, where the adapter's atomics allow it (attention-serial-split.wgsl). */
+  private readonly serialSplit: { partials: GPUBuffer; counters: GPUBuffer } | undefined;
 
   constructor(
     private readonly ctx: KernelContext,
@@ -247,12 +251,19 @@ export class Transformer implements StepRunner {
     const F = cfg.ffnDim;
     const D = cfg.dim;
     const S = ws.qkvStride;
-    const splitFrom = limits.splitAttentionFrom ?? DEFAULT_SPLIT_ATTENTION_FROM;
+    const splitFrom = limits.splitAttentionFrom ?? (this.k.attention.serial ? SERIAL_SPLIT_FROM : DEFAULT_SPLIT_ATTENTION_FROM);
     this.splitAttentionFrom = splitFrom === false ? Infinity : splitFrom;
     this.tiledAttention = limits.tiledAttention ?? true;
     if (this.k.attention.rotates(cfg.headDim) && S % 4 === 0 && splitFrom !== false) {
       const partials = ctx.storage('act.attn.partials', AttentionKernel.partialsBytes(cfg.headDim));
       this.attnSplit = { partials, combine: this.k.attention.bindCombine(partials, ws.attn) };
+    }
+    if (this.k.attention.serialSplits(cfg.headDim) && splitFrom !== false) {
+      const pairs = limits.maxRowsPerStep * cfg.nHeads;
+      this.serialSplit = {
+        partials: ctx.storage('act.attn.serial-partials', AttentionKernel.serialPartialsBytes(limits.maxRowsPerStep, cfg.nHeads, cfg.headDim)),
+        counters: ctx.storage('act.attn.split-counters', Math.ceil(pairs / 4) * 16),
+      };
     }
     if (!weights.ropeFactors) this.ropeFactorsDummy = ctx.storage('rope.factors.none', 16, new Float32Array([1, 1, 1, 1]));
     const ropeFactors = weights.ropeFactors ?? this.ropeFactorsDummy!;
@@ -336,6 +347,10 @@ export class Transformer implements StepRunner {
         ropeStore: this.k.ropeStore.bind(ws.qkv, ws.positions, ws.slots, cache.pageTable, ropeFactors, cache.k[l], cache.v[l]),
         attention: this.k.attention.bind(ws.qkv, cache.k[l], cache.v[l], cache.pageTable, ws.positions, ws.slots, ws.attn),
         attentionRope: this.k.attention.rotates(cfg.headDim) && S % 4 === 0 ? this.k.attention.bindRope(ws.qkv, cache.k[l], cache.v[l], cache.pageTable, ws.positions, ws.slots, ws.attn, ropeFactors) : undefined,
+        serialSplit: this.serialSplit && {
+          attention: this.k.attention.bindSerialSplit(ws.qkv, cache.k[l], cache.v[l], cache.pageTable, ws.positions, ws.slots, ws.attn, this.serialSplit.partials, this.serialSplit.counters),
+          quantized: attnQ8 && this.k.attention.bindSerialSplit(ws.qkv, cache.k[l], cache.v[l], cache.pageTable, ws.positions, ws.slots, attnQ8, this.serialSplit.partials, this.serialSplit.counters),
+        },
         split: this.attnSplit && {
           attention: this.k.attention.bind(ws.qkv, cache.k[l], cache.v[l], cache.pageTable, ws.positions, ws.slots, this.attnSplit.partials),
           attentionRope: this.k.attention.bindRope(ws.qkv, cache.k[l], cache.v[l], cache.pageTable, ws.positions, ws.slots, this.attnSplit.partials, ropeFactors),
@@ -668,8 +683,9 @@ export class Transformer implements StepRunner {
     // Attention splits positions (flash-decoding) by the step's longest span; a pruned last layer's
     // rows are some of the step's, so the same span bounds them (its split is chosen for its R rows).
     let span = 0;
-    if (this.attnSplit) for (let i = 0; i < T; i++) span = Math.max(span, this.positions[i] + 1);
-    const splitsOf = (n: number) => (this.attnSplit ? k.attention.splitsFor(n, cfg.nHeads, hd, span, this.splitAttentionFrom) : 1);
+    if (this.attnSplit || this.serialSplit) for (let i = 0; i < T; i++) span = Math.max(span, this.positions[i] + 1);
+    const splitsOf = (n: number) =>
+      this.attnSplit ? k.attention.splitsFor(n, cfg.nHeads, hd, span, this.splitAttentionFrom) : this.serialSplit && n <= this.maxRowsPerStep ? k.attention.serialSplitsFor(n, cfg.nHeads, cfg.nKvHeads, hd, span, this.splitAttentionFrom) : 1;
     const splitsAll = splitsOf(T);
     const tiled = this.tiledAttention && T >= TILED_ATTENTION_MIN_TOKENS && T >= TILED_ATTENTION_RUN * this.sequenceRuns(T);
     const splitsPruned = prune ? splitsOf(R) : 1;
@@ -691,9 +707,11 @@ export class Transformer implements StepRunner {
       const mirrored = mirror && !pruned ? mirror : undefined;
       if (pruned) k.keepRows.encode(pass, a, this.keepRowsGroup, { rows: R, qDim: cfg.nHeads * hd, qkvStride: S, dim: cfg.dim });
       if (mirrored) this.kvMirror!.encodeLayer(pass, a, l, mirrored);
-      const splits = L.split && !mirrored && !quantizedO ? (pruned ? splitsPruned : splitsAll) : 1;
+      const serialSplit = L.serialSplit && !mirrored && (!quantizedO || L.serialSplit.quantized) ? L.serialSplit : undefined;
+      const splits = (L.split && !quantizedO) || serialSplit ? (mirrored ? 1 : pruned ? splitsPruned : splitsAll) : 1;
       const split = splits > 1 ? L.split : undefined;
-      const attention = mirrored ? this.kvMirror!.attentionGroup(quantizedO?.out ?? this.ws.attn) : rotating ? (split?.attentionRope ?? L.attentionRope!) : (split?.attention ?? quantizedO?.attention ?? L.attention);
+      const serialGroup = splits > 1 && serialSplit ? (quantizedO ? serialSplit.quantized : serialSplit.attention) : undefined;
+      const attention = mirrored ? this.kvMirror!.attentionGroup(quantizedO?.out ?? this.ws.attn) : rotating ? (split?.attentionRope ?? L.attentionRope!) : (serialGroup ?? split?.attention ?? quantizedO?.attention ?? L.attention);
       k.attention.encode(pass, a, attention, {
         tokens: n,
         heads: cfg.nHeads,
@@ -822,6 +840,8 @@ export class Transformer implements StepRunner {
     this.arena.buffer.destroy();
     this.ropeFactorsDummy?.destroy();
     this.attnSplit?.partials.destroy();
+    this.serialSplit?.partials.destroy();
+    this.serialSplit?.counters.destroy();
     this.tailCounter?.destroy();
     this.kvMirror?.destroy();
     this.logitsRead?.destroy();

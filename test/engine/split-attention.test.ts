@@ -8,7 +8,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { WebGpuEngine, EngineOptions } from '../../engine/engine.ts';
-import { expectSameGreedy, gpuKernelsEngine, greedyRun } from '../helpers/engine.ts';
+import { expectSameGreedy, gpuKernelsEngine, greedyRun, testEngine } from '../helpers/engine.ts';
 
 const gpuEngine = (opts: EngineOptions) => gpuKernelsEngine('stories260K.gguf', { contextLength: 512, maxSequences: 2, prefixCache: false, ...opts });
 
@@ -30,5 +30,30 @@ describe('split attention on the GPU kernels (stories260K on SwiftShader as a GP
     // Below the threshold no step splits.
     await greedyRun(split, prompt(40), 3);
     expect(split.stats().lastStepDispatches).toBe(1 + 5 * 5 + 3);
+  });
+});
+
+/**
+ * The same on a CPU rasteriser (attention-serial-split.wgsl, where GpuCaps.orderedAtomics): from 64
+ * positions a decode step's pairs are split over invocations and merged by the last one, with no
+ * dispatch added; the tokens and log-probabilities are the unsplit kernel's.
+ */
+const cpu = await testEngine('stories260K.gguf', { contextLength: 512, maxSequences: 2, prefixCache: false });
+describe.skipIf(!cpu.stats().adapter.includes('llvmpipe'))('split attention on a CPU rasteriser (stories260K on llvmpipe)', () => {
+  const kernels = async (engine: WebGpuEngine, tokens: number[]) => (await engine.profileLastStep({ tokens, maxTokens: 3, temperature: 0, stopAtEndOfGeneration: false })).kernels.map((k) => k.label);
+
+  it('decoding past 64 positions gives the unsplit tokens and log-probabilities in as many dispatches, splitting only there', async () => {
+    const whole = await testEngine('stories260K.gguf', { contextLength: 512, maxSequences: 2, prefixCache: false, splitAttentionFrom: false });
+    const base = cpu.tokenizer.encode('Once upon a time, there was a little girl named Lily. She loved to play outside in the sun.');
+    const prompt = (n: number) => Array.from({ length: n }, (_, i) => base[i % base.length]);
+    const run = (engine: WebGpuEngine) => Promise.all([300, 120].map((n) => greedyRun(engine, prompt(n), 24)));
+    // The heads go to the O product as int8 (llama.cpp's activation quantization): a sum in another order
+    // may round a value to its neighbouring quant, so log-probabilities are held to 1e-3, not 1e-4.
+    expectSameGreedy(await run(cpu), await run(whole), 1e-3);
+    expect((await kernels(cpu, prompt(300))).some((l) => l.startsWith('attention-serial-split'))).toBe(true);
+    const dispatches = cpu.stats().lastStepDispatches;
+    expect((await kernels(whole, prompt(300))).some((l) => l.startsWith('attention-serial-split'))).toBe(false);
+    expect(whole.stats().lastStepDispatches).toBe(dispatches);
+    expect((await kernels(cpu, prompt(40))).some((l) => l.startsWith('attention-serial-split'))).toBe(false);
   });
 });
