@@ -99,7 +99,7 @@ export interface EngineOptions {
    * merges their sums in a combine pass (flash-decoding; AttentionKernel.splitsFor) once its longest
    * sequence attends to at least this many positions (default 256); false never splits. A decode token's
    * few heads are otherwise a few workgroups, each walking every position. On llvmpipe, decode-sized
-   * steps (up to maxSequences tokens) split from 64 positions by default, over invocations whose last
+   * steps (up to maxSequences tokens) split from 128 positions by default, over invocations whose last
    * merges them, with no dispatch added (AttentionKernel.serialSplitsFor, attention-serial-split.wgsl).
    */
   splitAttentionFrom?: number | false;

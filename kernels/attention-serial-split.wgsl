@@ -42,9 +42,11 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   let per_token = params.heads / $ROWSu;
   let splits = params.splits;
   if (item >= params.tokens * per_token * splits) { return; }
-  // Splits of one pair are neighbouring invocations.
-  let pair = item / splits;
-  let split = item % splits;
+  // Split s of every pair, then split s + 1: the pairs' last splits share the last SIMD instructions,
+  // whose lanes then merge their pairs side by side instead of one after another.
+  let pairs = params.tokens * per_token;
+  let pair = item % pairs;
+  let split = item / pairs;
   let t = pair / per_token;
   let h0 = (pair % per_token) * $ROWSu;
   let kh = kv_head(h0);

@@ -34,7 +34,7 @@ describe('split attention on the GPU kernels (stories260K on SwiftShader as a GP
 });
 
 /**
- * The same on a CPU rasteriser (attention-serial-split.wgsl, where GpuCaps.orderedAtomics): from 64
+ * The same on a CPU rasteriser (attention-serial-split.wgsl, where GpuCaps.orderedAtomics): from 128
  * positions a decode step's pairs are split over invocations and merged by the last one, with no
  * dispatch added; the tokens and log-probabilities are the unsplit kernel's.
  */
@@ -42,7 +42,7 @@ const cpu = await testEngine('stories260K.gguf', { contextLength: 512, maxSequen
 describe.skipIf(!cpu.stats().adapter.includes('llvmpipe'))('split attention on a CPU rasteriser (stories260K on llvmpipe)', () => {
   const kernels = async (engine: WebGpuEngine, tokens: number[]) => (await engine.profileLastStep({ tokens, maxTokens: 3, temperature: 0, stopAtEndOfGeneration: false })).kernels.map((k) => k.label);
 
-  it('decoding past 64 positions gives the unsplit tokens and log-probabilities in as many dispatches, splitting only there', async () => {
+  it('decoding past 128 positions gives the unsplit tokens and log-probabilities in as many dispatches, splitting only there', async () => {
     const whole = await testEngine('stories260K.gguf', { contextLength: 512, maxSequences: 2, prefixCache: false, splitAttentionFrom: false });
     const base = cpu.tokenizer.encode('Once upon a time, there was a little girl named Lily. She loved to play outside in the sun.');
     const prompt = (n: number) => Array.from({ length: n }, (_, i) => base[i % base.length]);

@@ -106,20 +106,23 @@ describe.skipIf(!ctx.caps.orderedAtomics)('split attention on CPU rasterisers', 
     expect(await readU32(ctx, direct, words)).toEqual(await readU32(ctx, viaPass, words));
   });
 
-  it('splits long spans of few pairs into runs of at least 16 positions, up to 32 splits, and nothing under the threshold', () => {
+  it('splits long spans of few pairs into runs of at least 16 positions for about 48 invocations, up to 32 splits, none under 128 positions', () => {
     const att = new AttentionKernel(ctx, 'serial');
     expect(groupedHeads(9, 3, 64)).toBe(3);
-    // SmolLM2-135M decode: 3 invocations a token unsplit. At 519 positions 32 splits (96 invocations); at 80, 5 runs of 16.
-    expect(att.serialSplitsFor(1, 9, 3, 64, 519)).toBe(32);
-    expect(att.serialSplitsFor(1, 9, 3, 64, 80)).toBe(5);
-    // Eight sequences: 24 pairs, 4 splits.
-    expect(att.serialSplitsFor(8, 9, 3, 64, 519)).toBe(4);
-    // Under the engine's threshold (64 by default, or the caller's), or heads that are not whole vec4 pairs: none.
-    expect(att.serialSplitsFor(1, 9, 3, 64, 63)).toBe(1);
+    // SmolLM2-135M decode: 3 invocations a token unsplit. At 519 positions 16 splits; at 160, 10 runs of 16.
+    expect(att.serialSplitsFor(1, 9, 3, 64, 519)).toBe(16);
+    expect(att.serialSplitsFor(1, 9, 3, 64, 160)).toBe(10);
+    // One head a KV head (no grouping): 9 invocations, 5 splits. Eight sequences: 24 invocations, 2 splits.
+    expect(att.serialSplitsFor(1, 9, 9, 64, 519)).toBe(5);
+    expect(att.serialSplitsFor(8, 9, 3, 64, 519)).toBe(2);
+    // Llama-3.2-1B's 32 heads over 8 (2 an invocation): 16 invocations, 3 splits.
+    expect(att.serialSplitsFor(1, 32, 8, 64, 4096)).toBe(3);
+    // Under the engine's threshold (128 by default, or the caller's), or heads that are not whole vec4 pairs: none.
+    expect(att.serialSplitsFor(1, 9, 3, 64, 127)).toBe(1);
     expect(att.serialSplitsFor(1, 9, 3, 64, 519, 1024)).toBe(1);
     expect(att.serialSplitsFor(1, 4, 2, 12, 519)).toBe(1);
     // Many pairs: no split pays.
-    expect(att.serialSplitsFor(96, 9, 3, 64, 519)).toBe(1);
+    expect(att.serialSplitsFor(48, 9, 3, 64, 519)).toBe(1);
     expect(new AttentionKernel(ctx, 'workgroup').serialSplitsFor(1, 9, 3, 64, 519)).toBe(1);
   });
 
