@@ -39,20 +39,29 @@ export interface EngineOptions {
   /** Sequences decoded together (default 8). */
   maxSequences?: number;
   /**
-   * Most tokens in one forward step (default 512 on GPUs, as llama.cpp's physical batch; 96 on software
-   * adapters, where a 64-token step takes about 0.3 s on two cores). On a GPU each step costs the host
-   * 10-15 us a dispatch to encode whatever its tokens (an H200's host: ~3 ms for a SmolLM2-135M prefill
-   * step of 245 dispatches, a quarter of the step's kernels at 256 tokens), so a prompt in fewer steps
-   * pays it fewer times.
+   * Most tokens in one forward step (default 512 on GPUs, as llama.cpp's physical batch; on software
+   * adapters 256 where submit runs the work on this thread (llvmpipe, which yields between segments of
+   * layers), else 96). On a GPU each step costs the host 10-15 us a dispatch to encode whatever its
+   * tokens (an H200's host: ~3 ms for a SmolLM2-135M prefill step of 245 dispatches, a quarter of the
+   * step's kernels at 256 tokens), so a prompt in fewer steps pays it fewer times; on llvmpipe a
+   * 512-token prompt alone took 2.55 s in steps of 64, 2.37 in 128, 2.28 in 192 or 256 (SmolLM2-135M on
+   * the 2-core machine). A step that decodes other sequences keeps to decodingStepTokens.
    */
   maxTokensPerStep?: number;
   /**
    * A prompt longer than a step's room goes in chunks of this many tokens (default maxTokensPerStep; 64
-   * on software adapters); one whose rest fits the room goes whole. On llvmpipe a prompt of 65-80 tokens
-   * then takes one step instead of 64 + a short one (TTFT of 72 tokens: 362-380 -> 325-335 ms, SmolLM2-135M
-   * on the 2-core machine), while a step that carries other sequences' decode rows stays within one chunk.
+   * on SwiftShader); one whose rest fits the room goes whole. A prompt of 65-80 tokens then takes one step
+   * instead of 64 + a short one (TTFT of 72 tokens on llvmpipe: 362-380 -> 325-335 ms, SmolLM2-135M on
+   * the 2-core machine), while a step that carries other sequences' decode rows stays within one chunk.
    */
   prefillChunkTokens?: number;
+  /**
+   * The most tokens of a step that also decodes other sequences (default maxTokensPerStep; 96 on software
+   * adapters where maxTokensPerStep is not given): a long prompt then goes beside running sequences in
+   * steps they can wait for (on llvmpipe about 0.4 s for 96 tokens of SmolLM2-135M, where a step of 256
+   * would hold each of their tokens back about a second).
+   */
+  decodingStepTokens?: number;
   /** GPU memory for the KV cache (default 512 MiB, at least one full-context sequence). */
   kvCacheBytes?: number;
   /** Positions per KV page (default 16). */
@@ -220,9 +229,11 @@ export class WebGpuEngine implements TextEngine {
       );
     }
     const maxSequences = opts.maxSequences ?? 8;
-    const maxTokensPerStep = opts.maxTokensPerStep ?? (selected.caps.software ? 96 : 512);
-    const prefillChunkTokens = Math.min(opts.prefillChunkTokens ?? (selected.caps.software && opts.maxTokensPerStep === undefined ? 64 : maxTokensPerStep), maxTokensPerStep);
-    for (const [name, v] of [['maxTokensPerStep', maxTokensPerStep], ['prefillChunkTokens', prefillChunkTokens]] as const) {
+    const softwareSteps = selected.caps.software && opts.maxTokensPerStep === undefined;
+    const maxTokensPerStep = opts.maxTokensPerStep ?? (selected.caps.software ? (selected.blockingSubmit ? 256 : 96) : 512);
+    const prefillChunkTokens = Math.min(opts.prefillChunkTokens ?? (softwareSteps && !selected.blockingSubmit ? 64 : maxTokensPerStep), maxTokensPerStep);
+    const decodingStepTokens = Math.min(opts.decodingStepTokens ?? (softwareSteps ? 96 : maxTokensPerStep), maxTokensPerStep);
+    for (const [name, v] of [['maxTokensPerStep', maxTokensPerStep], ['prefillChunkTokens', prefillChunkTokens], ['decodingStepTokens', decodingStepTokens]] as const) {
       if (!Number.isInteger(v) || v < 1) throw new Error(`${name} must be a positive whole number (got ${v})`);
     }
     const pageSize = opts.pageSize ?? 16;
@@ -240,7 +251,7 @@ export class WebGpuEngine implements TextEngine {
       budgetBytes: Math.max(opts.kvCacheBytes ?? 512 * 2 ** 20, fullContextBytes + 2 * cfg.nLayers * pageSize * kvDim * valueBytes),
       format: kvFormat,
     });
-    const transformer = new Transformer(ctx, cfg, weights, cache, matrices, { maxTokensPerStep, prefillChunkTokens, maxRowsPerStep: maxSequences, yieldEveryMs: opts.yieldEveryMs, kvMirror: opts.kvMirror, fuseNorms: opts.fuseNorms, splitAttentionFrom: opts.splitAttentionFrom, tiledAttention: opts.tiledAttention }, selected.blockingSubmit ? yieldToHost : undefined);
+    const transformer = new Transformer(ctx, cfg, weights, cache, matrices, { maxTokensPerStep, prefillChunkTokens, decodingStepTokens, maxRowsPerStep: maxSequences, yieldEveryMs: opts.yieldEveryMs, kvMirror: opts.kvMirror, fuseNorms: opts.fuseNorms, splitAttentionFrom: opts.splitAttentionFrom, tiledAttention: opts.tiledAttention }, selected.blockingSubmit ? yieldToHost : undefined);
     transformer.pruneLastLayer = opts.pruneLastLayer ?? true;
     await ctx.checkKernels();
     const scheduler = new Scheduler(transformer, cache.allocator, () => cache.syncPageTable(), undefined, {

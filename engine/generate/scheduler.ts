@@ -219,13 +219,18 @@ export class Scheduler {
       budget -= tokens.length;
       this.addRow(seq, last, mask);
     }
-    const chunk = Math.min(r.prefillChunkTokens ?? r.maxTokensPerStep, r.maxTokensPerStep);
+    // A step that decodes other sequences holds at most decodingStepTokens, so they keep their pace
+    // while a long prompt is computed beside them; a step of prompts alone may fill maxTokensPerStep.
+    const decoding = this.rowSeq.length > 0;
+    const room = decoding ? Math.min(r.decodingStepTokens ?? r.maxTokensPerStep, r.maxTokensPerStep) : r.maxTokensPerStep;
+    budget -= r.maxTokensPerStep - room;
+    const chunk = Math.min(r.prefillChunkTokens ?? r.maxTokensPerStep, room);
     for (const seq of [...this.running]) {
-      if (!seq.inPrefill || seq.aborted || budget === 0) continue;
+      if (!seq.inPrefill || seq.aborted || budget <= 0) continue;
       // The rest of a prompt where it fits the step; else a chunk, within the chunk size less what the
       // step already holds, so a step is never longer than one chunk and its decode rows.
       const rest = seq.prompt.length - seq.cached;
-      const n = rest <= budget ? rest : Math.min(rest, chunk - (r.maxTokensPerStep - budget));
+      const n = rest <= budget ? rest : Math.min(rest, chunk - (room - budget));
       if (n <= 0) continue;
       const endsPrompt = seq.cached + n === seq.prompt.length;
       if (endsPrompt && (this.rowSeq.length >= r.maxRowsPerStep || !this.hold(seq))) continue;
@@ -247,7 +252,7 @@ export class Scheduler {
       seq.pendingWrite = n;
       if (endsPrompt) this.addRow(seq, last, mask);
     }
-    return budget < r.maxTokensPerStep;
+    return budget < room;
   }
 
   /**

@@ -32,6 +32,11 @@ export interface StepRunner {
    * leaving a short last chunk, which costs nearly a whole step of its own.
    */
   readonly prefillChunkTokens?: number;
+  /**
+   * The most tokens of a step that carries other sequences' decode rows (default maxTokensPerStep), so a
+   * long prompt beside them is computed in steps they can wait for.
+   */
+  readonly decodingStepTokens?: number;
   readonly maxRowsPerStep: number;
   /** Start filling a new step. */
   begin(): void;

@@ -195,6 +195,7 @@ export class Transformer implements StepRunner {
 
   readonly maxTokensPerStep: number;
   readonly prefillChunkTokens: number;
+  readonly decodingStepTokens: number;
   readonly maxRowsPerStep: number;
   /** The fewest positions a step's longest attention span has for attention to split them (Infinity: never). */
   private readonly splitAttentionFrom: number;
@@ -210,7 +211,7 @@ export class Transformer implements StepRunner {
     private readonly weights: ModelWeights,
     private readonly cache: PagedKvCache,
     private readonly matrices: MatrixKernels,
-    limits: { maxTokensPerStep: number; prefillChunkTokens?: number; maxRowsPerStep: number; yieldEveryMs?: number; kvMirror?: boolean | KvMirrorOptions; fuseNorms?: boolean; splitAttentionFrom?: number | false; tiledAttention?: boolean },
+    limits: { maxTokensPerStep: number; prefillChunkTokens?: number; decodingStepTokens?: number; maxRowsPerStep: number; yieldEveryMs?: number; kvMirror?: boolean | KvMirrorOptions; fuseNorms?: boolean; splitAttentionFrom?: number | false; tiledAttention?: boolean },
     /**
      * Where `queue.submit` runs the work before it returns (llvmpipe through Dawn's OpenGL ES backend), a
      * step is submitted in segments of layers (sized by SegmentPlanner) and this is awaited in between,
@@ -223,6 +224,7 @@ export class Transformer implements StepRunner {
     this.fuseGluUpTo = matrices.fuseGluUpTo;
     this.maxTokensPerStep = limits.maxTokensPerStep;
     this.prefillChunkTokens = limits.prefillChunkTokens ?? limits.maxTokensPerStep;
+    this.decodingStepTokens = limits.decodingStepTokens ?? limits.maxTokensPerStep;
     this.maxRowsPerStep = limits.maxRowsPerStep;
     const ws = (this.ws = new Workspace(ctx, cfg, limits.maxTokensPerStep, limits.maxRowsPerStep));
     this.k = {

@@ -1,7 +1,7 @@
 /**
- * How a prompt is cut into steps (EngineOptions.maxTokensPerStep, prefillChunkTokens): a prompt whose rest
- * fits a step's room goes whole, a longer one in chunks, and a step that carries another prompt stays
- * within one chunk. Steps counted on the real engine; the greedy tokens do not depend on the cut.
+ * How a prompt is cut into steps (EngineOptions.maxTokensPerStep, prefillChunkTokens, decodingStepTokens): a
+ * prompt whose rest fits a step's room goes whole, a longer one in chunks, a step that carries another
+ * prompt stays within one chunk, and one that decodes other sequences within decodingStepTokens. Steps counted on the real engine; the greedy tokens do not depend on the cut.
  */
 import { describe, expect, it } from 'vitest';
 import { testEngine, greedyRun } from '../helpers/engine.ts';
@@ -32,8 +32,29 @@ describe('prefill chunks', () => {
     for (const n of [20, 40]) expect((await greedyRun(engine, prompt(n), 6)).tokens).toEqual((await greedyRun(plain, prompt(n), 6)).tokens);
   });
 
+  it('keeps a step that decodes other sequences within decodingStepTokens; prompts alone fill the step', async () => {
+    const engine = await testEngine('stories260K.gguf', { maxTokensPerStep: 24, decodingStepTokens: 10, prefixCache: false, maxSequences: 2 });
+    expect(await prefillSteps(engine, [prompt(40)])).toBe(2); // alone: 24, then 16
+    // Beside a sequence that decodes in every step, each step takes 10 - 1 = 9 of the prompt's tokens.
+    const decoding = engine.generate({ tokens: prompt(4, 3), maxTokens: 60, temperature: 0, stopAtEndOfGeneration: false });
+    const chunks = decoding[Symbol.asyncIterator]();
+    await chunks.next(); // its first token: it decodes from here on
+    const before = engine.stats().steps.count;
+    await engine.generate({ tokens: prompt(40), maxTokens: 1, temperature: 0, stopAtEndOfGeneration: false }).result;
+    expect(engine.stats().steps.count - before).toBeGreaterThanOrEqual(5); // ceil(40 / 9)
+    await decoding.result;
+  });
+
+  it('on llvmpipe by default, a prompt alone goes in steps of 256 tokens, beside decoding sequences in steps of 96', async () => {
+    const engine = await testEngine('stories260K.gguf', { prefixCache: false, maxSequences: 2 });
+    const llvmpipe = engine.stats().adapter === 'llvmpipe';
+    // SwiftShader (no blocking submit) keeps steps of 96 and chunks of 64.
+    expect(await prefillSteps(engine, [prompt(300)])).toBe(llvmpipe ? 2 : 5);
+  });
+
   it('refuses a chunk size that is not a positive whole number', async () => {
     await expect(testEngine('stories260K.gguf', { prefillChunkTokens: 0 })).rejects.toThrow(/prefillChunkTokens must be a positive whole number \(got 0\)/);
     await expect(testEngine('stories260K.gguf', { maxTokensPerStep: 2.5 })).rejects.toThrow(/maxTokensPerStep must be a positive whole number/);
+    await expect(testEngine('stories260K.gguf', { decodingStepTokens: -1 })).rejects.toThrow(/decodingStepTokens must be a positive whole number \(got -1\)/);
   });
 });
