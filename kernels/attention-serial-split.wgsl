@@ -10,7 +10,7 @@
 // decode products' tails rely on the same, matvec-tail.wgsl).
 //
 // Template: a line containing `$r` is written once per query head of the group (kernels/unroll.ts; one
-// head where the group is 1), a line containing `$p` once per vec4 pair of a head, `$q` for an odd one.
+// head where the group is 1); the walk over its run of positions is attention-serial-walk.wgsl.
 
 // WG, HV and MAX_HEAD_VEC come with attention-io-vec4.wgsl, store_head with the output's file.
 
@@ -67,25 +67,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
     qv$r[d] = q[qb + $ru * hv + d];
     acc$r[d] = vec4f();
   }
-  var m$r = -3.4e38;
-  var l$r = 0.0;
-  for (var p = first; p <= last; p++) {
-    let base = kv_row(seq, p) * kv_vec + kh * hv;
-    var s4$r = vec4f();
-    { let k = k_pair(base, 2u * $pu); s4$r += qv$r[2u * $pu] * k[0]; s4$r += qv$r[2u * $pu + 1u] * k[1]; }
-    s4$r += qv$r[HV - 1u] * k_one(base, HV - 1u); // odd head ($q)
-    var s$r = (s4$r.x + s4$r.y + s4$r.z + s4$r.w) * params.scale;
-    if (params.softcap > 0.0) {
-      s$r = params.softcap * tanh(s$r / params.softcap);
-    }
-    let m_new$r = max(m$r, s$r);
-    let rescale$r = exp(m$r - m_new$r);
-    let w$r = exp(s$r - m_new$r);
-    l$r = l$r * rescale$r + w$r;
-    { let v = v_pair(base, 2u * $pu); acc$r[2u * $pu] = acc$r[2u * $pu] * rescale$r + w$r * v[0]; acc$r[2u * $pu + 1u] = acc$r[2u * $pu + 1u] * rescale$r + w$r * v[1]; }
-    acc$r[HV - 1u] = acc$r[HV - 1u] * rescale$r + w$r * v_one(base, HV - 1u); // odd head ($q)
-    m$r = m_new$r;
-  }
+  // walk
   let pb$r = ((t * params.heads + h0 + $ru) * splits + split) * (HV + 1u);
   for (var d = 0u; d < HV; d++) { partials[pb$r + d] = acc$r[d]; }
   partials[pb$r + HV] = vec4f(m$r, l$r, 0.0, 0.0);

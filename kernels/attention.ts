@@ -21,7 +21,7 @@ import angle from './rope-angle.wgsl?raw';
 import { writeRopeSettings, type RopeSettings } from './rope.ts';
 import serial from './attention-serial.wgsl?raw';
 import serialGrouped from './attention-serial-grouped.wgsl?raw';
-import serialVec4 from './attention-serial-vec4.wgsl?raw';
+import serialWalk from './attention-serial-walk.wgsl?raw';
 import serialSplit from './attention-serial-split.wgsl?raw';
 import type { ParamArena } from './runtime/arena.ts';
 import type { GpuCaps } from './runtime/caps.ts';
@@ -104,6 +104,12 @@ export function groupedHeads(heads: number, kvHeads: number, headDim: number): n
   return best;
 }
 const BINDINGS = ['read', 'read', 'read', 'read', 'read', 'read', 'write'] as const;
+/** A serial vec4 kernel's template with attention-serial-walk.wgsl where it says `// walk`. */
+function withWalk(template: string): string {
+  const code = template.replace('  // walk\n', serialWalk.split('\n').filter((l) => !l.startsWith('//')).join('\n'));
+  if (code === template) throw new Error('attention: a serial vec4 template has no `// walk` line');
+  return code;
+}
 /** The serial split kernel's: BINDINGS, then the partial sums and the pairs' counters (attention-serial-split.wgsl). */
 const SERIAL_SPLIT_BINDINGS: readonly BindingKind[] = [...BINDINGS, 'write', 'write'];
 /** The kernel that rotates as it attends (attention-parallel-rope.wgsl): the cache written, RoPE's factors last. */
@@ -244,9 +250,11 @@ export class AttentionKernel {
       // A head's pairs written out, not looped: llvmpipe left a loop over the f16 cache's pairs rolled (its
       // body grew with the unpacking), and a rolled loop keeps the head's arrays in memory, 3x slower.
       // Pairs first, then query heads, so each pair's load is followed by every head's use of it.
-      const template = split ? serialSplit : group > 1 ? serialGrouped : serialVec4;
+      // One template for every group size (one head an invocation is a group of one), its walk over the
+      // positions shared with the split kernel.
+      const template = withWalk(split ? serialSplit : serialGrouped);
       const pairs = unrollLines(unrollLines(template, '$p', Math.floor(hv / 2)), '$q', hv % 2);
-      const body = group > 1 || split ? unrollRowsTokens(pairs, group, 1) : pairs;
+      const body = unrollRowsTokens(pairs, group, 1);
       const mirror = kvSource === 'mirror';
       const shape = split ? `split-d${headDim}-g${group}` : group > 1 ? `grouped-d${headDim}-g${group}` : `vec4-d${headDim}`;
       const label = `attention-serial-${shape}${output === 'q8_0' ? '-q8' : ''}${this.kv === 'f16' ? '-kv16' : ''}${mirror ? '-mirror' : ''}`;
