@@ -238,8 +238,9 @@ export class AttentionKernel {
   }
 
   /**
-   * A vec4 kernel (`template`, with query heads `group` to an invocation where grouped) writing `output`,
-   * reading K and V from the paged cache or from a long step's mirror.
+   * A serial vec4 kernel computing `group` query heads an invocation (1: one head) writing `output`,
+   * reading K and V from the paged cache or from a long step's mirror; with `split`, each pair's positions
+   * split over invocations (attention-serial-split.wgsl, the paged cache only).
    */
   private vec4Kernel(headDim: number, output: 'f32' | 'q8_0', group = 1, kvSource: 'pages' | 'mirror' = 'pages', split = false): CompiledKernel {
     const key = `${headDim}/${group}/${output}/${kvSource}/${split}`;
@@ -291,7 +292,8 @@ export class AttentionKernel {
 
   /**
    * Bindings for serial split steps (serialSplitsFor > 1): `bind`'s, then the partial sums
-   * (serialPartialsBytes) and a zeroed counter a (token, head) pair (they are left zeroed).
+   * (serialPartialsBytes for at least the steps' tokens: the kernel writes them unchecked, with the
+   * adapter's robustness off) and a zeroed counter a (token, head) pair (they are left zeroed).
    */
   bindSerialSplit(q: GPUBuffer, kCache: GPUBuffer, vCache: GPUBuffer, pageTable: GPUBuffer, positions: GPUBuffer, tokenSeq: GPUBuffer, out: GPUBuffer, partials: GPUBuffer, counters: GPUBuffer): GPUBindGroup {
     return this.ctx.bindGroup(SERIAL_SPLIT_BINDINGS, [q, kCache, vCache, pageTable, positions, tokenSeq, out, partials, counters], 'attention-serial-split');

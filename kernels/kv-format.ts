@@ -2,7 +2,7 @@
  * How the paged KV cache holds K and V. 'f32': one float per value, what every attention and RoPE/KV-store
  * kernel reads and writes. 'f16': values rounded to half precision and packed in pairs (WGSL's
  * pack2x16float, no shader-f16 needed), read and written only by the CPU rasterisers' vec4 kernels
- * (attention-serial-vec4/-grouped, rope-kv-store-vec4): half the cache memory, and half the loads of
+ * (attention-serial-grouped/-split, rope-kv-store-vec4): half the cache memory, and half the loads of
  * attention's inner loop, where on llvmpipe every storage load is a loop over the SIMD lanes (a 64-token
  * step of SmolLM2-135M at 320 cached positions: attention 96-106 -> 68-94 ms). llama.cpp keeps its KV
  * cache in f16 by default too, so attention reads the values it reads.
