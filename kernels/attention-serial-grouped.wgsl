@@ -11,7 +11,7 @@
 // Template: a line containing `$r` is written once per query head of the group (kernels/unroll.ts); the
 // walk over the token's positions is attention-serial-walk.wgsl.
 
-// WG, POS_CHUNK, HV and MAX_HEAD_VEC come with attention-io-vec4.wgsl.
+// WG, HV and MAX_HEAD_VEC come with attention-io-vec4.wgsl, the walk (and q's load) with attention-serial-walk.wgsl.
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
@@ -21,21 +21,8 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   let t = item / per_token;
   // The invocation's first query head, and the KV head it shares with the rest of its group.
   let h0 = (item % per_token) * $ROWSu;
-  let kh = kv_head(h0);
-  let hv = params.head_dim / 4u;
-  let kv_vec = params.kv_heads * hv;
-  let seq = token_seq[t];
   let last = positions[t];
   let first = first_position(last);
-  // Query head h0 + r reads and writes its own slice.
-  let qb = (params.q_offset + t * params.q_stride) / 4u + h0 * hv;
-
-  var qv$r: array<vec4f, MAX_HEAD_VEC>;
-  var acc$r: array<vec4f, MAX_HEAD_VEC>;
-  for (var d = 0u; d < HV; d++) {
-    qv$r[d] = q[qb + $ru * hv + d];
-    acc$r[d] = vec4f();
-  }
   // walk
   store_head(t, h0 + $ru, &acc$r, l$r);
 }

@@ -49,24 +49,12 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   let split = item / pairs;
   let t = pair / per_token;
   let h0 = (pair % per_token) * $ROWSu;
-  let kh = kv_head(h0);
-  let hv = params.head_dim / 4u;
-  let kv_vec = params.kv_heads * hv;
-  let seq = token_seq[t];
   let token_last = positions[t];
   let token_first = first_position(token_last);
   // Runs of ceil(span / splits) positions: the first split always has some, a later one may have none.
   let run = (token_last - token_first + splits) / splits;
   let first = token_first + split * run;
   let last = min(token_last, first + run - 1u);
-  let qb = (params.q_offset + t * params.q_stride) / 4u + h0 * hv;
-
-  var qv$r: array<vec4f, MAX_HEAD_VEC>;
-  var acc$r: array<vec4f, MAX_HEAD_VEC>;
-  for (var d = 0u; d < HV; d++) {
-    qv$r[d] = q[qb + $ru * hv + d];
-    acc$r[d] = vec4f();
-  }
   // walk
   let pb$r = ((t * params.heads + h0 + $ru) * splits + split) * (HV + 1u);
   for (var d = 0u; d < HV; d++) { partials[pb$r + d] = acc$r[d]; }
