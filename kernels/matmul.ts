@@ -9,13 +9,13 @@ import xBlockQ8 from './matmul-x-block-q8.wgsl?raw';
 import xqBuffer from './matmul-xq-buffer.wgsl?raw';
 import { withTextureX, XTextures } from './matmul-x-texture.ts';
 import xAligned from './matmul-x-aligned.wgsl?raw';
-import { unrollRowsTokens } from './unroll.ts';
+import { unrollRowsTokens, walkSteps } from './unroll.ts';
 import tiles from './matmul-tiles.wgsl?raw';
 import tilesVec4 from './matmul-tiles-vec4.wgsl?raw';
 import tilesDp4a from './matmul-tiles-dp4a.wgsl?raw';
 import { INT8_TILE_TYPES, int8Wgsl } from './int8-weights.ts';
 import tileEdges from './matmul-tiles-edges.wgsl?raw';
-import { BLOCK_WALK_TYPES, deviceLayout } from './quant/layouts.ts';
+import { BLOCK_WALK_TYPES, deviceLayout, walkStep } from './quant/layouts.ts';
 import type { ParamArena } from './runtime/arena.ts';
 import { wgsl, type CompiledKernel, type KernelContext, type KernelSpec } from './runtime/context.ts';
 import { withUniformX, xWindowBytes, XWindows, type XWidth } from './matmul-x-window.ts';
@@ -152,7 +152,7 @@ export class MatMulKernel {
       // Every tiled kernel in two forms: storing four rows of y at once (store4, y as vec4s), and one at
       // a time for a dispatch whose y offset, stride or rows are not multiples of 4 (label suffix -y1).
       const source = (t: number, y4: boolean, xTexture = false) => {
-        const unrolled = unrollRowsTokens(withStoreWidth(blocks ? regsBlocks : regs, y4), rows, t);
+        const unrolled = unrollRowsTokens(blocks ? walkSteps(withStoreWidth(regsBlocks, y4), walkStep(type), t) : withStoreWidth(regs, y4), rows, t);
         return blocks ? wgsl(unrolled, this.xq8 ? (xTexture ? xBlockQ8 : wgsl(xBlockQ8, xqBuffer)) : xBlockF32) : unrolled;
       };
       const forY = (y4: boolean) => ({ common: y4 ? withVec4Y(common) : common, decode: y4 ? wgsl(layout, store.code4) : decode, suffix: y4 ? '' : '-y1' });

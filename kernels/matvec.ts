@@ -16,10 +16,10 @@ import xNorm from './matvec-x-norm.wgsl?raw';
 import xPlain from './matvec-x-plain.wgsl?raw';
 import { checkTailParams, tailCode, tailConstants } from './matvec-tail.ts';
 import { INT8_TYPES, int8Wgsl } from './int8-weights.ts';
-import { BLOCK_WALK_TYPES, deviceLayout } from './quant/layouts.ts';
+import { BLOCK_WALK_TYPES, deviceLayout, walkStep } from './quant/layouts.ts';
 import type { ParamArena } from './runtime/arena.ts';
 import { wgsl, type CompiledKernel, type KernelContext } from './runtime/context.ts';
-import { unrollRowsTokens } from './unroll.ts';
+import { unrollRowsTokens, walkSteps } from './unroll.ts';
 import { grid2d } from './runtime/grid.ts';
 import type { WeightStore } from './runtime/weights.ts';
 
@@ -156,7 +156,7 @@ export class MatVecKernel {
       // at once where the dispatch's y allows (a decode step 0.86x the time on llvmpipe, SmolLM2-135M
       // Q8_0, 11 of 11 interleaved rounds), else one at a time (label suffix -y1).
       const pair = (y4: boolean) => {
-        const code = blocks ? wgsl(unrollRowsTokens(withStoreWidth(rowsBlocks, y4), BLOCK_ROWS, t), this.xq8 ? wgsl(xBlockQ8, xqBuffer) : xBlockF32) : unrollRowsTokens(rows, 1, t);
+        const code = blocks ? wgsl(unrollRowsTokens(walkSteps(withStoreWidth(rowsBlocks, y4), walkStep(type), t), BLOCK_ROWS, t), this.xq8 ? wgsl(xBlockQ8, xqBuffer) : xBlockF32) : unrollRowsTokens(rows, 1, t);
         const parts = y4 ? [withVec4Y(common), wgsl(layout, store.code4)] : [common, decode];
         const tail = tailCode(opts.tail, store.tailBinding, y4);
         return new XAlignedPair(ctx, (x4) => ({ label: `${label}${y4 || !blocks ? '' : '-y1'}`, code: wgsl(code, parts[0], x4, parts[1], tail), bindings: BINDINGS, constants }), opts.glu);

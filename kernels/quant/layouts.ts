@@ -200,7 +200,7 @@ const LAYOUTS: Partial<Record<GgmlType, GpuWeightLayout>> = {
 };
 
 /**
- * Types whose decoder also provides a whole-block walk (WBlock, w_block, block_dot; quant/block-walk.wgsl)
+ * Types whose decoder also provides a whole-block walk (WALK_STEP, WBlock, w_step, w_step_block, block_dot; quant/block-walk.wgsl)
  * for the CPU rasterisers' products, which then read x quantized to int8 blocks, in the mode llama.cpp's
  * CPU backend quantizes activations for that type.
  */
@@ -210,6 +210,16 @@ export const BLOCK_WALK_TYPES: ReadonlyMap<GgmlType, XqMode> = new Map([
   [GgmlType.Q4_K, 'q8_K'],
   [GgmlType.Q6_K, 'q8_K'],
 ]);
+
+/**
+ * Blocks of 32 a block walk takes a step for `type` (its decoder's WALK_STEP, quant/block-walk.wgsl): the
+ * blocks that share weight words, which a kernel unrolling the step loads once.
+ */
+export function walkStep(type: GgmlType): number {
+  const m = /^const WALK_STEP = (\d+)u;$/m.exec(gpuLayout(type).wgsl);
+  if (!BLOCK_WALK_TYPES.has(type) || !m) throw new Error(`${typeName(type)} has no block walk`);
+  return Number(m[1]);
+}
 
 /** Weight types the GPU kernels can read. */
 export const GPU_WEIGHT_TYPES: readonly GgmlType[] = Object.keys(LAYOUTS).map(Number) as GgmlType[];

@@ -40,7 +40,9 @@ fn w_elem(r: vec2u, i: u32) -> f32 {
 
 // For kernels that walk whole blocks (quant/block-walk.wgsl) -------------------------------------------
 
-// Block b of row r: its scale and its 16 bytes of nibbles; `h` as in q8_0.wgsl.
+// One block a step (block-walk.wgsl): its scale (from the header vec4, as in q8_0.wgsl) and its 16
+// bytes of nibbles.
+const WALK_STEP = 1u;
 alias WState = vec4u;
 
 struct WBlock {
@@ -48,11 +50,12 @@ struct WBlock {
   q: vec4u,
 }
 
-fn w_block(r: vec2u, b: u32, h: ptr<function, WState>) -> WBlock {
-  // The header at every block, not only at every 8th behind a branch: llvmpipe runs a branch as a
-  // masked region, which costs more than the load it skips (a decode step's products 0.95x the time).
+fn w_step(r: vec2u, b: u32, h: ptr<function, WState>) {
   *h = w_ld(r.x + (b >> 3u));
-  return WBlock(header_scale(*h, b), w_ld(r.y + b * W_GROUP));
+}
+
+fn w_step_block(r: vec2u, b: u32, i: u32, h: ptr<function, WState>) -> WBlock {
+  return WBlock(header_scale(*h, b + i), w_ld(r.y + (b + i) * W_GROUP));
 }
 
 // sum((q - 8) x) = sum(q x) - 8 sum(x): the nibbles (0..15) dotted as they are, the offset taken once

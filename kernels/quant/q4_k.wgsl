@@ -9,17 +9,25 @@ fn w_row(n: u32, k: u32) -> vec2u {
   return vec2u((n / W_GROUP) * W_GROUP * (k / 256u) * 9u + (n % W_GROUP) * 9u);
 }
 
+// The 6-bit scales and mins of a block whose first vec4 is `h`, a byte each: (scales of sub-blocks 0-3,
+// mins 0-3, scales 4-7, mins 4-7). ggml's get_scale_min_k4, done on whole words: sub-blocks 0-3 take the
+// low 6 bits of bytes 0-3 (scales) and 4-7 (mins); 4-7 take nibbles of bytes 8-11 and the top 2 bits of
+// bytes 0-7.
+fn q4k_scale_words(h: vec4u) -> vec4u {
+  return vec4u(
+    h.y & 0x3f3f3f3fu,
+    h.z & 0x3f3f3f3fu,
+    (h.w & 0x0f0f0f0fu) | (((h.y >> 6u) & 0x03030303u) << 4u),
+    ((h.w >> 4u) & 0x0f0f0f0fu) | (((h.z >> 6u) & 0x03030303u) << 4u),
+  );
+}
+
 // (d * scale, dmin * min) of sub-blocks j and j+1 (j even) of a block whose first vec4 is `h`, as
-// (scale_j, min_j, scale_j+1, min_j+1). ggml's get_scale_min_k4, done on whole words: sub-blocks 0-3
-// take the low 6 bits of bytes 0-3 (scales) and 4-7 (mins); 4-7 take nibbles of bytes 8-11 and the
-// top 2 bits of bytes 0-7.
+// (scale_j, min_j, scale_j+1, min_j+1).
 fn q4k_scales(h: vec4u, j: u32) -> vec4f {
-  var sc = h.y & 0x3f3f3f3fu;
-  var mn = h.z & 0x3f3f3f3fu;
-  if (j >= 4u) {
-    sc = (h.w & 0x0f0f0f0fu) | (((h.y >> 6u) & 0x03030303u) << 4u);
-    mn = ((h.w >> 4u) & 0x0f0f0f0fu) | (((h.z >> 6u) & 0x03030303u) << 4u);
-  }
+  let words = q4k_scale_words(h);
+  let sc = select(words.x, words.z, j >= 4u);
+  let mn = select(words.y, words.w, j >= 4u);
   let sh = (j & 3u) * 8u;
   let dm = unpack2x16float(h.x);
   let v = vec4f(vec4u(sc >> sh, mn >> sh, sc >> (sh + 8u), mn >> (sh + 8u)) & vec4u(0xffu));
@@ -59,14 +67,20 @@ fn w_elem(r: vec2u, i: u32) -> f32 {
 
 // For kernels that walk whole blocks (quant/block-walk.wgsl): a walk's "block" is a 32-element sub-block.
 
-// A sub-block's loads and unpacking: the block's header vec4, its sub-block pair's two quant vec4s (low
-// nibbles: the even sub-block, high: the odd) and (d * scale, dmin * min) of both; all are loaded again
-// at every sub-block (w_block).
+// A step (block-walk.wgsl) is the block's 8 sub-blocks: its header vec4 loaded once, every (d * scale,
+// dmin * min) unpacked from it at once, and each sub-block pair's two quant vec4s (low nibbles: the even
+// sub-block, high: the odd) loaded at the pair's even sub-block: 9 loads for 8 sub-blocks, where walking
+// them one at a time loaded 3 each. The load sits behind `i`'s parity, which folds away where the kernel
+// writes the step out (i a literal); where it loops over the step, it is a masked region.
+const WALK_STEP = 8u;
+
 struct WState {
-  h: vec4u,
+  dlo: vec4f,
+  dhi: vec4f,
+  mlo: vec4f,
+  mhi: vec4f,
   q0: vec4u,
   q1: vec4u,
-  sm: vec4f,
 }
 
 struct WBlock {
@@ -77,19 +91,28 @@ struct WBlock {
   shift: u32,
 }
 
-fn w_block(r: vec2u, b: u32, s: ptr<function, WState>) -> WBlock {
-  // Header and the sub-block pair's quants at every block, not only where they change behind branches:
-  // llvmpipe runs a branch as a masked region, which costs more than the loads it skips (a decode
-  // step's products 0.95x the time).
-  let j = b & 7u;
-  let base = r.y + (b >> 3u) * 9u * W_GROUP;
-  let pair = j & 6u;
-  (*s).h = w_ld(base);
-  (*s).sm = q4k_scales((*s).h, pair);
-  (*s).q0 = w_ld(base + 1u + pair);
-  (*s).q1 = w_ld(base + 2u + pair);
-  let odd = (j & 1u) == 1u;
-  return WBlock(select((*s).sm.x, (*s).sm.z, odd), select((*s).sm.y, (*s).sm.w, odd), (*s).q0, (*s).q1, select(0u, 4u, odd));
+fn q4k_bytes(v: u32) -> vec4f {
+  return vec4f((vec4u(v) >> vec4u(0u, 8u, 16u, 24u)) & vec4u(0xffu));
+}
+
+fn w_step(r: vec2u, b: u32, s: ptr<function, WState>) {
+  let h = w_ld(r.y + (b >> 3u) * 9u * W_GROUP);
+  let words = q4k_scale_words(h);
+  let dm = unpack2x16float(h.x);
+  (*s).dlo = q4k_bytes(words.x) * dm.x;
+  (*s).mlo = q4k_bytes(words.y) * dm.y;
+  (*s).dhi = q4k_bytes(words.z) * dm.x;
+  (*s).mhi = q4k_bytes(words.w) * dm.y;
+}
+
+fn w_step_block(r: vec2u, b: u32, i: u32, s: ptr<function, WState>) -> WBlock {
+  if ((i & 1u) == 0u) {
+    let base = r.y + (b >> 3u) * 9u * W_GROUP;
+    (*s).q0 = w_ld(base + 1u + i);
+    (*s).q1 = w_ld(base + 2u + i);
+  }
+  let hi = i >= 4u;
+  return WBlock(select((*s).dlo, (*s).dhi, hi)[i & 3u], select((*s).mlo, (*s).mhi, hi)[i & 3u], (*s).q0, (*s).q1, select(0u, 4u, (i & 1u) == 1u));
 }
 
 // sum((d q - m) x) = d sum(q x) - m sum(x), the min taken once per sub-block from x's sum.

@@ -18,8 +18,15 @@ fn q6k_scale(v: u32, j: u32, d: f32) -> f32 {
   return d * f32(extractBits(bitcast<i32>(v), (j % 4u) * 8u, 8u));
 }
 
+// The 6-bit quants (0..63) of four bytes: each byte's low nibble from `lo`, its two high bits from the low
+// bits of `hi`'s byte, joined in one word before the bytes are split.
+fn q6k_quants(lo: u32, hi: u32) -> vec4f {
+  let q = (lo & 0x0f0f0f0fu) | ((hi & 0x03030303u) << 4u);
+  return vec4f((vec4u(q) >> vec4u(0u, 8u, 16u, 24u)) & vec4u(63u));
+}
+
 fn q6k_col(lo: u32, hi: u32) -> vec4f {
-  return w_lo4(lo) + vec4f(((vec4u(hi) >> vec4u(0u, 8u, 16u, 24u)) & vec4u(3u)) << vec4u(4u)) - 32.0;
+  return q6k_quants(lo, hi) - 32.0;
 }
 
 fn w_unit(r: vec2u, u: u32) -> mat4x4f {
@@ -77,12 +84,15 @@ fn w_elem(r: vec2u, i: u32) -> f32 {
 // For kernels that walk whole blocks (quant/block-walk.wgsl): a walk's "block" is 32 elements, column g
 // of half h of a 256-element block (two 16-element sub-blocks, each with its own scale).
 
-// A 32-element block's loads: the row's header vec4 of d's, the block's d and scale vec4, and the
-// current half's ql (four vec4s) and qh (two), all loaded again at every block (w_block).
+// Four blocks a step (block-walk.wgsl): the four columns of one half, which share its ql (four vec4s)
+// and qh (two) words, loaded once for the four with the block's d and the half's two scale words
+// (before steps, every column loaded all nine vec4s).
+const WALK_STEP = 4u;
+
 struct WState {
-  h: vec4u,
   d: f32,
-  sc: vec4u,
+  s01: u32,
+  s23: u32,
   l0: vec4u,
   l1: vec4u,
   l2: vec4u,
@@ -102,32 +112,36 @@ struct WBlock {
   hsh: u32,
 }
 
-fn w_block(r: vec2u, b: u32, s: ptr<function, WState>) -> WBlock {
-  // Everything the block needs at every block, not only where it changes behind branches: llvmpipe runs
-  // a branch as a masked region, which costs more than the loads it skips (a decode step's products
-  // 0.89x the time, though 8 loads a block instead of 1.6).
+fn w_step(r: vec2u, b: u32, s: ptr<function, WState>) {
   let nb = b >> 3u;
-  let u = b & 7u;
-  let h = u >> 2u;
-  let g = u & 3u;
+  let h = (b >> 2u) & 1u;
   let base = r.y + nb * 13u * W_GROUP;
-  (*s).h = w_ld(r.x + (nb >> 3u));
-  (*s).d = header_scale((*s).h, nb);
-  (*s).sc = w_ld(base + 12u);
+  (*s).d = header_scale(w_ld(r.x + (nb >> 3u)), nb);
+  // Sub-blocks 8h .. 8h + 3 (columns 0 and 1) have their scales in word 2h, 8h + 4 .. 8h + 7 in 2h + 1.
+  let sc = w_ld(base + 12u);
+  (*s).s01 = select(sc.x, sc.z, h == 1u);
+  (*s).s23 = select(sc.y, sc.w, h == 1u);
   (*s).l0 = w_ld(base + h * 4u);
   (*s).l1 = w_ld(base + h * 4u + 1u);
   (*s).l2 = w_ld(base + h * 4u + 2u);
   (*s).l3 = w_ld(base + h * 4u + 3u);
   (*s).q0 = w_ld(base + 8u + h * 2u);
   (*s).q1 = w_ld(base + 9u + h * 2u);
+}
+
+// Column g = i: its ql words are the half's first or second pair (low or high nibbles), its qh bits 2g.
+fn w_step_block(r: vec2u, b: u32, g: u32, s: ptr<function, WState>) -> WBlock {
   let second = (g & 1u) == 1u;
-  // Sub-blocks 8h + 2g and 8h + 2g + 1: bytes 2g % 4 and (2g + 1) % 4 of scale word 2h + g / 2.
-  let word = (*s).sc[h * 2u + g / 2u];
+  let word = select((*s).s01, (*s).s23, g >= 2u);
   return WBlock(q6k_scale(word, 2u * g, (*s).d), q6k_scale(word, 2u * g + 1u, (*s).d), select((*s).l0, (*s).l2, second), select((*s).l1, (*s).l3, second), (*s).q0, (*s).q1, (g >> 1u) * 4u, g * 2u);
 }
 
+// sum((q - 32) x) = sum(q x) - 32 sum(x) for each 16-element sub-block (x's first and second 16 values):
+// the quants dotted as they are, the offset taken once per sub-block from x's sums (shared by every row
+// an invocation walks). With quantized x every product and sum is an integer below 2^24, so exact.
 fn block_dot(k: WBlock, x: XBlock) -> f32 {
-  let a = dot(q6k_col(k.l0.x >> k.lsh, k.h0.x >> k.hsh), x.lo[0]) + dot(q6k_col(k.l0.y >> k.lsh, k.h0.y >> k.hsh), x.lo[1]) + dot(q6k_col(k.l0.z >> k.lsh, k.h0.z >> k.hsh), x.lo[2]) + dot(q6k_col(k.l0.w >> k.lsh, k.h0.w >> k.hsh), x.lo[3]);
-  let c = dot(q6k_col(k.l1.x >> k.lsh, k.h1.x >> k.hsh), x.hi[0]) + dot(q6k_col(k.l1.y >> k.lsh, k.h1.y >> k.hsh), x.hi[1]) + dot(q6k_col(k.l1.z >> k.lsh, k.h1.z >> k.hsh), x.hi[2]) + dot(q6k_col(k.l1.w >> k.lsh, k.h1.w >> k.hsh), x.hi[3]);
-  return x.d * (k.dlo * a + k.dhi * c);
+  let a = dot(q6k_quants(k.l0.x >> k.lsh, k.h0.x >> k.hsh), x.lo[0]) + dot(q6k_quants(k.l0.y >> k.lsh, k.h0.y >> k.hsh), x.lo[1]) + dot(q6k_quants(k.l0.z >> k.lsh, k.h0.z >> k.hsh), x.lo[2]) + dot(q6k_quants(k.l0.w >> k.lsh, k.h0.w >> k.hsh), x.lo[3]);
+  let c = dot(q6k_quants(k.l1.x >> k.lsh, k.h1.x >> k.hsh), x.hi[0]) + dot(q6k_quants(k.l1.y >> k.lsh, k.h1.y >> k.hsh), x.hi[1]) + dot(q6k_quants(k.l1.z >> k.lsh, k.h1.z >> k.hsh), x.hi[2]) + dot(q6k_quants(k.l1.w >> k.lsh, k.h1.w >> k.hsh), x.hi[3]);
+  let slo = dot(x.lo[0] + x.lo[1] + x.lo[2] + x.lo[3], vec4f(1.0));
+  return x.d * (k.dlo * (a - 32.0 * slo) + k.dhi * (c - 32.0 * (x.s - slo)));
 }

@@ -38,8 +38,10 @@ fn w_elem(r: vec2u, i: u32) -> f32 {
 
 // For kernels that walk whole blocks (quant/block-walk.wgsl) -------------------------------------------
 
-// Block b of row r: its scale and its 32 quants (two vec4s of words). `h` receives the header vec4 of
-// the block's 8 scales (kept in the walk state for the interface block-walk.wgsl shares).
+// One block a step (block-walk.wgsl): the header vec4 of the block's 8 scales, then its 32 quants (two
+// vec4s of words). The header is loaded at every block: walking two blocks a step to share it was slower
+// (the long decode probe 14.3 -> 12.3 GB/s, session 12).
+const WALK_STEP = 1u;
 alias WState = vec4u;
 
 struct WBlock {
@@ -48,11 +50,13 @@ struct WBlock {
   q1: vec4u,
 }
 
-fn w_block(r: vec2u, b: u32, h: ptr<function, WState>) -> WBlock {
-  // The header at every block, not only at every 8th behind a branch: llvmpipe runs a branch as a
-  // masked region, which costs more than the load it skips (a decode step's products 0.91x the time).
+fn w_step(r: vec2u, b: u32, h: ptr<function, WState>) {
   *h = w_ld(r.x + (b >> 3u));
-  return WBlock(header_scale(*h, b), w_quants(r, 2u * b), w_quants(r, 2u * b + 1u));
+}
+
+fn w_step_block(r: vec2u, b: u32, i: u32, h: ptr<function, WState>) -> WBlock {
+  let c = b + i;
+  return WBlock(header_scale(*h, c), w_quants(r, 2u * c), w_quants(r, 2u * c + 1u));
 }
 
 // A block's quants dotted with its x values, times both scales.

@@ -107,7 +107,7 @@ describe('x quantized to int8 blocks for the block-walking products (Q8_0, Q4_0,
     { name: `${typeName(type)} tiled, 19 rows of x`, type, t: 19, kernel: () => new MatMulKernel(ctx, type, 'regs', { xq8: true }) },
     { name: `${typeName(type)} tiled, 40 rows of x (the wide token block)`, type, t: 40, kernel: () => new MatMulKernel(ctx, type, 'regs', { xq8: true }) },
     { name: `${typeName(type)} tiled with 12 weight rows an invocation, 40 rows of x`, type, t: 40, kernel: () => new MatMulKernel(ctx, type, 'regs', { xq8: true, tiledRows: 12 }) },
-    ...[1, 3, 8].map((t) => ({ name: `${typeName(type)} matrix-vector, ${t} row${t > 1 ? 's' : ''} of x`, type, t, kernel: () => new MatVecKernel(ctx, type, t, 'rows', { xq8: true }) })),
+    ...[1, 2, 3, 8].map((t) => ({ name: `${typeName(type)} matrix-vector, ${t} row${t > 1 ? 's' : ''} of x`, type, t, kernel: () => new MatVecKernel(ctx, type, t, 'rows', { xq8: true }) })),
   ]);
   it.each(products)('$name: the product over row shards, with x and y slices and accumulate, is W times the quantized x', async ({ type, t, kernel }) => {
     // K-quant rows are whole 256-element blocks.
