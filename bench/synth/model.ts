@@ -10,11 +10,32 @@ import type { ModelPreset, RopeLlama3Scaling, SynthArchitecture } from './preset
 import { Rng } from './random.ts';
 import { synthesizeVocab } from './vocab.ts';
 
-export const SYNTH_TYPES = { f32: GgmlType.F32, f16: GgmlType.F16, q8_0: GgmlType.Q8_0, q4_0: GgmlType.Q4_0 } as const;
+/** The type of the big matrices; q4_k_m mixes Q4_K and Q6_K as llama.cpp's Q4_K_M does (mixedType). */
+export const SYNTH_TYPES = { f32: GgmlType.F32, f16: GgmlType.F16, q8_0: GgmlType.Q8_0, q4_0: GgmlType.Q4_0, q4_k_m: GgmlType.Q4_K } as const;
 export type SynthType = keyof typeof SYNTH_TYPES;
 
 /** llama.cpp's general.file_type (LLAMA_FTYPE_*) for each weight type. */
-const FILE_TYPE: Record<SynthType, number> = { f32: 0, f16: 1, q4_0: 2, q8_0: 7 };
+const FILE_TYPE: Record<SynthType, number> = { f32: 0, f16: 1, q4_0: 2, q8_0: 7, q4_k_m: 15 };
+
+const K_QUANTS: ReadonlySet<GgmlType> = new Set([GgmlType.Q4_K, GgmlType.Q6_K]);
+
+/**
+ * llama.cpp's Q4_K_M (llama_tensor_get_type): Q6_K for the output head (the token embedding where it is
+ * tied) and for attn_v and ffn_down in the first and last eighth of the layers and every third between,
+ * Q4_K elsewhere. Most GGUF files people run are this mix, so the bench can time the K-quant kernels
+ * at a real model's proportions.
+ */
+export function mixedType(type: SynthType, name: string, layers: number, tied: boolean): GgmlType {
+  const base = SYNTH_TYPES[type];
+  if (type !== 'q4_k_m') return base;
+  if (name === 'output.weight' || (tied && name === 'token_embd.weight')) return GgmlType.Q6_K;
+  const m = /^blk\.(\d+)\.(attn_v|ffn_down)\.weight$/.exec(name);
+  if (!m) return base;
+  const i = Number(m[1]);
+  const eighth = Math.floor(layers / 8);
+  const moreBits = i < eighth || i >= Math.floor((7 * layers) / 8) || (i - eighth) % 3 === 2;
+  return moreBits ? GgmlType.Q6_K : base;
+}
 
 /** Small enough that activations stay finite through every layer (as in trained models' init). */
 export const WEIGHT_STD = 0.02;
@@ -57,7 +78,7 @@ export interface SynthModel {
 export function synthModel(preset: ModelPreset, type: SynthType, seed: number, presetName = preset.displayName): SynthModel {
   const weightType = SYNTH_TYPES[type];
   if (weightType === undefined) throw new Error(`unknown weight type "${type}" (have: ${Object.keys(SYNTH_TYPES).join(', ')})`);
-  const tensors = tensorTable(preset, weightType);
+  const tensors = tensorTable(preset, type);
   const metadata = modelMetadata(preset, type, seed, presetName);
   return {
     spec: { version: 3, metadata, tensors },
@@ -66,7 +87,7 @@ export function synthModel(preset: ModelPreset, type: SynthType, seed: number, p
 }
 
 /** llama.cpp's tensor names and GGML shapes ([in, out] for matrices); norms, biases and rope factors stay F32 as in real files. */
-function tensorTable(p: ModelPreset, w: GgmlType): SynthTensor[] {
+function tensorTable(p: ModelPreset, w: SynthType): SynthTensor[] {
   const arch = p.architecture ?? 'llama';
   const a = ARCH_LAYOUT[arch];
   if (arch === 'gemma' && !p.tiedEmbeddings) throw new Error('gemma: the output is always the token embedding (tiedEmbeddings: true)');
@@ -74,7 +95,11 @@ function tensorTable(p: ModelPreset, w: GgmlType): SynthTensor[] {
   const kvDim = p.kvHeads * p.headDim;
   const std = p.init?.matrixStd ?? WEIGHT_STD;
   const jitter = p.init?.normJitter ?? 0;
-  const matrix = (name: string, dims: number[], s = std): SynthTensor => ({ name, dims, type: w, init: { kind: 'normal', std: s } });
+  const matrix = (name: string, dims: number[], s = std): SynthTensor => {
+    const type = mixedType(w, name, p.layers, p.tiedEmbeddings);
+    if (K_QUANTS.has(type) && dims[0] % 256 !== 0) throw new Error(`${name}: rows of ${dims[0]} values are no whole number of K-quant blocks (256): this preset cannot be ${w}`);
+    return { name, dims, type, init: { kind: 'normal', std: s } };
+  };
   const norm = (name: string, dims: number[]): SynthTensor => ({ name, dims, type: GgmlType.F32, init: { kind: 'norm', jitter } });
   const bias = (name: string, dims: number[]): SynthTensor => ({ name, dims, type: GgmlType.F32, init: { kind: 'normal', std: p.init?.biasStd ?? std } });
   const t: SynthTensor[] = [matrix('token_embd.weight', [p.dim, p.vocab], p.init?.embeddingStd ?? std)];

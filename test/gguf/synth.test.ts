@@ -145,6 +145,22 @@ describe('presets of real models', () => {
     expect(spec.tensors.find((t) => t.name === 'rope_freqs.weight')).toMatchObject({ dims: [32], type: GgmlType.F32 });
   });
 
+  it("q4_k_m mixes Q4_K and Q6_K as llama.cpp's Q4_K_M: Q6_K for the tied head and for attn_v and ffn_down in the first and last eighth and every third layer between", () => {
+    const { spec } = synthModel(preset('llama-3.2-1b'), 'q4_k_m', 1);
+    const types = new Map(spec.tensors.map((t) => [t.name, typeName(t.type)]));
+    expect(types.get('token_embd.weight')).toBe('Q6_K');
+    const q6Layers = (m: string) => Array.from({ length: 16 }, (_, i) => i).filter((i) => types.get(`blk.${i}.${m}.weight`) === 'Q6_K');
+    // llama.cpp's use_more_bits(i, 16): i < 2, i >= 14, or (i - 2) % 3 == 2.
+    expect(q6Layers('attn_v')).toEqual([0, 1, 4, 7, 10, 13, 14, 15]);
+    expect(q6Layers('ffn_down')).toEqual([0, 1, 4, 7, 10, 13, 14, 15]);
+    for (const m of ['attn_q', 'attn_k', 'attn_output', 'ffn_gate', 'ffn_up']) expect(q6Layers(m)).toEqual([]);
+    expect(types.get('blk.3.ffn_up.weight')).toBe('Q4_K');
+    expect(types.get('blk.3.attn_norm.weight')).toBe('F32');
+    expect([...(spec.metadata as Iterable<readonly [string, unknown]>)].find(([k]) => k === 'general.file_type')?.[1]).toMatchObject({ value: 15 });
+    // SmolLM2's 576-wide rows are no whole number of 256-element K-quant blocks.
+    expect(() => synthModel(preset('smollm2-135m'), 'q4_k_m', 1)).toThrow(/token_embd.weight: rows of 576 values are no whole number of K-quant blocks \(256\): this preset cannot be q4_k_m/);
+  });
+
   it('computes the llama3 rope factors as the converter does', () => {
     const f = llama3RopeFactors(64, 500000, { factor: 32, lowFreqFactor: 1, highFreqFactor: 4, originalContextLength: 8192 });
     expect(f[0]).toBe(1);
