@@ -1,10 +1,11 @@
 // Part of the Q8_0, Q4_0, Q4_K and Q6_K decoders (quant/layouts.ts BLOCK_WALK_TYPES), for the kernels
 // that walk a weight row 32 elements at a time (matvec-rows-blocks.wgsl, matmul-regs-blocks.wgsl). Each
 // decoder provides:
-//   - WALK_STEP: blocks a step, those that share weight words (Q4_K's sub-block pairs, Q6_K's halves);
+//   - WALK_STEP: blocks a step, those that share weight words (Q4_K's 8 sub-blocks, Q6_K's half-blocks);
 //   - w_step(r, b, &state): loads what the step starting at block b (a multiple of WALK_STEP) shares;
-//   - w_step_block(r, b, i, &state) -> WBlock: block b + i of that step (i a literal where the kernel
-//     unrolls the step, so the decoder's choices between the step's blocks fold away);
+//   - w_step_block(r, b, i, &state) -> WBlock: block b + i of that step, called for i = 0, 1, ... in
+//     order after w_step (a decoder may keep words loaded for one block to the next: Q4_K's pairs), i a
+//     literal where the kernel writes the step out, so the decoder's choices between blocks fold away;
 //   - block_dot(k, x): a WBlock dotted with 32 x values (XBlock).
 
 // Scale of block b from a header vec4 holding the scales of blocks b & ~7 .. (b & ~7) + 7.
