@@ -88,6 +88,12 @@ export function tiledShape(headDim: number, group: number): { BQ: number; GQ: nu
   while (bk > 1 && 2 * bk * hv * 16 + rows * bk * 4 + 16 > 16384) bk /= 2;
   return { BQ: bq, GQ: group, BK: bk, TPR: tpr };
 }
+
+/** Workgroups of the prefill kernel for a step of `tokens` (tiles of BQ tokens x KV heads); 0 where tiledShape does not apply. */
+export function tiledWorkgroups(tokens: number, headDim: number, heads: number, kvHeads: number): number {
+  const shape = tiledShape(headDim, heads / kvHeads);
+  return shape ? Math.ceil(tokens / shape.BQ) * kvHeads : 0;
+}
 const COMBINE_BINDINGS: readonly BindingKind[] = ['read', 'write'];
 /**
  * Most vec4s of one head's query and accumulator (head_dim / 4 each) an invocation of the grouped kernel

@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import type { WebGpuEngine, EngineOptions } from '../../engine/engine.ts';
 import { expectSameGreedy, gpuKernelsEngine, greedyRun } from '../helpers/engine.ts';
 
-const gpuEngine = (opts: EngineOptions) => gpuKernelsEngine('stories260K.gguf', { contextLength: 512, maxSequences: 2, prefixCache: false, ...opts });
+const gpuEngine = (opts: EngineOptions) => gpuKernelsEngine('stories260K.gguf', { contextLength: 512, maxSequences: 2, prefixCache: false, tiledAttentionMinWorkgroups: 0, ...opts });
 
 describe('tiled prefill attention on the GPU kernels (stories260K on SwiftShader as a GPU)', () => {
   it('two prompts prefilled together give the untiled tokens and log-probabilities; prefill steps run the tiled kernel, decode steps not', async () => {

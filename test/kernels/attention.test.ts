@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AttentionKernel, groupedHeads, SPLIT_WORKGROUPS, tiledShape } from '../../kernels/attention.ts';
+import { AttentionKernel, groupedHeads, SPLIT_WORKGROUPS, tiledShape, tiledWorkgroups } from '../../kernels/attention.ts';
 import { KvStoreKernel } from '../../kernels/kv-store.ts';
 import { QuantizeXKernel, q8RowVec4s } from '../../kernels/quantize-x.ts';
 import { readF32, readU32, runPass, testContext } from '../helpers/gpu.ts';
@@ -196,6 +196,14 @@ describe('tiled prefill attention', () => {
     expect(tiledShape(12, 2)).toBeUndefined();
     expect(tiledShape(256, 2)).toBeUndefined();
     expect(tiledShape(64, 65)).toBeUndefined();
+  });
+
+  it('a step makes tiles of tokens x KV heads (the engine tiles from 256 of them by default)', () => {
+    // A 512-token step: Llama-3.2-1B 32 tiles x 8 KV heads, SmolLM2-135M 32 x 3 (untiled by default).
+    expect(tiledWorkgroups(512, 64, 32, 8)).toBe(256);
+    expect(tiledWorkgroups(512, 64, 9, 3)).toBe(96);
+    expect(tiledWorkgroups(513, 64, 9, 3)).toBe(99);
+    expect(tiledWorkgroups(512, 12, 4, 2)).toBe(0);
   });
 });
 
