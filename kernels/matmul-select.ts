@@ -57,11 +57,11 @@ export class WeightMatmul {
     return k;
   }
 
-  /** Builds now, at load, the kernels products of k-wide rows will run (MatVecKernel.prepare). */
-  prepare(k: number): void {
+  /** Builds now, at load, the kernels products of n rows of k will run (MatVecKernel.prepare). */
+  prepare(k: number, n: number): void {
     for (let t = 1; t <= matvecUpTo(this.ctx, this.type); t++) {
       const kernel = this.kernelFor(t);
-      if (kernel instanceof MatVecKernel) kernel.prepare(k);
+      if (kernel instanceof MatVecKernel) kernel.prepare(k, n);
     }
   }
 

@@ -9,9 +9,13 @@
 // outputs are rows tn + 16 i (8) x tokens tt + 8 j (4), as in matmul-tiles-vec4.wgsl: per block it loads
 // 16 vec4s of weights and 8 of x from workgroup memory for 256 integer dot products (1 024
 // multiply-adds), where the float tile loads 96 vec4s for as many.
+// BN 64 (a 32 x 64 tile, for small grids): 64 invocations stage the weights and the other 64 quantize x,
+// and each computes rows tn + 16 i for i < 4 only (the float 32 x 64 tile took 4x as long for
+// SmolLM2-135M's small products on an H200).
 
 const BT: u32 = 32u;
-const BN: u32 = 128u;
+override BN: u32 = 128u;
+const BN_MAX: u32 = 128u;
 // Blocks of 32 along k a step stages.
 const KB: u32 = 2u;
 // A staged row's vec4s: two a block, then one of padding (an odd count: a quarter-warp's vec4 loads
@@ -19,9 +23,9 @@ const KB: u32 = 2u;
 const LDQ: u32 = 5u;
 const WG: u32 = 128u;
 
-var<workgroup> wq: array<vec4u, BN * LDQ>;
-var<workgroup> wd: array<f32, BN * KB>;
-var<workgroup> wm: array<f32, BN * KB>;
+var<workgroup> wq: array<vec4u, BN_MAX * LDQ>;
+var<workgroup> wd: array<f32, BN_MAX * KB>;
+var<workgroup> wm: array<f32, BN_MAX * KB>;
 var<workgroup> xq: array<vec4u, BT * LDQ>;
 var<workgroup> xd: array<f32, BT * KB>;
 // Each staged x block's sum of quants.
@@ -51,10 +55,12 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
   // The row this invocation stages (clamped to the last row; zeros past the matrix).
   let wlive = n_base + lid < params.n;
   let wr = w_row(min(n_base + lid, params.n - 1u), params.k);
-  // The x block it quantizes, if lid < 64: token lid / KB, block lid % KB of each step.
-  let xtok = lid / KB;
-  let xblk = lid % KB;
-  let xlive = lid < BT * KB && t_base + xtok < params.t;
+  // The x block it quantizes, if xl < 64: token xl / KB, block xl % KB of each step (xl wraps past
+  // 64 for the invocations staging a 64-row tile's weights).
+  let xl = lid - select(0u, BN, BN < WG);
+  let xtok = xl / KB;
+  let xblk = xl % KB;
+  let xlive = xl < BT * KB && t_base + xtok < params.t;
   let xb = params.x_offset + (t_base + xtok) * params.x_stride + xblk * 32u;
   var acc0 = vec4f();
   var acc1 = vec4f();
@@ -66,17 +72,19 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
   var acc7 = vec4f();
   let steps = (nb + KB - 1u) / KB;
   for (var s = 0u; s < steps; s++) {
-    for (var c = 0u; c < KB; c++) {
-      let b = s * KB + c;
-      let live = wlive && b < nb;
-      let w = w_int8(wr, min(b, nb - 1u));
-      wq[lid * LDQ + 2u * c] = select(vec4u(), w.q0, live);
-      wq[lid * LDQ + 2u * c + 1u] = select(vec4u(), w.q1, live);
-      // Both halves share d and m for the types this tile takes (int8-weights.ts: not Q6_K).
-      wd[lid * KB + c] = select(0.0, w.d.x, live);
-      wm[lid * KB + c] = select(0.0, w.m.x, live);
+    if (lid < BN) {
+      for (var c = 0u; c < KB; c++) {
+        let b = s * KB + c;
+        let live = wlive && b < nb;
+        let w = w_int8(wr, min(b, nb - 1u));
+        wq[lid * LDQ + 2u * c] = select(vec4u(), w.q0, live);
+        wq[lid * LDQ + 2u * c + 1u] = select(vec4u(), w.q1, live);
+        // Both halves share d and m for the types this tile takes (int8-weights.ts: not Q6_K).
+        wd[lid * KB + c] = select(0.0, w.d.x, live);
+        wm[lid * KB + c] = select(0.0, w.m.x, live);
+      }
     }
-    if (lid < BT * KB) {
+    if (xl < BT * KB) {
       var v: array<vec4f, 8>;
       if (xlive && s * KB + xblk < nb) {
         for (var i = 0u; i < 8u; i++) { v[i] = x4(xb + s * KB * 32u + 4u * i); }
@@ -100,12 +108,15 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
       acc1 += row_terms(tn + 16u, c, lo, hi, dx, xsum);
       acc2 += row_terms(tn + 32u, c, lo, hi, dx, xsum);
       acc3 += row_terms(tn + 48u, c, lo, hi, dx, xsum);
-      acc4 += row_terms(tn + 64u, c, lo, hi, dx, xsum);
-      acc5 += row_terms(tn + 80u, c, lo, hi, dx, xsum);
-      acc6 += row_terms(tn + 96u, c, lo, hi, dx, xsum);
-      acc7 += row_terms(tn + 112u, c, lo, hi, dx, xsum);
+      if (BN > 64u) {
+        acc4 += row_terms(tn + 64u, c, lo, hi, dx, xsum);
+        acc5 += row_terms(tn + 80u, c, lo, hi, dx, xsum);
+        acc6 += row_terms(tn + 96u, c, lo, hi, dx, xsum);
+        acc7 += row_terms(tn + 112u, c, lo, hi, dx, xsum);
+      }
     }
     workgroupBarrier();
   }
-  store_tile(t_base + tt, n_base + tn, acc0, acc1, acc2, acc3, acc4, acc5, acc6, acc7);
+  store_rows4(t_base + tt, n_base + tn, acc0, acc1, acc2, acc3);
+  if (BN > 64u) { store_rows4(t_base + tt, n_base + tn + 64u, acc4, acc5, acc6, acc7); }
 }

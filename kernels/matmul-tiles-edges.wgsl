@@ -40,14 +40,16 @@ fn store_tokens(t: u32, n: u32, v: vec4f) {
   }
 }
 
-// An invocation's 8 x 4 outputs in the 128-row tiles: rows n + 16 i (acc_i) for tokens t, t + 8, t + 16, t + 24.
-fn store_tile(t: u32, n: u32, a0: vec4f, a1: vec4f, a2: vec4f, a3: vec4f, a4: vec4f, a5: vec4f, a6: vec4f, a7: vec4f) {
+// Four of an invocation's rows, n + 16 i (a_i), for tokens t, t + 8, t + 16, t + 24.
+fn store_rows4(t: u32, n: u32, a0: vec4f, a1: vec4f, a2: vec4f, a3: vec4f) {
   store_tokens(t, n, a0);
   store_tokens(t, n + 16u, a1);
   store_tokens(t, n + 32u, a2);
   store_tokens(t, n + 48u, a3);
-  store_tokens(t, n + 64u, a4);
-  store_tokens(t, n + 80u, a5);
-  store_tokens(t, n + 96u, a6);
-  store_tokens(t, n + 112u, a7);
+}
+
+// An invocation's 8 x 4 outputs in the 128-row tiles: rows n + 16 i (acc_i) for tokens t, t + 8, t + 16, t + 24.
+fn store_tile(t: u32, n: u32, a0: vec4f, a1: vec4f, a2: vec4f, a3: vec4f, a4: vec4f, a5: vec4f, a6: vec4f, a7: vec4f) {
+  store_rows4(t, n, a0, a1, a2, a3);
+  store_rows4(t, n + 64u, a4, a5, a6, a7);
 }

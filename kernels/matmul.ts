@@ -25,9 +25,10 @@ import type { WeightStore } from './runtime/weights.ts';
 /**
  * regs: register blocks per invocation, no workgroup memory (CPU rasterisers, where barriers are
  * expensive). tiles-vec4: 32-token x 128-row workgroup tiles staged in workgroup memory and read as
- * vec4s along k (GPUs); tiles: 32 x 64 tiles read one float at a time (what tiles-vec4 and tiles-dp4a
- * run for small grids, VEC4_MIN_WORKGROUPS); tiles-dp4a: Q8_0, Q4_0 and Q4_K in the same tile shape, x
- * quantized to int8 as it is staged and summed with dot4I8Packed (GPUs offering it).
+ * vec4s along k (GPUs); tiles: 32 x 64 tiles read one float at a time (what tiles-vec4 runs for small
+ * grids, VEC4_MIN_WORKGROUPS); tiles-dp4a: Q8_0, Q4_0 and Q4_K in the same tile shape, x
+ * quantized to int8 as it is staged and summed with dot4I8Packed (GPUs offering it), and for small grids
+ * in a 32 x 64 tile of its own.
  */
 export type MatMulVariant = 'regs' | 'tiles' | 'tiles-vec4' | 'tiles-dp4a';
 
@@ -108,7 +109,7 @@ export class MatMulKernel {
   private readonly tileN: number;
   private readonly tileT: number;
   readonly variant: MatMulVariant;
-  /** tiles-vec4 and tiles-dp4a: the 32 x 64 tile's kernels for dispatches of small grids (VEC4_MIN_WORKGROUPS). */
+  /** tiles-vec4 and tiles-dp4a: the 32 x 64 tile's kernels (tiles-dp4a's own at 64 rows) for dispatches of small grids (VEC4_MIN_WORKGROUPS). */
   private readonly scalarTiles: XAlignedPair | undefined;
   /** Reads quantized x (ProductOptions.xq8), whose offsets and strides count vec4s. */
   private readonly xq8: boolean;
@@ -139,12 +140,14 @@ export class MatMulKernel {
     if (variant !== 'regs') {
       if (ctx.caps.maxInvocationsPerWorkgroup < 128) throw new Error(`matmul: the ${variant} variant needs 128 invocations per workgroup`);
       if (variant === 'tiles-dp4a' && (!INT8_TILE_TYPES.has(type) || !ctx.caps.packedDot || opts.xq8)) throw new Error(`${label}: the tiles-dp4a variant needs Q8_0, Q4_0 or Q4_K weights and dot4I8Packed, and quantizes x itself`);
-      const pairOf = (v: keyof typeof TILES, name: string) => new XAlignedPair(ctx, (x4) => ({ label: name, code: wgsl(TILES[v].code, tileEdges, common, x4, decode, v === 'tiles-dp4a' ? int8Wgsl(type) : ''), bindings }), opts.glu);
+      const pairOf = (v: keyof typeof TILES, name: string, constants?: Record<string, number>) => new XAlignedPair(ctx, (x4) => ({ label: name, code: wgsl(TILES[v].code, tileEdges, common, x4, decode, v === 'tiles-dp4a' ? int8Wgsl(type) : ''), bindings, constants }), opts.glu);
       this.kernels = pairOf(variant, label);
       this.pairFor = () => this.kernels;
       ({ tileN: this.tileN, tileT: this.tileT } = TILES[variant]);
-      // Built now, with the rest, so no request compiles it on first use.
-      if (variant !== 'tiles') this.scalarTiles = pairOf('tiles', label.replace(variant, 'tiles'));
+      // Built now, with the rest, so no request compiles it on first use. The int8 tile's small grids
+      // keep int8 in a 64-row tile of its own (the float tile's shape).
+      if (variant === 'tiles-dp4a') this.scalarTiles = pairOf(variant, `${label}-n${TILES.tiles.tileN}`, { BN: TILES.tiles.tileN });
+      else if (variant !== 'tiles') this.scalarTiles = pairOf('tiles', label.replace(variant, 'tiles'));
     } else {
       const { WG_T, tokens } = REGS;
       if (!(TILED_ROWS as readonly number[]).includes(rows)) throw new Error(`${label}: the tiled kernel takes ${TILED_ROWS.join(' or ')} weight rows an invocation, not ${rows}`);

@@ -43,9 +43,28 @@ export function matvecVariant(caps: GpuCaps, type?: GgmlType, opts: ProductOptio
   return int8 ? 'dp4a' : 'subgroup';
 }
 
-// The dp4a variant's workgroup: 128 invocations (4 subgroups of 32) over 8 rows, so a workgroup
-// quantizes its x once for 8 rows and a 2048-row product still has 256 workgroups.
+// The dp4a variant's workgroup where dp4aGroup has no rule: 128 invocations (4 subgroups of 32) over 8
+// rows, so a workgroup quantizes its x once for 8 rows and a 2048-row product still has 256 workgroups.
 const DP4A_GROUP = { wg: 128, rows: 8 };
+
+/**
+ * The dp4a variant's workgroup for a one-row product of n weight rows: the most rows a workgroup (so the
+ * fewest workgroups quantizing x, each for itself) that still leave 512 workgroups (384 with the norm
+ * folded in, whose workgroups also sum x's squares). Measured on an H200 (the lab: 16 layers of
+ * Llama-3.2-1B Q8_0 decode products, GB/s of weights; 132 cores): plain, 4 rows (128 invocations, a
+ * subgroup a row) QKV 605, O 459, down 992 against 477, 322, 757 at 8 rows; gate|up (16384 rows) 32 rows
+ * (256 invocations) 1866, 16 rows 1706, 8 rows 1500; the head 32 rows 2302, 8 rows 2150. Norm folded in:
+ * QKV 8 rows 455 (4: 434, 16: 385), gate|up 16 rows 1390 (8: 1212), the head 16 rows 1669 (8: 1491).
+ * Gated products (their workgroups also compute act(gate) * up over all of k) and batches of several
+ * rows of x were not measured and keep DP4A_GROUP.
+ */
+export function dp4aGroup(n: number, t: number, opts: Pick<ProductOptions, 'norm' | 'glu'>): { wg: number; rows: number } {
+  if (t > 1 || opts.glu) return DP4A_GROUP;
+  const [choices, minGroups] = opts.norm ? [[8, 16], 384] : [[4, 8, 16, 32], 512];
+  let rows = choices[0];
+  for (const r of choices) if (Math.ceil(n / r) >= minGroups) rows = r;
+  return { wg: rows > 16 ? 256 : 128, rows };
+}
 
 const WG = 64;
 const LANES = 16;
@@ -89,7 +108,7 @@ export class MatVecKernel {
   private readonly opts: ProductOptions;
   readonly variant: MatVecVariant;
   /** The dp4a variant's kernels, one per k (their workgroup memory holds x's t rows), and its rows per workgroup. */
-  private readonly staged?: { rows: number; byK: Map<number, XAlignedPair | undefined>; build: (k: number) => XAlignedPair | undefined };
+  private readonly staged?: { groupFor: (n: number) => { wg: number; rows: number }; built: Map<string, XAlignedPair | undefined>; build: (k: number, group: { wg: number; rows: number }) => XAlignedPair | undefined };
 
   constructor(
     ctx: KernelContext,
@@ -121,13 +140,13 @@ export class MatVecKernel {
     if (variant === 'dp4a') {
       if (!ctx.caps.subgroups || !ctx.caps.packedDot || !INT8_TYPES.has(type)) throw new Error(`${label}: the dp4a variant needs Q8_0, Q4_0, Q4_K or Q6_K weights, subgroups and dot4I8Packed`);
       if (opts.xq8 || opts.tail || opts.gpuGroup?.units !== undefined) throw new Error(`${label}: the dp4a variant quantizes x itself and takes no tail or units`);
-      const group = opts.gpuGroup ?? DP4A_GROUP;
+      const groupFor = (n: number) => opts.gpuGroup ?? dp4aGroup(n, t, opts);
       const xIn = opts.norm ? dp4aXNorm.replaceAll('NORM_BINDING', String(store.tailBinding - 1)) : dp4aXPlain;
       // Workgroup memory: 44 bytes a block of x (quants, step, its halves' sums of quants) for each of the
       // t rows, and the norm's partial sums (one a subgroup of at least 4 invocations and token).
-      const fits = (k: number) => k % 32 === 0 && (t * k * 44) / 32 + (opts.norm ? 4 * MAX_MATVEC_T * (group.wg / 4) : 0) <= ctx.caps.maxWorkgroupStorage;
-      const build = (k: number) => (fits(k) ? new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(dp4a, common, x4, xIn, int8Wgsl(type), decode), bindings: BINDINGS, constants: { WG: group.wg, ROWS: group.rows, TT: t, XB: (t * k) / 32 } }), opts.glu) : undefined);
-      this.staged = { rows: group.rows, byK: new Map(), build };
+      const fits = (k: number, wg: number) => k % 32 === 0 && (t * k * 44) / 32 + (opts.norm ? 4 * MAX_MATVEC_T * (wg / 4) : 0) <= ctx.caps.maxWorkgroupStorage;
+      const build = (k: number, group: { wg: number; rows: number }) => (fits(k, group.wg) ? new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(dp4a, common, x4, xIn, int8Wgsl(type), decode), bindings: BINDINGS, constants: { WG: group.wg, ROWS: group.rows, TT: t, XB: (t * k) / 32 } }), opts.glu) : undefined);
+      this.staged = { groupFor, built: new Map(), build };
       // A k too wide for workgroup memory runs the float subgroup kernel.
       const fallback = subgroupGroup(ctx.caps);
       this.rowsPerGroup = fallback.rows;
@@ -173,21 +192,24 @@ export class MatVecKernel {
     return this.kernels.aligned;
   }
 
-  /** The dp4a kernel for rows of k values, built on first use (undefined where x's rows would not fit). */
-  private stagedFor(k: number): XAlignedPair | undefined {
+  /** The dp4a kernel for n rows of k values and its rows a workgroup, built on first use (undefined where x's rows would not fit). */
+  private stagedFor(k: number, n: number): { pair: XAlignedPair; rows: number } | undefined {
     if (!this.staged) return undefined;
-    if (!this.staged.byK.has(k)) this.staged.byK.set(k, this.staged.build(k));
-    return this.staged.byK.get(k);
+    const group = this.staged.groupFor(n);
+    const key = `${k}/${group.wg}/${group.rows}`;
+    if (!this.staged.built.has(key)) this.staged.built.set(key, this.staged.build(k, group));
+    const pair = this.staged.built.get(key);
+    return pair && { pair, rows: group.rows };
   }
 
-  /** Builds now, at load, what products of k-wide rows will run (the dp4a variant's kernel for that k). */
-  prepare(k: number): void {
-    this.stagedFor(k);
+  /** Builds now, at load, what products of n rows of k will run (the dp4a variant's kernel for them). */
+  prepare(k: number, n: number): void {
+    this.stagedFor(k, n);
   }
 
   /** Whether products of k-wide rows run the dp4a kernel (a k too wide for its workgroup memory does not). */
-  int8For(k: number): boolean {
-    return this.stagedFor(k) !== undefined;
+  int8For(k: number, n = 1): boolean {
+    return this.stagedFor(k, n) !== undefined;
   }
 
   /** The bind group serves this kernel's every variant; x's binding size must be a multiple of 16 bytes (ctx.storage sizes are). */
@@ -202,9 +224,9 @@ export class MatVecKernel {
       checkTailParams(this.kernel.label, this.opts.tail, p.tail, p.n, p.rowOffset ?? 0, this.rowsPerInvocation);
     }
     const s = writeMatmulParams(arena, p);
-    const staged = this.stagedFor(p.k);
-    const [gx, gy] = grid2d(Math.ceil(p.n / (staged ? this.staged!.rows : this.rowsPerGroup)));
-    const pair = staged ?? this.pairFor(yVec4(p));
+    const staged = this.stagedFor(p.k, p.n);
+    const [gx, gy] = grid2d(Math.ceil(p.n / (staged?.rows ?? this.rowsPerGroup)));
+    const pair = staged?.pair ?? this.pairFor(yVec4(p));
     arena.dispatch(pass, this.xq8 ? pair.aligned : pair.for(p), group, s, gx, gy);
   }
 }

@@ -63,7 +63,7 @@ export function createMatrixKernels(ctx: KernelContext, opts: { tails?: boolean;
     // f32 x that a quantize pass can turn into int8 blocks is read that way (quantized-x-products.ts).
     if (!io.xq8 && quantizedX?.applies(w, io)) return quantizedX.bind(w, x, y, io);
     const mm = productFor(w.type, w.bias !== undefined, io.glu?.activation, io.norm !== undefined, io.xq8);
-    mm.prepare(w.cols);
+    for (const s of w.shards) mm.prepare(w.cols, s.rows);
     // A counter buffer too short for the tail's parts would leave some never run: stale rows, no error.
     if (io.tail && io.tail.buffers[0].size < 4 * tailCounterWords(io.tail.tail, io.tail.params)) throw new Error(`${w.name}: the tail's counter buffer holds ${io.tail.buffers[0].size / 4} words, not the ${tailCounterWords(io.tail.tail, io.tail.params)} its parts need`);
     // The tail runs in the last shard's dispatch, after the others.

@@ -13,7 +13,7 @@ import { dequantize, quantize } from '../../engine/gguf/quant/index.ts';
 import { GgmlType, typeName } from '../../ggml/types.ts';
 import type { ProductOptions } from '../../kernels/matmul-params.ts';
 import { MatMulKernel, matmulVariant } from '../../kernels/matmul.ts';
-import { MatVecKernel, matvecVariant } from '../../kernels/matvec.ts';
+import { dp4aGroup, MatVecKernel, matvecVariant } from '../../kernels/matvec.ts';
 import { planRowShards } from '../../kernels/quant/index.ts';
 import { COMPAT_CAPS } from '../../kernels/runtime/caps.ts';
 import { SwiGluKernel } from '../../kernels/swiglu.ts';
@@ -97,6 +97,40 @@ describe.skipIf(!ctx.caps.subgroups || !ctx.caps.packedDot)('decode products on 
     expect(quantizationError(got, y0, referenceProduct(w, input, t))).toBeLessThan(0.01);
   });
 
+  // The workgroups dp4aGroup picks by a product's rows (4 rows a subgroup each, up to 32 over 256).
+  const groups = [{ wg: 128, rows: 4 }, { wg: 128, rows: 16 }, { wg: 256, rows: 32 }];
+  it.each(groups.flatMap((gpuGroup) => (['plain', 'norm'] as const).map((kind) => ({ gpuGroup, kind }))))('Q8_0, $kind x, one row, $gpuGroup.wg invocations over $gpuGroup.rows rows', async ({ gpuGroup, kind }) => {
+    const [n, k] = [70, 288];
+    const w = randomWeights(GgmlType.Q8_0, n, k, 74);
+    const x = randomF32(k, 75, 2);
+    const g = randomF32(k, 76, 1);
+    const kern = new MatVecKernel(ctx, GgmlType.Q8_0, 1, 'dp4a', { gpuGroup, norm: kind === 'norm' });
+    const by = ctx.storage('y', n * 4);
+    const group = kern.bind(uploadRows(ctx, w), ctx.storage('x', x.byteLength, x), by, kind === 'norm' ? { norm: ctx.storage('g', g.byteLength, g) } : {});
+    await runPass(ctx, (pass, arena) => kern.encode(pass, arena, group, { t: 1, n, k, normEps: EPS }));
+    const input = await inputRows(kind, x, g, 1, k, 0, k, 0);
+    expect(maxRelError(await readF32(ctx, by, n), referenceProduct(w, quantized(input), 1))).toBeLessThan(1e-4);
+  });
+
+  it('picks the most rows a workgroup that leave 512 workgroups (384 with the norm folded in); batches and gated products keep 8', () => {
+    // Llama-3.2-1B's decode products: QKV 3072, O and down 2048, gate|up 16384, head 128256 rows.
+    expect([3072, 2048, 16384, 128256].map((n) => dp4aGroup(n, 1, {}))).toEqual([
+      { wg: 128, rows: 4 },
+      { wg: 128, rows: 4 },
+      { wg: 256, rows: 32 },
+      { wg: 256, rows: 32 },
+    ]);
+    expect([3072, 16384, 128256, 960].map((n) => dp4aGroup(n, 1, { norm: true }))).toEqual([
+      { wg: 128, rows: 8 },
+      { wg: 128, rows: 16 },
+      { wg: 128, rows: 16 },
+      { wg: 128, rows: 8 },
+    ]);
+    expect(dp4aGroup(8192, 1, {})).toEqual({ wg: 128, rows: 16 });
+    expect(dp4aGroup(2048, 1, { glu: 'silu' })).toEqual({ wg: 128, rows: 8 });
+    expect(dp4aGroup(16384, 2, {})).toEqual({ wg: 128, rows: 8 });
+  });
+
   it('a row shard writes its rows of y from its row offset', async () => {
     const [n, k, t] = [40, 256, 2];
     const w = randomWeights(GgmlType.Q8_0, n, k, 71);
@@ -130,20 +164,23 @@ describe.skipIf(!ctx.caps.subgroups || !ctx.caps.packedDot)('decode products on 
 
 describe.skipIf(!ctx.caps.packedDot)('prefill products on int8 x (tiles-dp4a variant)', () => {
   // 288 = 4.5 steps of 64: the last step's second block lies past k. T=37 and 300 rows: partial tiles
-  // both ways; 70 x 300 more than one tile each way.
-  const cases = TILE_TYPES.flatMap(({ type, name }) => [
-    { type, name, kind: 'plain' as const, t: 37, n: 100 },
-    { type, name, kind: 'plain' as const, t: 70, n: 300 },
-    { type, name, kind: 'glu' as const, t: 37, n: 100 },
-  ]);
-  it.each(cases)('$name, $kind x, T=$t, $n rows: W times x quantized as llama.cpp does, added to y', async ({ type, kind, t, n }) => {
+  // both ways; 70 x 300 more than one tile each way. Each in the 128-row tile (forced) and in the 64-row
+  // tile small grids run (these grids are all small).
+  const cases = TILE_TYPES.flatMap(({ type, name }) =>
+    [128, 64].flatMap((tile) => [
+      { type, name, tile, kind: 'plain' as const, t: 37, n: 100 },
+      { type, name, tile, kind: 'plain' as const, t: 70, n: 300 },
+      { type, name, tile, kind: 'glu' as const, t: 37, n: 100 },
+    ]),
+  );
+  it.each(cases)('$name, $tile-row tile, $kind x, T=$t, $n rows: W times x quantized as llama.cpp does, added to y', async ({ type, tile, kind, t, n }) => {
     const k = colsFor(type);
     const up = kind === 'glu' ? k + 4 : 0;
     const [offset, stride] = [8, k + up + 12];
     const w = randomWeights(type, n, k, 80 + t);
     const x = randomF32(offset + t * stride, 81, 2);
     const y0 = randomF32(t * n, 82);
-    const kern = new MatMulKernel(ctx, type, 'tiles-dp4a', { vec4MinWorkgroups: 0, ...(kind === 'glu' ? { glu: 'silu' as const } : {}) });
+    const kern = new MatMulKernel(ctx, type, 'tiles-dp4a', { vec4MinWorkgroups: tile === 128 ? 0 : undefined, ...(kind === 'glu' ? { glu: 'silu' as const } : {}) });
     const by = ctx.storage('y', y0.byteLength, y0);
     const group = kern.bind(uploadRows(ctx, w), ctx.storage('x', x.byteLength, x), by);
     await runPass(ctx, (pass, arena) => kern.encode(pass, arena, group, { t, n, k, xOffset: offset, xStride: stride, accumulate: true, gluUp: up }));
@@ -172,7 +209,7 @@ describe.skipIf(!ctx.caps.packedDot)('prefill products on int8 x (tiles-dp4a var
     expect(maxRelError(await readF32(ctx, by, y0.length), want)).toBeLessThan(1e-4);
   });
 
-  it('a grid of fewer than VEC4_MIN_WORKGROUPS tiles runs the float 32 x 64 tile', async () => {
+  it('a grid of fewer than VEC4_MIN_WORKGROUPS tiles stays on int8 x, in the 64-row tile', async () => {
     const [t, n, k] = [37, 100, 256];
     const w = randomWeights(GgmlType.Q8_0, n, k, 86);
     const x = randomF32(t * k, 87);
@@ -180,8 +217,10 @@ describe.skipIf(!ctx.caps.packedDot)('prefill products on int8 x (tiles-dp4a var
     const by = ctx.storage('y', t * n * 4);
     const group = kern.bind(uploadRows(ctx, w), ctx.storage('x', x.byteLength, x), by);
     await runPass(ctx, (pass, arena) => kern.encode(pass, arena, group, { t, n, k }));
-    // The float tile: W times x itself.
-    expect(maxRelError(await readF32(ctx, by, t * n), referenceProduct(w, x, t))).toBeLessThan(1e-4);
+    const got = await readF32(ctx, by, t * n);
+    expect(maxRelError(got, referenceProduct(w, quantized(x), t))).toBeLessThan(1e-4);
+    // Not the float product: quantizing x moves it measurably.
+    expect(maxRelError(got, referenceProduct(w, x, t))).toBeGreaterThan(1e-3);
   });
 });
 
