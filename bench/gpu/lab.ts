@@ -9,7 +9,9 @@
  *   3. decode attention alone on both benched models' shapes at spans of 512 to 8192 positions, each
  *      (token, head) pair in one workgroup and split over several (flash-decoding);
  *   4. a 1B-class prefill step's products (Q8_0, the prompt's tokens) in each GPU tile (MatMulKernel's
- *      tiles and tiles-vec4), as GFLOP/s and a share of the FMA limit;
+ *      tiles, tiles-vec4 and tiles-dp4a), as GFLOP/s and a share of the FMA limit, and the same shapes
+ *      on int8 subgroup matrices where Dawn offers them with its unsafe APIs allowed (an experiment:
+ *      kernels/probes/subgroup-matrix.ts);
  *   5. each given model's prefill and decode step kernel by kernel (bench/profile.ts), its decode loop
  *      as requests run it (per decode step the wall time, the host's encoding and submitting and its
  *      waiting for samples), with the norms folded into the products and apart, attention split and
@@ -17,7 +19,7 @@
  *      of a long prompt in steps of 256 and 512 tokens.
  * and writes it all to one JSON file. Its numbers pick the GPU kernels' defaults; the bench reports them.
  *
- *   node lab.mjs --adapter gpu --out lab.json [--models a.gguf b.gguf] [--prompt 512] [--no-products] [--no-attention] [--no-prefill]
+ *   node lab.mjs --adapter gpu --out lab.json [--models a.gguf b.gguf] [--prompt 512] [--no-products] [--no-attention] [--no-prefill] [--no-profiles]
  */
 import { Command } from 'commander';
 import { create } from 'webgpu';
@@ -31,6 +33,7 @@ import { measureAdapterLimits, type AdapterLimits } from '../../kernels/probes/l
 import { measureMatVec, type MatVecRate, type MatVecShape } from '../../kernels/probes/measure-matvec.ts';
 import { measureDecodeAttention, type AttentionRate, type AttentionShape } from '../../kernels/probes/measure-attention.ts';
 import { measureMatMul, type MatMulRate, type MatMulShape } from '../../kernels/probes/measure-matmul.ts';
+import { probeSubgroupMatrix, type SubgroupMatrixProbe } from '../../kernels/probes/subgroup-matrix.ts';
 import { AttentionKernel, SPLIT_WORKGROUPS } from '../../kernels/attention.ts';
 import { KernelContext } from '../../kernels/runtime/context.ts';
 import type { GpuCaps } from '../../kernels/runtime/caps.ts';
@@ -78,7 +81,9 @@ export function configsFor(caps: Pick<GpuCaps, 'subgroups' | 'packedDot'>): Conf
   const shapes = [{ wg: 128, rows: 8 }, { wg: 128, rows: 4 }, { wg: 128, rows: 16 }, { wg: 64, rows: 4 }, { wg: 256, rows: 32 }];
   const dp4a = shapes.map((gpuGroup): Config => ({ variant: 'dp4a', gpuGroup }));
   const dp4aNorm = shapes.slice(0, 3).map((gpuGroup): Config => ({ variant: 'dp4a', norm: true, gpuGroup }));
-  return [...dp4a, ...dp4aNorm, ...sg, ...coop];
+  // The engine's own choice by each product's rows (dp4aGroup).
+  const byShape: Config[] = [{ variant: 'dp4a' }, { variant: 'dp4a', norm: true }];
+  return [...byShape, ...dp4a, ...dp4aNorm, ...sg, ...coop];
 }
 
 export interface LabKernelRow extends MatVecRate {
@@ -98,6 +103,8 @@ export interface LabResult {
   attention: AttentionRate[];
   /** A 1B prefill step's products in each GPU tile, as GFLOP/s and a share of the FMA probe. */
   prefill: (MatMulRate & { percentOfFma: number })[];
+  /** The same products on int8 subgroup matrices (kernels/probes/subgroup-matrix.ts), or why not. */
+  subgroupMatrix: SubgroupMatrixProbe | string;
   profiles: (BenchProfile & { model: string; loop: DecodeLoop[]; ttft: StepSizeTtft[] })[];
   errors: string[];
 }
@@ -237,6 +244,23 @@ async function unsafeFeatures(): Promise<{ features: string[]; subgroupMatrixCon
   return { features: [...adapter.features].map(String).sort(), subgroupMatrixConfigs };
 }
 
+/**
+ * A 1B prefill step's products on int8 subgroup matrices (tensor cores), on a device of their own with
+ * Dawn's unsafe APIs allowed, where the adapter offers them.
+ */
+async function subgroupMatrixRates(tokens: number, log: (line: string) => void): Promise<SubgroupMatrixProbe | string> {
+  const gpu = create(['backend=vulkan', 'enable-dawn-features=allow_unsafe_apis']);
+  const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
+  const feature = 'chromium-experimental-subgroup-matrix' as GPUFeatureName;
+  if (!adapter?.features.has(feature) || !adapter.features.has('subgroups')) return 'not offered';
+  const device = await adapter.requestDevice({ requiredFeatures: ['subgroups', feature] });
+  try {
+    return await probeSubgroupMatrix(device, prefillShapes(), tokens, log);
+  } finally {
+    device.destroy();
+  }
+}
+
 /** A 1B-class prefill step's products (Llama-3.2-1B shapes), four copies each: compute-bound, so fewer weights do. */
 export function prefillShapes(d = 2048, ffn = 8192, kv = 512): MatMulShape[] {
   return [
@@ -278,9 +302,10 @@ async function main(): Promise<void> {
     .option('--long <n>', 'prompt tokens of the long decode loop', '4096')
     .option('--no-products', 'skip the decode products in workgroup shapes (part 2)')
     .option('--no-attention', 'skip decode attention alone, whole and split (part 3)')
-    .option('--no-prefill', 'skip the prefill products in each tile (part 4)')
+    .option('--no-prefill', 'skip the prefill products in each tile and on subgroup matrices (part 4)')
+    .option('--no-profiles', "skip the models' steps, decode loops and TTFT (part 5)")
     .parse()
-    .opts<{ adapter: string; out: string; models: string[]; prompt: string; layers: string; long: string; products: boolean; attention: boolean; prefill: boolean }>();
+    .opts<{ adapter: string; out: string; models: string[]; prompt: string; layers: string; long: string; products: boolean; attention: boolean; prefill: boolean; profiles: boolean }>();
   const log = (line: string) => process.stderr.write(`lab: ${line}\n`);
   const errors: string[] = [];
   const sel = await openNodeDevice(adapterChoiceFromEnv(o.adapter, '--adapter'));
@@ -313,9 +338,11 @@ async function main(): Promise<void> {
 
   const attention = o.attention ? await attentionRates(sel.choice, log, errors) : [];
   const prefill = o.prefill ? await prefillRates(sel.choice, sel.caps, Number(o.prompt), limits.fmaGflops, log, errors) : [];
+  const subgroupMatrix = o.prefill && o.adapter === 'gpu' ? await subgroupMatrixRates(Number(o.prompt), log).catch((e: Error) => `failed: ${e.message}`) : 'not run';
+  if (typeof subgroupMatrix === 'string') log(`subgroup matrices: ${subgroupMatrix}`);
 
   const profiles: LabResult['profiles'] = [];
-  for (const model of o.models) {
+  for (const model of o.profiles ? o.models : []) {
     try {
       // Any ids below 256 exist in every model here; the step's cost does not depend on which.
       const prompt = [1, ...Array.from({ length: Number(o.prompt) - 1 }, (_, i) => 3 + ((i * 7919) % 250))];
@@ -340,7 +367,7 @@ async function main(): Promise<void> {
       log(`profile ${model} failed: ${(e as Error).message}`);
     }
   }
-  const result: LabResult = { date: new Date().toISOString(), adapter: sel.choice, description, limits, experimental, defaultVariant: matvecVariant(sel.caps, GgmlType.Q8_0), kernels, attention, prefill, profiles, errors };
+  const result: LabResult = { date: new Date().toISOString(), adapter: sel.choice, description, limits, experimental, defaultVariant: matvecVariant(sel.caps, GgmlType.Q8_0), kernels, attention, prefill, subgroupMatrix, profiles, errors };
   writeFileSync(o.out, JSON.stringify(result, null, 2) + '\n');
   log(`wrote ${o.out} (${typeName(GgmlType.Q8_0)} kernels: ${kernels.length} rows, ${profiles.length} profiles, ${errors.length} errors)`);
 }

@@ -4,7 +4,7 @@
 #
 #   ./run-on-gpu.sh [--llama-gpu auto|cuda|vulkan|false] [--models "smollm2-135m llama-3.2-1b"] [--type q8_0]
 #                   [--adapter gpu] [--label NAME] [--out DIR] [--no-limits] [--no-check]
-#                   [--step-timeout SECONDS] [--lab] [--lab-no-products] [--no-bench] [-- more bench options]
+#                   [--step-timeout SECONDS] [--lab] [--lab-no-products] [--lab-quick] [--no-bench] [-- more bench options]
 #
 # For each model preset it synthesizes the GGUF once (models/, random weights of the real shapes). Then the
 # parity check (app/check.mjs): our engine on the adapter must give llama.cpp's (CPU) greedy tokens on the
@@ -18,7 +18,9 @@
 # --lab first runs the kernel lab (app/lab.mjs: the adapter's limits and experimental features, the decode
 # matrix-vector kernels in each workgroup shape on 1B-class products, decode attention whole and split,
 # a 1B prefill's products in each tile, and each model's steps kernel by kernel) into DIR/lab.json;
-# --lab-no-products skips the lab's workgroup shapes (its part 2); --no-bench stops after it and the check.
+# --lab-no-products skips the lab's workgroup shapes (its part 2); --lab-quick runs only its limits, prefill
+# tiles and subgroup matrices (a minute: room for the check and benches in the same lease); --no-bench stops
+# after it and the check.
 # Writes into DIR (default ./results): check.json, one results JSON and log per model, and host.txt (GPU,
 # driver, Vulkan drivers found, what llama.cpp could load). Copy DIR back.
 set -uo pipefail
@@ -50,10 +52,11 @@ while [ $# -gt 0 ]; do
     --no-check) CHECK=0; shift ;;
     --lab) LAB=1; shift ;;
     --lab-no-products) LAB=1; LAB_ARGS+=(--no-products); shift ;;
+    --lab-quick) LAB=1; LAB_ARGS+=(--no-products --no-attention --no-profiles); shift ;;
     --no-bench) BENCH=0; shift ;;
     --step-timeout) STEP_TIMEOUT=$2; shift 2 ;;
     --) shift; EXTRA=("$@"); break ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "run-on-gpu: unknown argument $1 (bench options go after --)" >&2; exit 2 ;;
   esac
 done

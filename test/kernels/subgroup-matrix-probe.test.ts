@@ -1,0 +1,41 @@
+/**
+ * The lab's int8 subgroup-matrix probe (kernels/probes/subgroup-matrix.ts). Its kernels need Dawn's
+ * experimental subgroup-matrix feature, which no adapter here offers: what runs here is the writing of
+ * the builtins' calls in both of Dawn's syntaxes, and the probe's report on a device without the feature
+ * (both syntaxes tried, each failing with the compiler's message, no tile measured).
+ */
+import { describe, expect, it } from 'vitest';
+import { expandSubgroupMatrix, probeSubgroupMatrix } from '../../kernels/probes/subgroup-matrix.ts';
+import { testContext } from '../helpers/gpu.ts';
+
+const ctx = await testContext();
+
+describe('int8 subgroup-matrix probe', () => {
+  const code = 'let a = LOAD_LEFT(w, (n0 + 16u) * k + b * 32u, k);\nlet c = LOAD_RIGHT(x, f(t0, 2u), k);\nSTORE(scratch, 2u * REGION, subgroupMatrixMultiply<i32>(a, c), 16u);';
+
+  it('writes loads and stores with the majorness as a template parameter (current Dawn)', () => {
+    expect(expandSubgroupMatrix(code, 'template')).toBe(
+      'let a = subgroupMatrixLoad<subgroup_matrix_left<i8, 32, 16>, row_major>(&w, (n0 + 16u) * k + b * 32u, k);\n' +
+        'let c = subgroupMatrixLoad<subgroup_matrix_right<i8, 16, 32>, col_major>(&x, f(t0, 2u), k);\n' +
+        'subgroupMatrixStore<row_major>(&scratch, 2u * REGION, subgroupMatrixMultiply<i32>(a, c), 16u);',
+    );
+  });
+
+  it('and as an argument (earlier Dawn)', () => {
+    expect(expandSubgroupMatrix(code, 'argument')).toBe(
+      'let a = subgroupMatrixLoad<subgroup_matrix_left<i8, 32, 16>>(&w, (n0 + 16u) * k + b * 32u, false, k);\n' +
+        'let c = subgroupMatrixLoad<subgroup_matrix_right<i8, 16, 32>>(&x, f(t0, 2u), true, k);\n' +
+        'subgroupMatrixStore(&scratch, 2u * REGION, subgroupMatrixMultiply<i32>(a, c), false, 16u);',
+    );
+  });
+
+  it.skipIf(ctx.device.features.has('chromium-experimental-subgroup-matrix' as GPUFeatureName))('reports both syntaxes failing, and no tile, on a device without the feature', async () => {
+    const lines: string[] = [];
+    const probe = await probeSubgroupMatrix(ctx.device, [{ label: 'o', n: 64, k: 64, copies: 1 }], 32, (l) => lines.push(l));
+    expect(probe.syntax).toBeUndefined();
+    expect(probe.tried.map((t) => t.syntax)).toEqual(['template', 'argument']);
+    for (const t of probe.tried) expect(t.outcome).toMatch(/^failed: .*subgroup_matrix/);
+    expect(probe.tile).toEqual([]);
+    expect(lines).toHaveLength(2);
+  });
+});
