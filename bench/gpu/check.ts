@@ -12,12 +12,15 @@
  * a choice between two tokens a few percent apart can go the other way: SwiftShader run with the GPU
  * kernels reproduces such flips exactly). Exit status 1 when a model is past its tolerance, 2 on an error
  * before any model ran. The JSON report names, per model and prompt, both token lists, the first
- * difference, llama.cpp's log-probability gap there, and the largest probability difference.
+ * difference, llama.cpp's log-probability gap there, and the largest probability difference. A model
+ * past its tolerance is run again with one engine option changed at a time (BISECT: int8 products off,
+ * norms apart, attention untiled and unsplit, the last layer on every row), each run's largest
+ * difference and first differing tokens in its `bisect`, so one lease says which part went wrong.
  */
 import { Command } from 'commander';
 import { readdirSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { WebGpuEngine } from '../../engine/engine.ts';
+import { WebGpuEngine, type EngineOptions } from '../../engine/engine.ts';
 import { describeAdapter } from '../../engine/gpu/select.ts';
 import { parseGguf } from '../../engine/gguf/parse.ts';
 import { FileSource } from '../../engine/loader/file-source.ts';
@@ -29,6 +32,13 @@ const PROMPTS = ['Once upon a time', 'The little dog', 'Tom and Lily went to the
 const FLOAT_TYPES = new Set<GgmlType>([GgmlType.F32, GgmlType.F16, GgmlType.BF16]);
 const PROB_TOLERANCE = 5e-3;
 const PROB_TOLERANCE_QUANTIZED = 5e-2;
+/** The engine options a failing model is run again with, one at a time. */
+const BISECT: { name: string; options: EngineOptions }[] = [
+  { name: 'float products (int8Dot false)', options: { int8Dot: false } },
+  { name: 'norms apart (fuseNorms false)', options: { fuseNorms: false } },
+  { name: 'attention untiled and unsplit', options: { tiledAttention: false, splitAttentionFrom: false } },
+  { name: 'last layer on every row (pruneLastLayer false)', options: { pruneLastLayer: false } },
+];
 
 interface PromptResult {
   prompt: string;
@@ -77,22 +87,44 @@ try {
     const file = basename(path);
     try {
       // Each engine owns (and destroys) its device.
-      const engine = await WebGpuEngine.load(await openNodeDevice(choice), new FileSource(path), { contextLength: 256, maxSequences: 2, prefixCache: false });
-      const results: PromptResult[] = [];
-      try {
-        const prompts = PROMPTS.map((p) => engine.tokenizer.encode(p));
-        for (const [i, ref] of (await llamaCppReference(llama, path, prompts, engine.config.vocabSize, o.tokens, 'F32', o.threads)).entries()) {
-          const ours = (await engine.generate({ tokens: ref.prompt, maxTokens: ref.greedy.length, temperature: 0, stopAtEndOfGeneration: false }).result).tokens;
+      const load = (options: EngineOptions = {}) => openNodeDevice(choice).then((d) => WebGpuEngine.load(d, new FileSource(path), { contextLength: 256, maxSequences: 2, prefixCache: false, ...options }));
+      const engine = await load();
+      let results: PromptResult[] = [];
+      let refs: Awaited<ReturnType<typeof llamaCppReference>> = [];
+      const compare = async (e: WebGpuEngine) => {
+        const out: PromptResult[] = [];
+        for (const [i, ref] of refs.entries()) {
+          const ours = (await e.generate({ tokens: ref.prompt, maxTokens: ref.greedy.length, temperature: 0, stopAtEndOfGeneration: false }).result).tokens;
           const at = ref.greedy.findIndex((t, j) => ours[j] !== t);
-          results.push({ prompt: PROMPTS[i], llama: ref.greedy, ours, firstDifference: at < 0 ? null : at, gapThere: at < 0 ? null : gapAt(ref, at), largestProbDifference: await largestProbDifference(engine, ref) });
+          out.push({ prompt: PROMPTS[i], llama: ref.greedy, ours, firstDifference: at < 0 ? null : at, gapThere: at < 0 ? null : gapAt(ref, at), largestProbDifference: await largestProbDifference(e, ref) });
         }
-        const quantized = (await parseGguf(new FileSource(path))).tensors.some((t) => !FLOAT_TYPES.has(t.type));
-        const tolerance = quantized ? PROB_TOLERANCE_QUANTIZED : PROB_TOLERANCE;
-        const worst = Math.max(...results.map((r) => r.largestProbDifference));
+        return out;
+      };
+      const quantized = (await parseGguf(new FileSource(path))).tensors.some((t) => !FLOAT_TYPES.has(t.type));
+      const tolerance = quantized ? PROB_TOLERANCE_QUANTIZED : PROB_TOLERANCE;
+      const worstOf = (rs: PromptResult[]) => Math.max(...rs.map((r) => r.largestProbDifference));
+      try {
+        refs = await llamaCppReference(llama, path, PROMPTS.map((p) => engine.tokenizer.encode(p)), engine.config.vocabSize, o.tokens, 'F32', o.threads);
+        results = await compare(engine);
+        const worst = worstOf(results);
         if (!(worst < tolerance)) failed = true;
         models[file] = { dispatchesPerStep: engine.stats().lastStepDispatches, kvFormat: engine.stats().kvFormat, quantized, tolerance, largestProbDifference: worst, results };
       } finally {
         await engine.dispose();
+      }
+      const entry = models[file] as { largestProbDifference: number; bisect?: unknown[] };
+      if (!(entry.largestProbDifference < tolerance)) {
+        entry.bisect = [];
+        for (const { name, options } of BISECT) {
+          const other = await load(options);
+          try {
+            const rs = await compare(other);
+            entry.bisect.push({ name, options, largestProbDifference: worstOf(rs), firstDifferences: rs.map((r) => r.firstDifference), firstTokens: rs.map((r) => r.ours.slice(0, 4)) });
+            process.stderr.write(`check: ${file} with ${name}: largest probability difference ${worstOf(rs).toExponential(2)}, first differences ${rs.map((r) => r.firstDifference ?? 'none').join(', ')}\n`);
+          } finally {
+            await other.dispose();
+          }
+        }
       }
       const same = results.filter((r) => r.firstDifference === null).length;
       const m = models[file] as { largestProbDifference: number; tolerance: number };

@@ -7,7 +7,10 @@
  * 1. The builtins' syntax: Dawn changed subgroupMatrixLoad/Store from a `col_major` argument to a
  *    template parameter (`<T, col_major>`, `<row_major>`); each kernel is written with LOAD_LEFT,
  *    LOAD_RIGHT and STORE and expanded in both forms, the first that compiles and multiplies a 16 x 32 by a
- *    32 x 16 int8 matrix exactly (subgroup-matrix-hello.wgsl) wins.
+ *    32 x 16 int8 matrix exactly (subgroup-matrix-hello.wgsl) wins. On the H200 (Dawn of webgpu 0.6.2):
+ *    the template form. Then the unit of an int8 load's offset: the proposal counts matrix elements
+ *    (bytes), Dawn's SPIR-V writer once counted the i32 words of the array; the hello kernel at an offset
+ *    tells which (the tile multiplied garbage at every offset but 0 in the first lease that ran it).
  * 2. The tile (subgroup-matrix-tile.wgsl): Q8_0-like products of int8 rows with a scale a block of 32
  *    against int8 x, on shapes of a prefill step; sampled outputs checked against float64 sums of the
  *    same integers and scales, then timed (best of several submits, all copies in one pass).
@@ -35,8 +38,15 @@ export interface SubgroupMatrixRate {
   maxRelError: number;
 }
 
+/** What an int8 load's offset counts: bytes (matrix elements, as the proposal says) or the array's i32 words. */
+export type OffsetUnit = 'bytes' | 'words';
+
 export interface SubgroupMatrixProbe {
   syntax?: SubgroupMatrixSyntax;
+  /** How the offset of an int8 load read (undefined where neither way gave the exact product). */
+  offsetUnit?: OffsetUnit;
+  /** The hello kernel at offsets: bytes, words, or the first wrong values. */
+  offsetOutcome?: string;
   /** Per syntax tried: compiled and exact, or why not. */
   tried: { syntax: SubgroupMatrixSyntax; outcome: string }[];
   tile: SubgroupMatrixRate[];
@@ -73,13 +83,17 @@ function splitArgs(args: string): string[] {
 const LEFT = 'subgroup_matrix_left<i8, 32, 16>';
 const RIGHT = 'subgroup_matrix_right<i8, 16, 32>';
 
-/** `code` with LOAD_LEFT(arr, offset, stride), LOAD_RIGHT(...) and STORE(arr, offset, value, stride) written in `syntax`. */
-export function expandSubgroupMatrix(code: string, syntax: SubgroupMatrixSyntax): string {
+/**
+ * `code` with LOAD_LEFT(arr, offset, stride), LOAD_RIGHT(...) and STORE(arr, offset, value, stride)
+ * written in `syntax`; with `offsetUnit` 'words' the int8 loads' offsets (given in bytes) are divided by 4.
+ */
+export function expandSubgroupMatrix(code: string, syntax: SubgroupMatrixSyntax, offsetUnit: OffsetUnit = 'bytes'): string {
   const write = (name: string, a: string[]): string => {
     const major = name === 'LOAD_RIGHT' ? 'col_major' : 'row_major';
     if (name === 'STORE') return syntax === 'template' ? `subgroupMatrixStore<row_major>(&${a[0]}, ${a[1]}, ${a[2]}, ${a[3]})` : `subgroupMatrixStore(&${a[0]}, ${a[1]}, ${a[2]}, false, ${a[3]})`;
     const type = name === 'LOAD_LEFT' ? LEFT : RIGHT;
-    return syntax === 'template' ? `subgroupMatrixLoad<${type}, ${major}>(&${a[0]}, ${a[1]}, ${a[2]})` : `subgroupMatrixLoad<${type}>(&${a[0]}, ${a[1]}, ${major === 'col_major'}, ${a[2]})`;
+    const offset = offsetUnit === 'words' ? `(${a[1]}) / 4u` : a[1];
+    return syntax === 'template' ? `subgroupMatrixLoad<${type}, ${major}>(&${a[0]}, ${offset}, ${a[2]})` : `subgroupMatrixLoad<${type}>(&${a[0]}, ${offset}, ${major === 'col_major'}, ${a[2]})`;
   };
   let out = code;
   for (;;) {
@@ -142,24 +156,60 @@ async function readBack(device: GPUDevice, src: GPUBuffer, bytes: number): Promi
   return out;
 }
 
-/** The hello kernel in `syntax`: '' where it compiled and its 16 x 16 product is exact, else what went wrong. */
-async function tryHello(device: GPUDevice, syntax: SubgroupMatrixSyntax): Promise<string> {
-  const pipeline = await compiles(device, expandSubgroupMatrix(helloSource, syntax));
-  const w = randomInt8(16 * 32, 11);
-  const x = randomInt8(16 * 32, 12);
+/** Where the hello kernel reads its matrices: offsets and strides in bytes, as the shader is given them. */
+interface HelloPlacement {
+  leftOffset: number;
+  leftStride: number;
+  rightOffset: number;
+  rightStride: number;
+}
+
+/** The hello kernel's 16 x 16 product with its operands placed as `p` says, read back. */
+async function runHello(device: GPUDevice, pipeline: GPUComputePipeline, w: Int8Array, x: Int8Array, p: HelloPlacement): Promise<Int32Array> {
   const out = buffer(device, 256 * 4);
-  const group = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [buffer(device, w), buffer(device, x), out].map((b, binding) => ({ binding, resource: { buffer: b } })) });
+  const params = buffer(device, new Uint32Array([p.leftOffset, p.leftStride, p.rightOffset, p.rightStride]), GPUBufferUsage.UNIFORM);
+  const group = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [buffer(device, w), buffer(device, x), out, params].map((b, binding) => ({ binding, resource: { buffer: b } })) });
   device.queue.submit([onePass(device, (pass) => { pass.setPipeline(pipeline); pass.setBindGroup(0, group); pass.dispatchWorkgroups(1); })]);
-  const got = new Int32Array(await readBack(device, out, 256 * 4));
+  return new Int32Array(await readBack(device, out, 256 * 4));
+}
+
+/** '' where `got` is the product of the operands read from byte offsets `lo` and `ro`, else its first wrong values. */
+function wrongValues(got: Int32Array, w: Int8Array, x: Int8Array, p: HelloPlacement, lo: number, ro: number): string {
   const wrong: string[] = [];
   for (let r = 0; r < 16; r++) {
     for (let c = 0; c < 16; c++) {
       let want = 0;
-      for (let k = 0; k < 32; k++) want += w[r * 32 + k] * x[c * 32 + k];
+      for (let k = 0; k < 32; k++) want += w[lo + r * p.leftStride + k] * x[ro + c * p.rightStride + k];
       if (got[r * 16 + c] !== want && wrong.length < 4) wrong.push(`[${r}][${c}] ${got[r * 16 + c]} for ${want}`);
     }
   }
   return wrong.length ? `wrong values: ${wrong.join(', ')}` : '';
+}
+
+/** The hello kernel in `syntax`: '' where it compiled and its 16 x 16 product from offset 0 is exact, else what went wrong. */
+async function tryHello(device: GPUDevice, syntax: SubgroupMatrixSyntax): Promise<{ outcome: string; pipeline?: GPUComputePipeline }> {
+  const pipeline = await compiles(device, expandSubgroupMatrix(helloSource, syntax));
+  const w = randomInt8(16 * 32, 11);
+  const x = randomInt8(16 * 32, 12);
+  const p = { leftOffset: 0, leftStride: 32, rightOffset: 0, rightStride: 32 };
+  const outcome = wrongValues(await runHello(device, pipeline, w, x, p), w, x, p, 0, 0);
+  return { outcome, pipeline };
+}
+
+/**
+ * The hello kernel reading both matrices at an offset, rows 64 bytes apart, operands large enough for an
+ * offset counted in words: which unit the offset counted, or the first wrong values under both readings.
+ */
+async function offsetUnitOf(device: GPUDevice, pipeline: GPUComputePipeline): Promise<{ unit?: OffsetUnit; outcome: string }> {
+  const p = { leftOffset: 64, leftStride: 64, rightOffset: 32, rightStride: 64 };
+  const w = randomInt8(4 * p.leftOffset + 16 * p.leftStride, 13);
+  const x = randomInt8(4 * p.rightOffset + 16 * p.rightStride, 14);
+  const got = await runHello(device, pipeline, w, x, p);
+  const asBytes = wrongValues(got, w, x, p, p.leftOffset, p.rightOffset);
+  if (!asBytes) return { unit: 'bytes', outcome: 'offsets count bytes (matrix elements)' };
+  const asWords = wrongValues(got, w, x, p, 4 * p.leftOffset, 4 * p.rightOffset);
+  if (!asWords) return { unit: 'words', outcome: "offsets count the array's i32 words" };
+  return { outcome: `neither: read as bytes ${asBytes}; as words ${asWords}` };
 }
 
 async function measureTile(device: GPUDevice, pipeline: GPUComputePipeline, shape: SubgroupMatrixShape, tokens: number, runs: number): Promise<SubgroupMatrixRate> {
@@ -205,19 +255,26 @@ async function measureTile(device: GPUDevice, pipeline: GPUComputePipeline, shap
 /** Everything above on `device` (which must have been given the subgroup-matrix feature). */
 export async function probeSubgroupMatrix(device: GPUDevice, shapes: SubgroupMatrixShape[], tokens: number, log: (line: string) => void, runs = 5): Promise<SubgroupMatrixProbe> {
   const result: SubgroupMatrixProbe = { tried: [], tile: [], errors: [] };
+  let hello: GPUComputePipeline | undefined;
   for (const syntax of ['template', 'argument'] as const) {
-    const outcome = await tryHello(device, syntax).catch((e: Error) => `failed: ${e.message}`);
+    const { outcome, pipeline } = await tryHello(device, syntax).catch((e: Error) => ({ outcome: `failed: ${e.message}`, pipeline: undefined }));
     result.tried.push({ syntax, outcome: outcome || 'exact' });
     log(`subgroup matrices, ${syntax} syntax: ${outcome || 'compiled, the 16 x 32 x 16 int8 product exact'}`);
     if (!outcome) {
       result.syntax = syntax;
+      hello = pipeline;
       break;
     }
   }
-  if (!result.syntax) return result;
+  if (!result.syntax || !hello) return result;
+  const offsets = await offsetUnitOf(device, hello).catch((e: Error) => ({ unit: undefined, outcome: `failed: ${e.message}` }));
+  result.offsetUnit = offsets.unit;
+  result.offsetOutcome = offsets.outcome;
+  log(`subgroup matrices at an offset: ${offsets.outcome}`);
+  if (!result.offsetUnit) return result;
   let pipeline: GPUComputePipeline;
   try {
-    pipeline = await compiles(device, expandSubgroupMatrix(tileSource, result.syntax));
+    pipeline = await compiles(device, expandSubgroupMatrix(tileSource, result.syntax, result.offsetUnit));
   } catch (e) {
     result.errors.push(`tile: ${(e as Error).message}`);
     log(`subgroup-matrix tile failed to build: ${(e as Error).message}`);

@@ -29,6 +29,10 @@ describe('int8 subgroup-matrix probe', () => {
     );
   });
 
+  it("dividing the loads' offsets by 4 where they count the array's i32 words", () => {
+    expect(expandSubgroupMatrix('LOAD_LEFT(w, n0 * k + b * 32u, k)', 'template', 'words')).toBe('subgroupMatrixLoad<subgroup_matrix_left<i8, 32, 16>, row_major>(&w, (n0 * k + b * 32u) / 4u, k)');
+  });
+
   it.skipIf(ctx.device.features.has('chromium-experimental-subgroup-matrix' as GPUFeatureName))('reports both syntaxes failing, and no tile, on a device without the feature', async () => {
     const lines: string[] = [];
     const probe = await probeSubgroupMatrix(ctx.device, [{ label: 'o', n: 64, k: 64, copies: 1 }], 32, (l) => lines.push(l));
