@@ -107,7 +107,7 @@ export class MatVecKernel {
   private readonly rowsPerInvocation: number = 1;
   private readonly opts: ProductOptions;
   readonly variant: MatVecVariant;
-  /** The dp4a variant's kernels, one per k (their workgroup memory holds x's t rows), and its rows per workgroup. */
+  /** The dp4a variant's kernels, one per k (their workgroup memory holds x's t rows) and workgroup shape (dp4aGroup, by a product's rows). */
   private readonly staged?: { groupFor: (n: number) => { wg: number; rows: number }; built: Map<string, XAlignedPair | undefined>; build: (k: number, group: { wg: number; rows: number }) => XAlignedPair | undefined };
 
   constructor(

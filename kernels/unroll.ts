@@ -23,7 +23,6 @@ export function unrollLines(template: string, variable: string, n: number): stri
   return expand(template.split('\n'), variable, n).join('\n');
 }
 
-
 /**
  * Copies of a block walk's step body (`$i` section) a kernel may write out: blocks written out x rows of
  * x. Measured on llvmpipe (decode products, 4 x 8192 x 2048, x quantized; before steps -> the step written

@@ -11,7 +11,9 @@
  * quantized ones (the GPU products read f32 activations where llama.cpp's CPU quantizes them to int8, so
  * a choice between two tokens a few percent apart can go the other way: SwiftShader run with the GPU
  * kernels reproduces such flips exactly). Exit status 1 when a model is past its tolerance, 2 on an error
- * before any model ran. The JSON report names, per model and prompt, both token lists, the first
+ * before any model ran. First, where the adapter has subgroups and dot4I8Packed, the int8 products
+ * alone at small and large models' shapes (int8-check.ts: `int8` in the report, a case past its limit
+ * fails the check). The JSON report names, per model and prompt, both token lists, the first
  * difference, llama.cpp's log-probability gap there, and the largest probability difference. A model
  * past its tolerance is run again with one engine option changed at a time (BISECT: int8 products off,
  * norms apart, attention untiled and unsplit, the last layer on every row), each run's largest
@@ -27,6 +29,8 @@ import { FileSource } from '../../engine/loader/file-source.ts';
 import { GgmlType } from '../../ggml/types.ts';
 import { adapterChoiceFromEnv, openNodeDevice } from '../../engine/platform/node.ts';
 import { gapAt, largestProbDifference, llamaCppReference } from '../llama-oracle.ts';
+import { KernelContext } from '../../kernels/runtime/context.ts';
+import { INT8_ERROR_LIMIT, int8Cases, runInt8Case, type Int8Result } from './int8-check.ts';
 
 const PROMPTS = ['Once upon a time', 'The little dog', 'Tom and Lily went to the park. They saw'];
 const FLOAT_TYPES = new Set<GgmlType>([GgmlType.F32, GgmlType.F16, GgmlType.BF16]);
@@ -78,8 +82,23 @@ try {
     limits: selected.adapterLimits,
     caps: selected.caps,
   };
-  selected.device.destroy();
   process.stderr.write(`check: adapter ${selected.choice}: ${describeAdapter(selected.adapterInfo)}\n`);
+  // The int8 products alone, at small and large models' shapes (int8-check.ts), where the adapter runs them.
+  if (selected.caps.subgroups && selected.caps.packedDot) {
+    const ctx = new KernelContext(selected.device, selected.caps);
+    const int8: (Int8Result | { case: string; error: string })[] = [];
+    for (const c of int8Cases()) {
+      const r = await runInt8Case(ctx, c).catch((e: Error) => ({ case: JSON.stringify(c), error: e.message }));
+      int8.push(r);
+      if (!('ok' in r) || !r.ok) {
+        failed = true;
+        process.stderr.write(`check: int8 ${JSON.stringify(r)}\n`);
+      }
+    }
+    report.int8 = int8;
+    process.stderr.write(`check: int8 products: ${int8.filter((r) => 'ok' in r && r.ok).length}/${int8.length} cases within ${INT8_ERROR_LIMIT} of the float64 product\n`);
+  }
+  selected.device.destroy();
   const { getLlama } = await import('node-llama-cpp');
   const llama = await getLlama({ gpu: false, build: 'never', logLevel: 'error' as never });
   const models: Record<string, unknown> = {};
