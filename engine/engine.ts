@@ -106,8 +106,9 @@ export interface EngineOptions {
   /**
    * On GPUs, a step's attention spreads each (token, head) pair's positions over several workgroups and
    * merges their sums in a combine pass (flash-decoding; AttentionKernel.splitsFor) once its longest
-   * sequence attends to at least this many positions (default 256); false never splits. A decode token's
-   * few heads are otherwise a few workgroups, each walking every position. On llvmpipe, decode-sized
+   * sequence attends to at least this many positions (default 256, or 2048 for models of under 16 MiB
+   * of weights a layer, whose steps the host's encoding bounds: gpuSplitAttentionFrom); false never
+   * splits. A decode token's few heads are otherwise a few workgroups, each walking every position. On llvmpipe, decode-sized
    * steps (up to maxSequences tokens) split from 128 positions by default, over invocations whose last
    * merges them, with no dispatch added (AttentionKernel.serialSplitsFor, attention-serial-split.wgsl).
    */

@@ -134,7 +134,8 @@ interface LoopOptions {
  * false Q8_0 decode products read float x (the float subgroup kernel).
  */
 async function decodeLoop(model: string, adapter: string, prompt: number[], o: LoopOptions): Promise<DecodeLoop[]> {
-  const engine = await loadEngine({ model, adapter, contextLength: prompt.length + 80, prefixCache: false, fuseNorms: o.fuseNorms, int8Dot: o.int8Dot ?? true, ...(o.splitAttention ? {} : { splitAttentionFrom: false }) });
+  // Split from 256 positions whatever the model's default (gpuSplitAttentionFrom), so both ways are timed.
+  const engine = await loadEngine({ model, adapter, contextLength: prompt.length + 80, prefixCache: false, fuseNorms: o.fuseNorms, int8Dot: o.int8Dot ?? true, splitAttentionFrom: o.splitAttention ? 256 : false });
   try {
     const run = { tokens: prompt, temperature: 0, stopAtEndOfGeneration: false, maxTokens: 64 } as const;
     await engine.generate(run).result;

@@ -8,13 +8,23 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { WebGpuEngine, EngineOptions } from '../../engine/engine.ts';
+import { gpuSplitAttentionFrom } from '../../engine/model/transformer.ts';
 import { expectSameGreedy, gpuKernelsEngine, greedyRun, testEngine } from '../helpers/engine.ts';
 
 const gpuEngine = (opts: EngineOptions) => gpuKernelsEngine('stories260K.gguf', { contextLength: 512, maxSequences: 2, prefixCache: false, ...opts });
 
 describe('split attention on the GPU kernels (stories260K on SwiftShader as a GPU)', () => {
+  it('splits from 256 positions for models of 16 MiB of weights a layer or more, from 2048 below (host-bound steps)', () => {
+    // Llama-3.2-1B Q8_0 about 80 MB a layer, SmolLM2-135M Q8_0 about 4.8 MB, stories260K 1 MB in all.
+    expect(gpuSplitAttentionFrom(80e6)).toBe(256);
+    expect(gpuSplitAttentionFrom(16 * 2 ** 20)).toBe(256);
+    expect(gpuSplitAttentionFrom(4.8e6)).toBe(2048);
+    expect(gpuSplitAttentionFrom(2e5)).toBe(2048);
+  });
+
   it('decoding past 256 positions gives the unsplit tokens and log-probabilities, with a combine pass a layer', async () => {
-    const split = await gpuEngine({});
+    // stories260K is a small model: its default would split from 2048 positions, past its context.
+    const split = await gpuEngine({ splitAttentionFrom: 256 });
     const whole = await gpuEngine({ splitAttentionFrom: false });
     // Two sequences in the same decode steps: 300 and 120 prompt tokens (ids of the model's own text).
     const base = split.tokenizer.encode('Once upon a time, there was a little girl named Lily. She loved to play outside in the sun.');
@@ -30,6 +40,10 @@ describe('split attention on the GPU kernels (stories260K on SwiftShader as a GP
     // Below the threshold no step splits.
     await greedyRun(split, prompt(40), 3);
     expect(split.stats().lastStepDispatches).toBe(1 + 5 * 5 + 3);
+    // By default this small model's step at 300+ positions does not split either.
+    const byDefault = await gpuEngine({});
+    await greedyRun(byDefault, prompt(300), 3);
+    expect(byDefault.stats().lastStepDispatches).toBe(1 + 5 * 5 + 3);
   });
 });
 
