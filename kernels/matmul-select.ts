@@ -79,6 +79,31 @@ export class WeightMatmul {
   }
 
   encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: MatmulParams): void {
-    this.kernelFor(p.t).encode(pass, arena, group, p);
+    const kernel = this.kernelFor(p.t);
+    const rows = kernel instanceof MatVecKernel ? this.int8Rows(kernel, p) : p.t;
+    if (rows >= p.t) {
+      kernel.encode(pass, arena, group, p);
+      return;
+    }
+    // Rows of x whose int8 staging would not fit workgroup memory together go in chunks that do, each
+    // reading W again, rather than to the float kernel, whose gated form recomputes act(gate) * up over
+    // all of k for every row of W: on the H200 the 1B's down product (k 8192) left int8 from 5 sequences,
+    // and 8 sequences decoded slower than 4 (902 against 973 tok/s; unmeasured since).
+    const xStride = p.xStride ?? p.k;
+    const yStride = p.yStride ?? p.n;
+    for (let t0 = 0; t0 < p.t; t0 += rows) {
+      const t = Math.min(rows, p.t - t0);
+      this.kernelFor(t).encode(pass, arena, group, { ...p, t, xOffset: (p.xOffset ?? 0) + t0 * xStride, xStride, yOffset: (p.yOffset ?? 0) + t0 * yStride, yStride });
+    }
+  }
+
+  /** The most rows of x (up to p.t) one int8 dispatch of this product takes: p.t unless its x would not fit, and no fewer rows would either. */
+  private int8Rows(kernel: MatVecKernel, p: MatmulParams): number {
+    if (kernel.variant !== 'dp4a' || kernel.int8For(p.k, p.n)) return p.t;
+    for (let t = p.t - 1; t >= 1; t--) {
+      const smaller = this.kernelFor(t);
+      if (smaller instanceof MatVecKernel && smaller.int8For(p.k, p.n)) return t;
+    }
+    return p.t;
   }
 }

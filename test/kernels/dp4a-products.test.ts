@@ -18,6 +18,8 @@ import { planRowShards } from '../../kernels/quant/index.ts';
 import { COMPAT_CAPS } from '../../kernels/runtime/caps.ts';
 import { SwiGluKernel } from '../../kernels/swiglu.ts';
 import { readF32, runPass, testContext } from '../helpers/gpu.ts';
+import { KernelContext } from '../../kernels/runtime/context.ts';
+import { WeightMatmul } from '../../kernels/matmul-select.ts';
 import { maxRelError, randomF32 } from '../helpers/random.ts';
 import { accumulated, randomWeights, referenceProduct, uploadRows } from '../quant/weights.ts';
 
@@ -159,6 +161,32 @@ describe.skipIf(!ctx.caps.subgroups || !ctx.caps.packedDot)('decode products on 
     await runPass(ctx, (pass, arena) => kern.encode(pass, arena, group, { t, n, k }));
     // The float kernel: W times x itself.
     expect(maxRelError(await readF32(ctx, by, t * n), referenceProduct(w, x, t))).toBeLessThan(1e-4);
+  });
+
+  it('a product choosing kernels by rows (WeightMatmul) runs such a batch in int8 chunks that fit, gated x too', async () => {
+    // The engine's choice as on a GPU (caps not software): 8 rows of x whose int8 staging passes workgroup
+    // memory by a block, at a row and x offset, with y rows apart, accumulating.
+    const gpu = new KernelContext(ctx.device, { ...ctx.caps, software: false });
+    const t = 8;
+    const k = Math.ceil((ctx.caps.maxWorkgroupStorage + 1) / (t * 44)) * 32;
+    const n = 12;
+    const w = randomWeights(GgmlType.Q8_0, n, k, 75);
+    for (const glu of [false, true]) {
+      const up = glu ? k + 4 : 0;
+      const [offset, stride, yStride] = [8, k + up + 12, n + 3];
+      const x = randomF32(offset + t * stride, 76, 2);
+      const y0 = randomF32(t * yStride, 77);
+      const product = new WeightMatmul(gpu, GgmlType.Q8_0, glu ? { glu: 'silu' } : {});
+      product.prepare(k, n);
+      const by = ctx.storage('y', y0.byteLength, y0);
+      const group = product.bind(uploadRows(gpu, w), ctx.storage('x', x.byteLength, x), by);
+      await runPass(gpu, (pass, arena) => product.encode(pass, arena, group, { t, n, k, xOffset: offset, xStride: stride, yStride, accumulate: true, gluUp: up }));
+      const got = await readF32(ctx, by, t * yStride);
+      const input = await inputRows(glu ? 'glu' : 'plain', x, new Float32Array(k), t, k, offset, stride, up);
+      expect(maxRelError(got, accumulated(y0, referenceProduct(w, quantized(input), t), t, n, 0, yStride))).toBeLessThan(1e-4);
+      // Not the float kernel's W times x itself.
+      expect(maxRelError(got, accumulated(y0, referenceProduct(w, input, t), t, n, 0, yStride))).toBeGreaterThan(1e-4);
+    }
   });
 });
 
