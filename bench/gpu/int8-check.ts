@@ -10,6 +10,7 @@
 import { dequantize, quantize } from '../../engine/gguf/quant/index.ts';
 import { GgmlType, typeName } from '../../ggml/types.ts';
 import { MatMulKernel } from '../../kernels/matmul.ts';
+import { WeightMatmul } from '../../kernels/matmul-select.ts';
 import type { ProductOptions } from '../../kernels/matmul-params.ts';
 import { MatVecKernel } from '../../kernels/matvec.ts';
 import { deviceLayout } from '../../kernels/quant/index.ts';
@@ -23,8 +24,11 @@ export type Int8Kind = 'plain' | 'norm' | 'glu';
 
 export interface Int8Case {
   type: GgmlType;
-  /** matvec: the decode kernel (t rows of x, 1..8); tile: the prefill tile; tile-128: the 128-row tile forced. */
-  kernel: 'matvec' | 'tile' | 'tile-128';
+  /**
+   * matvec: the decode kernel (t rows of x, 1..8); tile: the prefill tile; tile-128: the 128-row tile
+   * forced; product: the engine's choice by rows (WeightMatmul: a batch past workgroup memory in chunks).
+   */
+  kernel: 'matvec' | 'tile' | 'tile-128' | 'product';
   kind: Int8Kind;
   t: number;
   n: number;
@@ -55,6 +59,8 @@ export function int8Cases(): Int8Case[] {
       for (const t of [1, 2, 6, 8]) out.push({ type: GgmlType.Q8_0, kernel: 'matvec', kind, t, n: Math.min(n, t > 2 ? 2048 : n), k });
     }
   }
+  // A 1B's down product at 5 and 8 rows of x: its int8 staging passes 48 KB, so WeightMatmul chunks it.
+  for (const t of [5, 8]) out.push({ type: GgmlType.Q8_0, kernel: 'product', kind: 'glu', t, n: 2048, k: 8192 });
   for (const kernel of ['tile', 'tile-128'] as const) {
     for (const [n, k] of [[256, 128], [128, 384], [960, 576]]) {
       for (const kind of ['plain', 'glu'] as const) for (const t of [10, 40]) out.push({ type: GgmlType.Q8_0, kernel, kind, t, n, k });
@@ -103,13 +109,18 @@ export async function runInt8Case(ctx: KernelContext, c: Int8Case): Promise<Int8
   const g = values(k, 13, 1);
   const opts: ProductOptions = kind === 'norm' ? { norm: true } : kind === 'glu' ? { glu: 'silu' } : {};
   const kernel =
-    c.kernel === 'matvec' ? new MatVecKernel(ctx, type, t, 'dp4a', opts) : new MatMulKernel(ctx, type, 'tiles-dp4a', { ...opts, ...(c.kernel === 'tile-128' ? { vec4MinWorkgroups: 0 } : {}) });
+    c.kernel === 'matvec'
+      ? new MatVecKernel(ctx, type, t, 'dp4a', opts)
+      : c.kernel === 'product'
+        ? new WeightMatmul(ctx, type, opts)
+        : new MatMulKernel(ctx, type, 'tiles-dp4a', { ...opts, ...(c.kernel === 'tile-128' ? { vec4MinWorkgroups: 0 } : {}) });
+  if (kernel instanceof WeightMatmul) kernel.prepare(k, n);
   const store = uploadWeights(ctx.device, ctx.caps, 'int8-check-w', deviceLayout(ctx.caps, type).repack(raw, n, k));
   const bx = ctx.storage('int8-check-x', x.byteLength, x);
   const by = ctx.storage('int8-check-y', t * n * 4);
   const norm = kind === 'norm' ? ctx.storage('int8-check-g', g.byteLength, g) : undefined;
   const group = kernel.bind(store, bx, by, norm ? { norm } : {});
-  const arena = new ParamArena(ctx, 1);
+  const arena = new ParamArena(ctx, 8);
   const stride = kind === 'glu' ? 2 * k : k;
   const commands = onePass(ctx.device, (pass) => kernel.encode(pass, arena, group, { t, n, k, xStride: stride, normEps: EPS, gluUp: kind === 'glu' ? k : 0 }));
   arena.flush();

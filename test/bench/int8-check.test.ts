@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { INT8_ERROR_LIMIT, int8Cases, productError, runInt8Case } from '../../bench/gpu/int8-check.ts';
 import { testContext } from '../helpers/gpu.ts';
+import { GgmlType } from '../../ggml/types.ts';
 
 const ctx = await testContext();
 
@@ -30,6 +31,7 @@ describe.skipIf(!ctx.caps.subgroups || !ctx.caps.packedDot)('GPU check: int8 pro
 
   it('lists decode cases of every kind at 1-8 rows of x and both prefill tiles', () => {
     expect(new Set(small.map((c) => `${c.kernel} ${c.kind}`))).toEqual(new Set(['matvec plain', 'matvec norm', 'matvec glu', 'tile plain', 'tile glu', 'tile-128 plain', 'tile-128 glu']));
+    expect(int8Cases().filter((c) => c.kernel === 'product')).toEqual([5, 8].map((t) => ({ type: GgmlType.Q8_0, kernel: 'product', kind: 'glu', t, n: 2048, k: 8192 })));
     expect(new Set(small.filter((c) => c.kernel === 'matvec').map((c) => c.t))).toEqual(new Set([1, 2, 6, 8]));
   });
 
