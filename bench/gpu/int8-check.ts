@@ -19,6 +19,7 @@ import type { KernelContext } from '../../kernels/runtime/context.ts';
 import { uploadWeights } from '../../kernels/runtime/weights.ts';
 import { readWords } from '../../kernels/probes/readback.ts';
 import { onePass, submitMs } from '../../kernels/probes/timing.ts';
+import { xorshift32 } from '../../kernels/probes/xorshift.ts';
 
 export type Int8Kind = 'plain' | 'norm' | 'glu';
 
@@ -71,14 +72,9 @@ export function int8Cases(): Int8Case[] {
 
 /** Deterministic values in (-scale, scale). */
 function values(count: number, seed: number, scale: number): Float32Array {
+  const next = xorshift32(seed);
   const out = new Float32Array(count);
-  let s = seed >>> 0 || 1;
-  for (let i = 0; i < count; i++) {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    out[i] = (((s >>> 0) / 4294967296) * 2 - 1) * scale;
-  }
+  for (let i = 0; i < count; i++) out[i] = ((next() / 4294967296) * 2 - 1) * scale;
   return out;
 }
 

@@ -5,6 +5,7 @@ import { uploadWeights } from '../runtime/weights.ts';
 import { readWords } from './readback.ts';
 import { StreamReadProbe, xorWords, type StreamLayout } from './stream-read.ts';
 import { bestOf, onePass, submitMs } from './timing.ts';
+import { xorshift32 } from './xorshift.ts';
 
 export interface StreamReadVariant {
   layout: StreamLayout;
@@ -32,13 +33,8 @@ const MAX_REPS = 256;
 
 /** Fill with xorshift32 so every word differs and a skipped load would change the checksum. */
 function fillPattern(words: Uint32Array, seed: number): void {
-  let s = seed >>> 0 || 1;
-  for (let i = 0; i < words.length; i++) {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    words[i] = s;
-  }
+  const next = xorshift32(seed);
+  for (let i = 0; i < words.length; i++) words[i] = next();
 }
 
 /**

@@ -18,6 +18,7 @@
 import helloSource from './subgroup-matrix-hello.wgsl?raw';
 import tileSource from './subgroup-matrix-tile.wgsl?raw';
 import { bestOf, onePass, submitMs } from './timing.ts';
+import { xorshift32 } from './xorshift.ts';
 
 export type SubgroupMatrixSyntax = 'template' | 'argument';
 
@@ -107,15 +108,8 @@ export function expandSubgroupMatrix(code: string, syntax: SubgroupMatrixSyntax,
 
 /** Random int8 values packed four to a u32, little-endian (element 4 i + j in byte j of word i). */
 function randomInt8(count: number, seed: number): Int8Array {
-  const out = new Int8Array(count);
-  let s = seed >>> 0 || 1;
-  for (let i = 0; i < count; i++) {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    out[i] = ((s >>> 0) % 255) - 127;
-  }
-  return out;
+  const next = xorshift32(seed);
+  return Int8Array.from({ length: count }, () => (next() % 255) - 127);
 }
 
 function randomScales(count: number, seed: number): Float32Array {
