@@ -108,7 +108,14 @@ export class MatVecKernel {
   private readonly opts: ProductOptions;
   readonly variant: MatVecVariant;
   /** The dp4a variant's kernels, one per k (their workgroup memory holds x's t rows) and workgroup shape (dp4aGroup, by a product's rows). */
-  private readonly staged?: { groupFor: (n: number) => { wg: number; rows: number }; built: Map<string, XAlignedPair | undefined>; build: (k: number, group: { wg: number; rows: number }) => XAlignedPair | undefined };
+  private readonly staged?: {
+    groupFor: (n: number) => { wg: number; rows: number };
+    /** Kernels by k and workgroup shape (products of several n may share one). */
+    built: Map<string, XAlignedPair | undefined>;
+    /** What a product of k and n runs, by k then n: looked up at every encode without allocating. */
+    byShape: Map<number, Map<number, { pair: XAlignedPair; rows: number } | undefined>>;
+    build: (k: number, group: { wg: number; rows: number }) => XAlignedPair | undefined;
+  };
 
   constructor(
     ctx: KernelContext,
@@ -146,7 +153,7 @@ export class MatVecKernel {
       // t rows, and the norm's partial sums (one a subgroup of at least 4 invocations and token).
       const fits = (k: number, wg: number) => k % 32 === 0 && (t * k * 44) / 32 + (opts.norm ? 4 * MAX_MATVEC_T * (wg / 4) : 0) <= ctx.caps.maxWorkgroupStorage;
       const build = (k: number, group: { wg: number; rows: number }) => (fits(k, group.wg) ? new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(dp4a, common, x4, xIn, int8Wgsl(type), decode), bindings: BINDINGS, constants: { WG: group.wg, ROWS: group.rows, TT: t, XB: (t * k) / 32 } }), opts.glu) : undefined);
-      this.staged = { groupFor, built: new Map(), build };
+      this.staged = { groupFor, built: new Map(), byShape: new Map(), build };
       // A k too wide for workgroup memory runs the float subgroup kernel.
       const fallback = subgroupGroup(ctx.caps);
       this.rowsPerGroup = fallback.rows;
@@ -195,11 +202,16 @@ export class MatVecKernel {
   /** The dp4a kernel for n rows of k values and its rows a workgroup, built on first use (undefined where x's rows would not fit). */
   private stagedFor(k: number, n: number): { pair: XAlignedPair; rows: number } | undefined {
     if (!this.staged) return undefined;
-    const group = this.staged.groupFor(n);
-    const key = `${k}/${group.wg}/${group.rows}`;
-    if (!this.staged.built.has(key)) this.staged.built.set(key, this.staged.build(k, group));
-    const pair = this.staged.built.get(key);
-    return pair && { pair, rows: group.rows };
+    let byN = this.staged.byShape.get(k);
+    if (!byN) this.staged.byShape.set(k, (byN = new Map()));
+    if (!byN.has(n)) {
+      const group = this.staged.groupFor(n);
+      const key = `${k}/${group.wg}/${group.rows}`;
+      if (!this.staged.built.has(key)) this.staged.built.set(key, this.staged.build(k, group));
+      const pair = this.staged.built.get(key);
+      byN.set(n, pair && { pair, rows: group.rows });
+    }
+    return byN.get(n);
   }
 
   /** Builds now, at load, what products of n rows of k will run (the dp4a variant's kernel for them). */
