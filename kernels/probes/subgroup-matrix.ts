@@ -17,6 +17,7 @@
  */
 import helloSource from './subgroup-matrix-hello.wgsl?raw';
 import tileSource from './subgroup-matrix-tile.wgsl?raw';
+import { readWords } from './readback.ts';
 import { bestOf, onePass, submitMs } from './timing.ts';
 import { xorshift32 } from './xorshift.ts';
 
@@ -139,17 +140,6 @@ function buffer(device: GPUDevice, data: ArrayBufferView | number, usage = GPUBu
   return b;
 }
 
-async function readBack(device: GPUDevice, src: GPUBuffer, bytes: number): Promise<ArrayBuffer> {
-  const dst = device.createBuffer({ size: Math.ceil(bytes / 4) * 4, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-  const enc = device.createCommandEncoder();
-  enc.copyBufferToBuffer(src, 0, dst, 0, dst.size);
-  device.queue.submit([enc.finish()]);
-  await dst.mapAsync(GPUMapMode.READ);
-  const out = dst.getMappedRange().slice(0);
-  dst.destroy();
-  return out;
-}
-
 /** Where the hello kernel reads its matrices: offsets and strides in bytes, as the shader is given them. */
 interface HelloPlacement {
   leftOffset: number;
@@ -162,9 +152,12 @@ interface HelloPlacement {
 async function runHello(device: GPUDevice, pipeline: GPUComputePipeline, w: Int8Array, x: Int8Array, p: HelloPlacement): Promise<Int32Array> {
   const out = buffer(device, 256 * 4);
   const params = buffer(device, new Uint32Array([p.leftOffset, p.leftStride, p.rightOffset, p.rightStride]), GPUBufferUsage.UNIFORM);
-  const group = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [buffer(device, w), buffer(device, x), out, params].map((b, binding) => ({ binding, resource: { buffer: b } })) });
+  const buffers = [buffer(device, w), buffer(device, x), out, params];
+  const group = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: buffers.map((b, binding) => ({ binding, resource: { buffer: b } })) });
   device.queue.submit([onePass(device, (pass) => { pass.setPipeline(pipeline); pass.setBindGroup(0, group); pass.dispatchWorkgroups(1); })]);
-  return new Int32Array(await readBack(device, out, 256 * 4));
+  const got = new Int32Array((await readWords(device, out, 256)).buffer);
+  for (const b of buffers) b.destroy();
+  return got;
 }
 
 /** '' where `got` is the product of the operands read from byte offsets `lo` and `ro`, else its first wrong values. */
@@ -227,7 +220,7 @@ async function measureTile(device: GPUDevice, pipeline: GPUComputePipeline, shap
   await submitMs(device, pass(1));
   const error = await device.popErrorScope();
   if (error) throw new Error(`subgroup-matrix tile ${shape.label}: ${error.message}`);
-  const got = new Float32Array(await readBack(device, y, tokens * n * 4));
+  const got = new Float32Array((await readWords(device, y, tokens * n)).buffer);
   let maxRelError = 0;
   for (let i = 0; i < 512; i++) {
     const t = (i * 7919) % tokens;
