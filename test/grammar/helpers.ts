@@ -5,6 +5,7 @@ import { expect } from 'vitest';
 import type { CompiledGrammar, GrammarConstraint } from '../../engine/grammar/index.ts';
 import type { Tokenizer } from '../../engine/tokenizer/types.ts';
 import { modelTokenizer } from '../tokenizer/load.ts';
+import { xorshift32 } from '../../kernels/probes/xorshift.ts';
 
 const tokenizers = new Map<string, Promise<Tokenizer>>();
 
@@ -34,13 +35,8 @@ export function allowedTokens(mask: Uint32Array, vocabSize: number): number[] {
 }
 
 export function seeded(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return (s >>> 0) / 2 ** 32;
-  };
+  const next = xorshift32(seed);
+  return () => next() / 2 ** 32;
 }
 
 /** Sample uniformly among the allowed tokens until the constraint is done or `limit` tokens; the text as the engine would stream it. */

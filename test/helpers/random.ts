@@ -1,15 +1,8 @@
+import { xorshift32 } from '../../kernels/probes/xorshift.ts';
 /** Seeded random inputs for kernel tests, so a failure reproduces. */
 export function rng(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    // xorshift32
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    return s / 4294967296;
-  };
+  const next = xorshift32(seed);
+  return () => next() / 4294967296;
 }
 
 export function randomF32(n: number, seed: number, scale = 1): Float32Array {

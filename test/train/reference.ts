@@ -1,3 +1,4 @@
+import { xorshift32 } from '../../kernels/probes/xorshift.ts';
 /**
  * A plain CPU reference of the trainer's math, op by op, forward and backward, in float64: what the
  * training kernels are checked against (test/train/kernels/), itself checked against finite differences.
@@ -241,16 +242,9 @@ export function loraLinearBackward(x: Vec, w: Vec, a: Vec, b: Vec, dy: Vec, T: n
 
 /** Seeded uniform values in ±scale (xorshift32), as float64. */
 export function random(n: number, seed: number, scale = 1): Vec {
-  let s = seed >>> 0 || 1;
+  const next = xorshift32(seed);
   const out = new Float64Array(n);
-  for (let i = 0; i < n; i++) {
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    out[i] = ((s / 4294967296) * 2 - 1) * scale;
-  }
+  for (let i = 0; i < n; i++) out[i] = ((next() / 4294967296) * 2 - 1) * scale;
   return out;
 }
 
