@@ -30,18 +30,30 @@ import { GgmlType } from '../../ggml/types.ts';
 import { adapterChoiceFromEnv, openNodeDevice } from '../../engine/platform/node.ts';
 import { gapAt, largestProbDifference, llamaCppReference } from '../llama-oracle.ts';
 import { KernelContext } from '../../kernels/runtime/context.ts';
+import type { GpuCaps } from '../../kernels/runtime/caps.ts';
 import { INT8_ERROR_LIMIT, int8Cases, runInt8Case, type Int8Result } from './int8-check.ts';
 
 const PROMPTS = ['Once upon a time', 'The little dog', 'Tom and Lily went to the park. They saw'];
 const FLOAT_TYPES = new Set<GgmlType>([GgmlType.F32, GgmlType.F16, GgmlType.BF16]);
 const PROB_TOLERANCE = 5e-3;
 const PROB_TOLERANCE_QUANTIZED = 5e-2;
-/** The engine options a failing model is run again with, one at a time. */
-const BISECT: { name: string; options: EngineOptions }[] = [
+/**
+ * What a failing model is run again with, one at a time: an engine option, or a capability the kernels
+ * are chosen by taken away (no subgroups: the float products without subgroup sums, as on adapters that
+ * lack them; no dot4I8Packed: no int8 products at all), every option off together, and one token a step
+ * (prefill through the decode kernels), so one lease separates the prefill path from the decode path too.
+ */
+const ALL_OFF: EngineOptions = { int8Dot: false, fuseNorms: false, tiledAttention: false, splitAttentionFrom: false, pruneLastLayer: false };
+const BISECT: { name: string; options: EngineOptions; caps?: Partial<GpuCaps> }[] = [
   { name: 'float products (int8Dot false)', options: { int8Dot: false } },
   { name: 'norms apart (fuseNorms false)', options: { fuseNorms: false } },
   { name: 'attention untiled and unsplit', options: { tiledAttention: false, splitAttentionFrom: false } },
   { name: 'last layer on every row (pruneLastLayer false)', options: { pruneLastLayer: false } },
+  { name: 'no subgroups', options: {}, caps: { subgroups: false } },
+  { name: 'no dot4I8Packed', options: {}, caps: { packedDot: false } },
+  { name: 'all of the options above off', options: ALL_OFF },
+  { name: 'all off, no subgroups', options: ALL_OFF, caps: { subgroups: false, packedDot: false } },
+  { name: 'one token a step', options: { maxTokensPerStep: 1 } },
 ];
 
 interface PromptResult {
@@ -106,7 +118,8 @@ try {
     const file = basename(path);
     try {
       // Each engine owns (and destroys) its device.
-      const load = (options: EngineOptions = {}) => openNodeDevice(choice).then((d) => WebGpuEngine.load(d, new FileSource(path), { contextLength: 256, maxSequences: 2, prefixCache: false, ...options }));
+      const load = (options: EngineOptions = {}, caps: Partial<GpuCaps> = {}) =>
+        openNodeDevice(choice).then((d) => WebGpuEngine.load({ ...d, caps: { ...d.caps, ...caps } }, new FileSource(path), { contextLength: 256, maxSequences: 2, prefixCache: false, ...options }));
       const engine = await load();
       let results: PromptResult[] = [];
       let refs: Awaited<ReturnType<typeof llamaCppReference>> = [];
@@ -134,14 +147,20 @@ try {
       const entry = models[file] as { largestProbDifference: number; bisect?: unknown[] };
       if (!(entry.largestProbDifference < tolerance)) {
         entry.bisect = [];
-        for (const { name, options } of BISECT) {
-          const other = await load(options);
+        for (const { name, options, caps } of BISECT) {
+          // A run that cannot load or fails is recorded as such; the model's own results stay.
           try {
-            const rs = await compare(other);
-            entry.bisect.push({ name, options, largestProbDifference: worstOf(rs), firstDifferences: rs.map((r) => r.firstDifference), firstTokens: rs.map((r) => r.ours.slice(0, 4)) });
-            process.stderr.write(`check: ${file} with ${name}: largest probability difference ${worstOf(rs).toExponential(2)}, first differences ${rs.map((r) => r.firstDifference ?? 'none').join(', ')}\n`);
-          } finally {
-            await other.dispose();
+            const other = await load(options, caps);
+            try {
+              const rs = await compare(other);
+              entry.bisect.push({ name, options, caps, largestProbDifference: worstOf(rs), firstDifferences: rs.map((r) => r.firstDifference), firstTokens: rs.map((r) => r.ours.slice(0, 4)) });
+              process.stderr.write(`check: ${file} with ${name}: largest probability difference ${worstOf(rs).toExponential(2)}, first differences ${rs.map((r) => r.firstDifference ?? 'none').join(', ')}\n`);
+            } finally {
+              await other.dispose();
+            }
+          } catch (e) {
+            entry.bisect.push({ name, options, caps, error: (e as Error).message });
+            process.stderr.write(`check: ${file} with ${name}: ${(e as Error).message}\n`);
           }
         }
       }
