@@ -71,7 +71,7 @@ fn main(
     let n = first + j;
     if (n >= params.n) { break; }
     let r = w_row(n, params.k);
-    var acc: array<f32, MAX_T>;
+    var acc = array<f32, MAX_T>();
     for (var b = lane; b < nb; b += size) {
       var w = w0;
       if (j != sg || b != lane) { w = w_int8(r, b); }

@@ -27,7 +27,7 @@ fn main(
     let n = first + j;
     if (n >= params.n) { break; }
     let r = w_row(n, params.k);
-    var acc: array<vec2f, MAX_T>;
+    var acc = array<vec2f, MAX_T>();
     // UNITS weight units a lane loads before it uses any, so that many reads are in flight at once.
     for (var u0 = lane; u0 < units; u0 += size * UNITS) {
       var m: array<mat4x4f, MAX_UNITS>;

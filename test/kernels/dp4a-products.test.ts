@@ -99,6 +99,30 @@ describe.skipIf(!ctx.caps.subgroups || !ctx.caps.packedDot)('decode products on 
     expect(quantizationError(got, y0, referenceProduct(w, input, t))).toBeLessThan(0.01);
   });
 
+  // A subgroup that takes several rows loops over them: its sums must start again at zero for each row.
+  // Dawn's SPIR-V (webgpu 0.6.2) zeroes a `var` declared without a value inside a loop once, not at every
+  // iteration, so such a loop added each row's sum to the one before (H200, subgroups of 32 over 8 rows:
+  // half a product wrong). Two subgroups over 8 rows here, whatever the adapter's subgroup size.
+  const size = ctx.caps.subgroupMaxSize;
+  const severalRows = [GgmlType.Q8_0, GgmlType.Q4_K].flatMap((type) => (['plain', 'norm', 'glu'] as const).flatMap((kind) => [1, 3].map((t) => ({ type, name: typeName(type), kind, t }))));
+  it.each(severalRows)('$name, $kind x, $t row(s), subgroups taking 4 rows each: every row its own sum', async ({ type, kind, t }) => {
+    const [n, k] = [37, colsFor(type)];
+    const up = kind === 'glu' ? k : 0;
+    const stride = k + up;
+    const w = randomWeights(type, n, k, 80 + t);
+    const x = randomF32(t * stride, 81 + t, 2);
+    const g = randomF32(k, 82, 1);
+    const y0 = randomF32(t * n, 83);
+    const opts: ProductOptions = kind === 'norm' ? { norm: true } : kind === 'glu' ? { glu: 'silu' } : {};
+    const kern = new MatVecKernel(ctx, type, t, 'dp4a', { ...opts, gpuGroup: { wg: 2 * size, rows: 8 } });
+    const by = ctx.storage('y', y0.byteLength, y0);
+    const group = kern.bind(uploadRows(ctx, w), ctx.storage('x', x.byteLength, x), by, kind === 'norm' ? { norm: ctx.storage('g', g.byteLength, g) } : {});
+    await runPass(ctx, (pass, arena) => kern.encode(pass, arena, group, { t, n, k, xStride: stride, accumulate: true, normEps: EPS, gluUp: up }));
+    const input = await inputRows(kind, x, g, t, k, 0, stride, up);
+    const want = referenceProduct(w, quantized(input), t).map((v, i) => v + y0[i]);
+    expect(maxRelError(await readF32(ctx, by, t * n), want)).toBeLessThan(1e-4);
+  });
+
   // The workgroups dp4aGroup picks by a product's rows (4 rows a subgroup each, up to 32 over 256).
   const groups = [{ wg: 128, rows: 4 }, { wg: 128, rows: 16 }, { wg: 256, rows: 32 }];
   it.each(groups.flatMap((gpuGroup) => (['plain', 'norm'] as const).map((kind) => ({ gpuGroup, kind }))))('Q8_0, $kind x, one row, $gpuGroup.wg invocations over $gpuGroup.rows rows', async ({ gpuGroup, kind }) => {

@@ -32,6 +32,21 @@ describe.each(WEIGHT_TYPES.map((t) => [typeName(t), t] as const))('matvec %s', (
       });
     }
 
+    if (variant === 'subgroup') {
+      // Two subgroups over 8 rows, whatever the subgroup size: each subgroup's sums start again at zero
+      // for each of its rows (matvec-dp4a's test of the same says why they once did not).
+      it('subgroup: subgroups taking 4 rows each, T=3', async () => {
+        const [t, n, k] = [3, 37, colsFor(type)];
+        const w = randomWeights(type, n, k, 51 + type);
+        const x = randomF32(t * k, 52);
+        const kern = new MatVecKernel(ctx, type, t, variant, { gpuGroup: { wg: 2 * ctx.caps.subgroupMaxSize, rows: 8 } });
+        const by = ctx.storage('y', t * n * 4);
+        const group = kern.bind(uploadRows(ctx, w), ctx.storage('x', x.byteLength, x), by);
+        await runPass(ctx, (pass, arena) => kern.encode(pass, arena, group, { t, n, k }));
+        expect(maxRelError(await readF32(ctx, by, t * n), referenceProduct(w, x, t))).toBeLessThan(TOL);
+      });
+    }
+
     it(`${variant}: x and y slices of bigger buffers, accumulate`, async () => {
       const t = 3;
       const n = 70;
