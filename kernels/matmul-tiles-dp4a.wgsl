@@ -85,7 +85,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
       }
     }
     if (xl < BT * KB) {
-      var v: array<vec4f, 8>;
+      var v = array<vec4f, 8>();
       if (xlive && s * KB + xblk < nb) {
         for (var i = 0u; i < 8u; i++) { v[i] = x4(xb + s * KB * 32u + 4u * i); }
       }

@@ -56,7 +56,7 @@ fn main(
     let t = o / nb;
     let b = o % nb;
     let xb = params.x_offset + t * params.x_stride + b * 32u;
-    var v: array<vec4f, 8>;
+    var v = array<vec4f, 8>();
     for (var i = 0u; i < 8u; i++) { v[i] = x_in(x4(xb + 4u * i), b * 8u + i, s[t]); }
     let step = q8_0_scale(v);
     let q = q8_pack(v, step.x);

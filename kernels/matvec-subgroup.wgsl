@@ -30,7 +30,7 @@ fn main(
     var acc = array<vec2f, MAX_T>();
     // UNITS weight units a lane loads before it uses any, so that many reads are in flight at once.
     for (var u0 = lane; u0 < units; u0 += size * UNITS) {
-      var m: array<mat4x4f, MAX_UNITS>;
+      var m = array<mat4x4f, MAX_UNITS>();
       for (var i = 0u; i < UNITS; i++) {
         // Past the row's end a lane loads its last unit again, and skips it below.
         m[i] = w_unit(r, min(u0 + i * size, units - 1u));

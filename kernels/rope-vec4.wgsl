@@ -52,7 +52,7 @@ fn rope_kv_head(base: u32, h: u32, pos: u32, cache_row: u32, heads: u32, kv_head
   let kb = cache_row + (h - min(h, heads)) * hv;
   for (var j = 0u; j < hv; j++) {
     // Up to two vec4s out: `a` at vec4 j, and in NeoX order `b` at jb, the upper halves of a's pairs.
-    var a: vec4f;
+    var a = vec4f();
     var b = vec4f();
     var jb = 0u;
     if (j >= rot_vec) {
