@@ -19,13 +19,10 @@ const WEIGHTS = new Map<GgmlType, string>([
   [GgmlType.Q6_K, q6_k],
 ]);
 
-/** Weight types of the int8 decode product (matvec-dp4a.wgsl). */
+/** Weight types of the int8 products: decode (matvec-dp4a.wgsl) and the prefill tile (matmul-tiles-dp4a.wgsl). */
 export const INT8_TYPES: ReadonlySet<GgmlType> = new Set(WEIGHTS.keys());
-/**
- * Weight types of the int8 prefill tile (matmul-tiles-dp4a.wgsl), which stages one d and m a block:
- * not Q6_K, whose 16-element halves have scales of their own.
- */
-export const INT8_TILE_TYPES: ReadonlySet<GgmlType> = new Set([GgmlType.Q8_0, GgmlType.Q4_0, GgmlType.Q4_K]);
+/** The int8 prefill tile's `HALVES`: the type's block halves have a d and m each (Q6_K's sub-blocks), which the tile applies apart. */
+export const tileHalves = (type: GgmlType): boolean => type === GgmlType.Q6_K;
 
 export function int8Wgsl(type: GgmlType): string {
   const w = WEIGHTS.get(type);

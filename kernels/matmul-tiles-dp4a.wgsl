@@ -1,9 +1,9 @@
-// Tiled Q8_0, Q4_0 or Q4_K matrix product for many rows of x (prefill) on GPUs, in int8 as llama.cpp's
+// Tiled Q8_0, Q4_0, Q4_K or Q6_K matrix product for many rows of x (prefill) on GPUs, in int8 as llama.cpp's
 // GPU backends run quantized prefill without matrix units: a workgroup of 128 computes a 32-token x
 // 128-row tile of y. Per step of 64 k (two blocks of 32) each invocation stages its row's two weight
 // blocks as bytes (w_int8, int8-weights-*.wgsl: Q8_0's quants as they lie, Q4_0's and Q4_K's nibbles
-// spread; a weight's offset, d q + m, applied as m times the x block's sum; one d and m a block, so not
-// Q6_K's two), and 64 invocations each quantize one (token, block) of x into workgroup memory as
+// spread; a weight's offset, d q + m, applied as m times the x block's sum; one d and m a block, or with
+// HALVES one each 16-element half, as Q6_K's sub-blocks have), and 64 invocations each quantize one (token, block) of x into workgroup memory as
 // llama.cpp quantizes activations (quantize-q8-math.wgsl), so x and W meet as int8: a block's 32
 // products are eight dot4I8Packed, scaled once by both steps. Each invocation's
 // outputs are rows tn + 16 i (8) x tokens tt + 8 j (4), as in matmul-tiles-vec4.wgsl: per block it loads
@@ -22,27 +22,40 @@ const KB: u32 = 2u;
 // fall on distinct banks).
 const LDQ: u32 = 5u;
 const WG: u32 = 128u;
+// Each half of a weight block has its own d and m (Q6_K): the halves' integer sums are scaled apart,
+// and the staged steps and sums are two a block (SCALES), 17.25 KB of workgroup memory against 15.
+override HALVES: bool = false;
+override SCALES: u32 = select(1u, 2u, HALVES);
 
 var<workgroup> wq: array<vec4u, BN_MAX * LDQ>;
-var<workgroup> wd: array<f32, BN_MAX * KB>;
-var<workgroup> wm: array<f32, BN_MAX * KB>;
+// A staged block's d and m (with HALVES, each half's).
+var<workgroup> wd: array<f32, BN_MAX * KB * SCALES>;
+var<workgroup> wm: array<f32, BN_MAX * KB * SCALES>;
 var<workgroup> xq: array<vec4u, BT * LDQ>;
 var<workgroup> xd: array<f32, BT * KB>;
-// Each staged x block's sum of quants.
-var<workgroup> xo: array<f32, BT * KB>;
+// Each staged x block's sum of quants (with HALVES, each half's).
+var<workgroup> xo: array<f32, BT * KB * SCALES>;
 
 // A weight block's 32 quants (a, b) dotted with an x block's (c, e), summed exactly.
 fn isum(a: vec4u, b: vec4u, c: vec4u, e: vec4u) -> i32 {
   return idot16(a, c) + idot16(b, e);
 }
 
-// Staged row r's block c against the four tokens' x blocks (quants lo/hi, steps dx, sums of quants xsum):
-// four dot products.
-fn row_terms(r: u32, c: u32, lo: array<vec4u, 4>, hi: array<vec4u, 4>, dx: vec4f, xsum: vec4f) -> vec4f {
+// Staged row r's block c against the four tokens' x blocks (quants lo/hi, steps dx, sums of quants:
+// xsum whole, x0 and x1 by half): four dot products.
+fn row_terms(r: u32, c: u32, lo: array<vec4u, 4>, hi: array<vec4u, 4>, dx: vec4f, xsum: vec4f, x0: vec4f, x1: vec4f) -> vec4f {
   let a = wq[r * LDQ + 2u * c];
   let b = wq[r * LDQ + 2u * c + 1u];
+  let o = (r * KB + c) * SCALES;
+  if (HALVES) {
+    let d = vec2f(wd[o], wd[o + 1u]);
+    let m = vec2f(wm[o], wm[o + 1u]);
+    let s0 = vec4f(f32(idot16(a, lo[0])), f32(idot16(a, lo[1])), f32(idot16(a, lo[2])), f32(idot16(a, lo[3])));
+    let s1 = vec4f(f32(idot16(b, hi[0])), f32(idot16(b, hi[1])), f32(idot16(b, hi[2])), f32(idot16(b, hi[3])));
+    return (s0 * d.x + s1 * d.y + x0 * m.x + x1 * m.y) * dx;
+  }
   let s = vec4f(f32(isum(a, b, lo[0], hi[0])), f32(isum(a, b, lo[1], hi[1])), f32(isum(a, b, lo[2], hi[2])), f32(isum(a, b, lo[3], hi[3])));
-  return (s * wd[r * KB + c] + xsum * wm[r * KB + c]) * dx;
+  return (s * wd[o] + xsum * wm[o]) * dx;
 }
 
 @compute @workgroup_size(WG)
@@ -79,9 +92,13 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
         let w = w_int8(wr, min(b, nb - 1u));
         wq[lid * LDQ + 2u * c] = select(vec4u(), w.q0, live);
         wq[lid * LDQ + 2u * c + 1u] = select(vec4u(), w.q1, live);
-        // Both halves share d and m for the types this tile takes (int8-weights.ts: not Q6_K).
-        wd[lid * KB + c] = select(0.0, w.d.x, live);
-        wm[lid * KB + c] = select(0.0, w.m.x, live);
+        let o = (lid * KB + c) * SCALES;
+        wd[o] = select(0.0, w.d.x, live);
+        wm[o] = select(0.0, w.m.x, live);
+        if (HALVES) {
+          wd[o + 1u] = select(0.0, w.d.y, live);
+          wm[o + 1u] = select(0.0, w.m.y, live);
+        }
       }
     }
     if (xl < BT * KB) {
@@ -95,7 +112,12 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
       xq[xtok * LDQ + 2u * xblk + 1u] = q.hi;
       xd[xtok * KB + xblk] = step.y;
       let sums = q8_sums(q);
-      xo[xtok * KB + xblk] = sums.x + sums.y;
+      if (HALVES) {
+        xo[(xtok * KB + xblk) * 2u] = sums.x;
+        xo[(xtok * KB + xblk) * 2u + 1u] = sums.y;
+      } else {
+        xo[xtok * KB + xblk] = sums.x + sums.y;
+      }
     }
     workgroupBarrier();
     for (var c = 0u; c < KB; c++) {
@@ -103,16 +125,27 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
       let lo = array<vec4u, 4>(xq[tt * LDQ + 2u * c], xq[(tt + 8u) * LDQ + 2u * c], xq[(tt + 16u) * LDQ + 2u * c], xq[(tt + 24u) * LDQ + 2u * c]);
       let hi = array<vec4u, 4>(xq[tt * LDQ + 2u * c + 1u], xq[(tt + 8u) * LDQ + 2u * c + 1u], xq[(tt + 16u) * LDQ + 2u * c + 1u], xq[(tt + 24u) * LDQ + 2u * c + 1u]);
       let dx = vec4f(xd[tt * KB + c], xd[(tt + 8u) * KB + c], xd[(tt + 16u) * KB + c], xd[(tt + 24u) * KB + c]);
-      let xsum = vec4f(xo[tt * KB + c], xo[(tt + 8u) * KB + c], xo[(tt + 16u) * KB + c], xo[(tt + 24u) * KB + c]);
-      acc0 += row_terms(tn, c, lo, hi, dx, xsum);
-      acc1 += row_terms(tn + 16u, c, lo, hi, dx, xsum);
-      acc2 += row_terms(tn + 32u, c, lo, hi, dx, xsum);
-      acc3 += row_terms(tn + 48u, c, lo, hi, dx, xsum);
+      // Token tt + 8 j's sums of quants: whole, or with HALVES by half (x0, x1).
+      var x0 = vec4f();
+      var x1 = vec4f();
+      var xsum = vec4f();
+      if (HALVES) {
+        for (var j = 0u; j < 4u; j++) {
+          x0[j] = xo[((tt + 8u * j) * KB + c) * 2u];
+          x1[j] = xo[((tt + 8u * j) * KB + c) * 2u + 1u];
+        }
+      } else {
+        xsum = vec4f(xo[tt * KB + c], xo[(tt + 8u) * KB + c], xo[(tt + 16u) * KB + c], xo[(tt + 24u) * KB + c]);
+      }
+      acc0 += row_terms(tn, c, lo, hi, dx, xsum, x0, x1);
+      acc1 += row_terms(tn + 16u, c, lo, hi, dx, xsum, x0, x1);
+      acc2 += row_terms(tn + 32u, c, lo, hi, dx, xsum, x0, x1);
+      acc3 += row_terms(tn + 48u, c, lo, hi, dx, xsum, x0, x1);
       if (BN > 64u) {
-        acc4 += row_terms(tn + 64u, c, lo, hi, dx, xsum);
-        acc5 += row_terms(tn + 80u, c, lo, hi, dx, xsum);
-        acc6 += row_terms(tn + 96u, c, lo, hi, dx, xsum);
-        acc7 += row_terms(tn + 112u, c, lo, hi, dx, xsum);
+        acc4 += row_terms(tn + 64u, c, lo, hi, dx, xsum, x0, x1);
+        acc5 += row_terms(tn + 80u, c, lo, hi, dx, xsum, x0, x1);
+        acc6 += row_terms(tn + 96u, c, lo, hi, dx, xsum, x0, x1);
+        acc7 += row_terms(tn + 112u, c, lo, hi, dx, xsum, x0, x1);
       }
     }
     workgroupBarrier();

@@ -13,7 +13,7 @@ import { unrollRowsTokens, walkSteps } from './unroll.ts';
 import tiles from './matmul-tiles.wgsl?raw';
 import tilesVec4 from './matmul-tiles-vec4.wgsl?raw';
 import tilesDp4a from './matmul-tiles-dp4a.wgsl?raw';
-import { INT8_TILE_TYPES, int8Wgsl } from './int8-weights.ts';
+import { INT8_TYPES, int8Wgsl, tileHalves } from './int8-weights.ts';
 import tileEdges from './matmul-tiles-edges.wgsl?raw';
 import { BLOCK_WALK_TYPES, deviceLayout, walkStep } from './quant/layouts.ts';
 import type { ParamArena } from './runtime/arena.ts';
@@ -26,16 +26,24 @@ import type { WeightStore } from './runtime/weights.ts';
  * regs: register blocks per invocation, no workgroup memory (CPU rasterisers, where barriers are
  * expensive). tiles-vec4: 32-token x 128-row workgroup tiles staged in workgroup memory and read as
  * vec4s along k (GPUs); tiles: 32 x 64 tiles read one float at a time (what tiles-vec4 runs for small
- * grids, VEC4_MIN_WORKGROUPS); tiles-dp4a: Q8_0, Q4_0 and Q4_K in the same tile shape, x
+ * grids, VEC4_MIN_WORKGROUPS); tiles-dp4a: Q8_0, Q4_0, Q4_K and Q6_K in the same tile shape, x
  * quantized to int8 as it is staged and summed with dot4I8Packed (GPUs offering it), and for small grids
  * in a 32 x 64 tile of its own.
  */
 export type MatMulVariant = 'regs' | 'tiles' | 'tiles-vec4' | 'tiles-dp4a';
 
+/**
+ * Workgroup memory of the int8 tile (matmul-tiles-dp4a.wgsl: staged weights and x, 5 vec4s a row; a
+ * step and a sum a block of each, two with `halves`): 15 KB, or 17.25 KB for Q6_K, past the 16 KB every
+ * WebGPU device offers.
+ */
+export const dp4aTileBytes = (halves: boolean): number => 128 * 5 * 16 + 32 * 5 * 16 + 32 * 2 * 4 + (halves ? 2 : 1) * (2 * 128 * 2 * 4 + 32 * 2 * 4);
+
 /** The variant for `type`'s products built with `opts` on this device (without a type: the float variant). */
 export function matmulVariant(caps: GpuCaps, type?: GgmlType, opts: ProductOptions = {}): MatMulVariant {
   if (caps.software) return 'regs';
-  return type !== undefined && INT8_TILE_TYPES.has(type) && caps.packedDot && (opts.int8Dot ?? true) ? 'tiles-dp4a' : 'tiles-vec4';
+  const int8 = type !== undefined && INT8_TYPES.has(type) && caps.packedDot && (opts.int8Dot ?? true) && dp4aTileBytes(tileHalves(type)) <= caps.maxWorkgroupStorage;
+  return int8 ? 'tiles-dp4a' : 'tiles-vec4';
 }
 
 const TILES = {
@@ -139,8 +147,11 @@ export class MatMulKernel {
     const bindings = store.bindings;
     if (variant !== 'regs') {
       if (ctx.caps.maxInvocationsPerWorkgroup < 128) throw new Error(`matmul: the ${variant} variant needs 128 invocations per workgroup`);
-      if (variant === 'tiles-dp4a' && (!INT8_TILE_TYPES.has(type) || !ctx.caps.packedDot || opts.xq8)) throw new Error(`${label}: the tiles-dp4a variant needs Q8_0, Q4_0 or Q4_K weights and dot4I8Packed, and quantizes x itself`);
-      const pairOf = (v: keyof typeof TILES, name: string, constants?: Record<string, number>) => new XAlignedPair(ctx, (x4) => ({ label: name, code: wgsl(TILES[v].code, tileEdges, common, x4, decode, v === 'tiles-dp4a' ? int8Wgsl(type) : ''), bindings, constants }), opts.glu);
+      if (variant === 'tiles-dp4a' && (!INT8_TYPES.has(type) || !ctx.caps.packedDot || opts.xq8)) throw new Error(`${label}: the tiles-dp4a variant needs Q8_0, Q4_0, Q4_K or Q6_K weights and dot4I8Packed, and quantizes x itself`);
+      if (variant === 'tiles-dp4a' && dp4aTileBytes(tileHalves(type)) > ctx.caps.maxWorkgroupStorage) throw new Error(`${label}: the tiles-dp4a variant needs ${dp4aTileBytes(tileHalves(type))} bytes of workgroup memory for ${typeName(type)}; this device offers ${ctx.caps.maxWorkgroupStorage}`);
+      const int8 = (v: keyof typeof TILES) => v === 'tiles-dp4a';
+      const pairOf = (v: keyof typeof TILES, name: string, constants: Record<string, number> = {}) =>
+        new XAlignedPair(ctx, (x4) => ({ label: name, code: wgsl(TILES[v].code, tileEdges, common, x4, decode, int8(v) ? int8Wgsl(type) : ''), bindings, constants: int8(v) ? { HALVES: Number(tileHalves(type)), ...constants } : constants }), opts.glu);
       this.kernels = pairOf(variant, label);
       this.pairFor = () => this.kernels;
       ({ tileN: this.tileN, tileT: this.tileT } = TILES[variant]);

@@ -50,7 +50,7 @@ const EPS = 1e-5;
 /**
  * Q8_0 at the shapes of TinyStories-656K (k 128 and 384, rows 64 to 2048), SmolLM2-135M (576) and a 1B
  * (2048, with rows enough for 32 a workgroup), decode at 1, 2, 6 and 8 rows of x, every kind of x; the
- * prefill tile in both its forms at 10 and 40 tokens.
+ * prefill tile in both its forms at 10 and 40 tokens, in Q8_0 and in Q6_K.
  */
 export function int8Cases(): Int8Case[] {
   const out: Int8Case[] = [];
@@ -66,6 +66,8 @@ export function int8Cases(): Int8Case[] {
     for (const [n, k] of [[256, 128], [128, 384], [960, 576]]) {
       for (const kind of ['plain', 'glu'] as const) for (const t of [10, 40]) out.push({ type: GgmlType.Q8_0, kernel, kind, t, n, k });
     }
+    // Q6_K (Q4_K_M's down products), whose block halves the tile scales apart.
+    for (const kind of ['plain', 'glu'] as const) for (const t of [10, 40]) out.push({ type: GgmlType.Q6_K, kernel, kind, t, n: 256, k: 256 });
   }
   return out;
 }

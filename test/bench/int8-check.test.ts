@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { INT8_ERROR_LIMIT, int8Cases, productError, runInt8Case } from '../../bench/gpu/int8-check.ts';
 import { testContext } from '../helpers/gpu.ts';
-import { GgmlType } from '../../ggml/types.ts';
+import { GgmlType, typeName } from '../../ggml/types.ts';
 
 const ctx = await testContext();
 
@@ -33,9 +33,11 @@ describe.skipIf(!ctx.caps.subgroups || !ctx.caps.packedDot)('GPU check: int8 pro
     expect(new Set(small.map((c) => `${c.kernel} ${c.kind}`))).toEqual(new Set(['matvec plain', 'matvec norm', 'matvec glu', 'tile plain', 'tile glu', 'tile-128 plain', 'tile-128 glu']));
     expect(int8Cases().filter((c) => c.kernel === 'product')).toEqual([5, 8].map((t) => ({ type: GgmlType.Q8_0, kernel: 'product', kind: 'glu', t, n: 2048, k: 8192 })));
     expect(new Set(small.filter((c) => c.kernel === 'matvec').map((c) => c.t))).toEqual(new Set([1, 2, 6, 8]));
+    // Q6_K in both tiles: the one type whose block halves the tile scales apart.
+    expect(small.filter((c) => c.type === GgmlType.Q6_K).map((c) => c.kernel)).toEqual(['tile', 'tile', 'tile', 'tile', 'tile-128', 'tile-128', 'tile-128', 'tile-128']);
   });
 
-  it.each(small.map((c) => [`${c.kernel} ${c.kind} t=${c.t} ${c.n}x${c.k}`, c] as const))('%s: within the limit', async (_, c) => {
+  it.each(small.map((c) => [`${typeName(c.type)} ${c.kernel} ${c.kind} t=${c.t} ${c.n}x${c.k}`, c] as const))('%s: within the limit', async (_, c) => {
     const r = await runInt8Case(ctx, c);
     expect(r.error).toBeLessThan(INT8_ERROR_LIMIT);
     // Quantizing x costs about half a percent, not nothing: the kernel did quantize it.

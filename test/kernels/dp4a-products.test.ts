@@ -1,5 +1,5 @@
 /**
- * The GPU's int8 products for Q8_0, Q4_0 and Q4_K (nibbles spread to bytes, a weight's offset through
+ * The GPU's int8 products for Q8_0, Q4_0, Q4_K and Q6_K (nibbles spread to bytes, a weight's offset through
  * the x block's sum of quants): decode (matvec-dp4a.wgsl), where the workgroup quantizes x (plain,
  * through the folded RMSNorm, or through the folded SwiGLU) to int8 blocks as llama.cpp quantizes
  * activations, and prefill (matmul-tiles-dp4a.wgsl), where each tile quantizes the x blocks it stages;
@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { dequantize, quantize } from '../../engine/gguf/quant/index.ts';
 import { GgmlType, typeName } from '../../ggml/types.ts';
 import type { ProductOptions } from '../../kernels/matmul-params.ts';
-import { MatMulKernel, matmulVariant } from '../../kernels/matmul.ts';
+import { dp4aTileBytes, MatMulKernel, matmulVariant } from '../../kernels/matmul.ts';
 import { dp4aGroup, MatVecKernel, matvecVariant } from '../../kernels/matvec.ts';
 import { planRowShards } from '../../kernels/quant/index.ts';
 import { COMPAT_CAPS } from '../../kernels/runtime/caps.ts';
@@ -69,8 +69,6 @@ function quantizationError(got: Float32Array, y0: ArrayLike<number>, exact: Floa
 }
 
 const INT8_TYPES = [GgmlType.Q8_0, GgmlType.Q4_0, GgmlType.Q4_K, GgmlType.Q6_K].map((type) => ({ type, name: typeName(type) }));
-// The prefill tile stages one step and offset a block: not Q6_K's two.
-const TILE_TYPES = INT8_TYPES.filter(({ type }) => type !== GgmlType.Q6_K);
 // K-quant rows are whole 256-element blocks; 288 (9 blocks of 32) leaves lanes and the tiles' 64-wide
 // steps a partial share.
 const colsFor = (type: GgmlType) => (type === GgmlType.Q4_K || type === GgmlType.Q6_K ? 512 : 288);
@@ -218,7 +216,7 @@ describe.skipIf(!ctx.caps.packedDot)('prefill products on int8 x (tiles-dp4a var
   // 288 = 4.5 steps of 64: the last step's second block lies past k. T=37 and 300 rows: partial tiles
   // both ways; 70 x 300 more than one tile each way. Each in the 128-row tile (forced) and in the 64-row
   // tile small grids run (these grids are all small).
-  const cases = TILE_TYPES.flatMap(({ type, name }) =>
+  const cases = INT8_TYPES.flatMap(({ type, name }) =>
     [128, 64].flatMap((tile) => [
       { type, name, tile, kind: 'plain' as const, t: 37, n: 100 },
       { type, name, tile, kind: 'plain' as const, t: 70, n: 300 },
@@ -277,13 +275,17 @@ describe.skipIf(!ctx.caps.packedDot)('prefill products on int8 x (tiles-dp4a var
 });
 
 describe('which products run on int8 x', () => {
-  it('prefill: Q8_0, Q4_0 and Q4_K (not Q6_K) on a GPU with dot4I8Packed, unless int8Dot is false', () => {
-    const gpu = { ...COMPAT_CAPS, software: false, packedDot: true };
-    expect(matmulVariant(gpu, GgmlType.Q8_0)).toBe('tiles-dp4a');
-    expect(matmulVariant(gpu, GgmlType.Q4_0)).toBe('tiles-dp4a');
-    expect(matmulVariant(gpu, GgmlType.Q4_K)).toBe('tiles-dp4a');
+  it('prefill: Q8_0, Q4_0, Q4_K and Q6_K on a GPU with dot4I8Packed, unless int8Dot is false', () => {
+    const gpu = { ...COMPAT_CAPS, software: false, packedDot: true, maxWorkgroupStorage: 32768 };
+    for (const type of [GgmlType.Q8_0, GgmlType.Q4_0, GgmlType.Q4_K, GgmlType.Q6_K]) expect(matmulVariant(gpu, type)).toBe('tiles-dp4a');
+    // Q6_K's tile stages two steps a block: 17.25 KB, past the 16 KB every device offers.
+    expect([dp4aTileBytes(false), dp4aTileBytes(true)]).toEqual([15360, 17664]);
+    const small = { ...gpu, maxWorkgroupStorage: 16384 };
+    expect(matmulVariant(small, GgmlType.Q4_K)).toBe('tiles-dp4a');
+    expect(matmulVariant(small, GgmlType.Q6_K)).toBe('tiles-vec4');
+    expect(() => new MatMulKernel(new KernelContext(ctx.device, { ...ctx.caps, maxWorkgroupStorage: 16384 }), GgmlType.Q6_K, 'tiles-dp4a')).toThrow(/17664 bytes of workgroup memory for Q6_K; this device offers 16384/);
     expect(matmulVariant(gpu, GgmlType.Q8_0, { int8Dot: false })).toBe('tiles-vec4');
-    for (const type of [GgmlType.F32, GgmlType.F16, GgmlType.Q6_K]) expect(matmulVariant(gpu, type)).toBe('tiles-vec4');
+    for (const type of [GgmlType.F32, GgmlType.F16]) expect(matmulVariant(gpu, type)).toBe('tiles-vec4');
     expect(matmulVariant({ ...gpu, packedDot: false }, GgmlType.Q8_0)).toBe('tiles-vec4');
     expect(matmulVariant({ ...gpu, software: true }, GgmlType.Q8_0)).toBe('regs');
   });
