@@ -127,6 +127,11 @@ export interface ProductOptions {
    * grids take the 32 x 64 tile (default VEC4_MIN_WORKGROUPS; tests and the lab set 0 to run it always).
    */
   vec4MinWorkgroups?: number;
+  /**
+   * The int8 tile 'tiles-dp4a': blocks of 32 along k a step stages (2 by default; 4 for the lab: 28 KB of
+   * workgroup memory, half the barriers a row of k).
+   */
+  int8TileBlocks?: 2 | 4;
 }
 
 /**

@@ -16,11 +16,12 @@
 const BT: u32 = 32u;
 override BN: u32 = 128u;
 const BN_MAX: u32 = 128u;
-// Blocks of 32 along k a step stages.
-const KB: u32 = 2u;
+// Blocks of 32 along k a step stages (2; 4 for the lab, whose 28 KB of workgroup memory halve the
+// barriers a row of k costs).
+override KB: u32 = 2u;
 // A staged row's vec4s: two a block, then one of padding (an odd count: a quarter-warp's vec4 loads
 // fall on distinct banks).
-const LDQ: u32 = 5u;
+override LDQ: u32 = 2u * KB + 1u;
 const WG: u32 = 128u;
 // Each half of a weight block has its own d and m (Q6_K): the halves' integer sums are scaled apart,
 // and the staged steps and sums are two a block (SCALES), 17.25 KB of workgroup memory against 15.
@@ -68,13 +69,11 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
   // The row this invocation stages (clamped to the last row; zeros past the matrix).
   let wlive = n_base + lid < params.n;
   let wr = w_row(min(n_base + lid, params.n - 1u), params.k);
-  // The x block it quantizes, if xl < 64: token xl / KB, block xl % KB of each step (xl wraps past
-  // 64 for the invocations staging a 64-row tile's weights).
+  // The x blocks (token o / KB, block o % KB of each step) it quantizes: o = xl, xl + XQ, ... below
+  // BT KB, XQ invocations quantizing: all of them, or a 64-row tile's 64 that stage no weights (for
+  // the others xl wraps past any o).
   let xl = lid - select(0u, BN, BN < WG);
-  let xtok = xl / KB;
-  let xblk = xl % KB;
-  let xlive = xl < BT * KB && t_base + xtok < params.t;
-  let xb = params.x_offset + (t_base + xtok) * params.x_stride + xblk * 32u;
+  let xq_n = WG - select(0u, BN, BN < WG);
   var acc0 = vec4f();
   var acc1 = vec4f();
   var acc2 = vec4f();
@@ -101,10 +100,13 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
         }
       }
     }
-    if (xl < BT * KB) {
+    for (var o = xl; o < BT * KB; o += xq_n) {
+      let xtok = o / KB;
+      let xblk = o % KB;
       var v = array<vec4f, 8>();
-      if (xlive && s * KB + xblk < nb) {
-        for (var i = 0u; i < 8u; i++) { v[i] = x4(xb + s * KB * 32u + 4u * i); }
+      if (t_base + xtok < params.t && s * KB + xblk < nb) {
+        let xb = params.x_offset + (t_base + xtok) * params.x_stride + (s * KB + xblk) * 32u;
+        for (var i = 0u; i < 8u; i++) { v[i] = x4(xb + 4u * i); }
       }
       let step = q8_0_scale(v);
       let q = q8_pack(v, step.x);

@@ -9,7 +9,8 @@
  *   3. decode attention alone on both benched models' shapes at spans of 512 to 8192 positions, each
  *      (token, head) pair in one workgroup and split over several (flash-decoding);
  *   4. a 1B-class prefill step's products (Q8_0, the prompt's tokens) in each GPU tile (MatMulKernel's
- *      tiles, tiles-vec4 and tiles-dp4a), as GFLOP/s and a share of the FMA limit, and the same shapes
+ *      tiles, tiles-vec4 and tiles-dp4a, the int8 tile also in steps of 4 blocks; Q6_K in the float and
+ *      int8 tiles), as GFLOP/s and a share of the FMA limit, and the same shapes
  *      on int8 subgroup matrices where Dawn offers them with its unsafe APIs allowed (an experiment:
  *      kernels/probes/subgroup-matrix.ts);
  *   5. each given model's prefill and decode step kernel by kernel (bench/profile.ts), its decode loop
@@ -29,6 +30,7 @@ import { adapterChoiceFromEnv, openNodeDevice } from '../../engine/platform/node
 import { describeAdapter } from '../../engine/gpu/select.ts';
 import { matvecVariant, type MatVecVariant } from '../../kernels/matvec.ts';
 import type { ProductOptions } from '../../kernels/matmul-params.ts';
+import type { MatMulVariant } from '../../kernels/matmul.ts';
 import { measureAdapterLimits, type AdapterLimits } from '../../kernels/probes/limits.ts';
 import { measureMatVec, type MatVecRate, type MatVecShape } from '../../kernels/probes/measure-matvec.ts';
 import { measureDecodeAttention, type AttentionRate, type AttentionShape } from '../../kernels/probes/measure-attention.ts';
@@ -102,7 +104,7 @@ export interface LabResult {
   experimental: Awaited<ReturnType<typeof unsafeFeatures>>;
   attention: AttentionRate[];
   /** A 1B prefill step's products in each GPU tile, as GFLOP/s and a share of the FMA probe. */
-  prefill: (MatMulRate & { percentOfFma: number })[];
+  prefill: (MatMulRate & { config: string; percentOfFma: number })[];
   /** The same products on int8 subgroup matrices (kernels/probes/subgroup-matrix.ts), or why not. */
   subgroupMatrix: SubgroupMatrixProbe | string;
   profiles: (BenchProfile & { model: string; loop: DecodeLoop[]; ttft: StepSizeTtft[] })[];
@@ -277,17 +279,30 @@ export function prefillShapes(d = 2048, ffn = 8192, kv = 512): MatMulShape[] {
  * own; the int8 tile where the device offers dot4I8Packed (its rate still counted in multiply-adds
  * against the f32 FMA probe).
  */
-async function prefillRates(choice: Parameters<typeof onFreshDevice>[0], caps: Pick<GpuCaps, 'packedDot'>, tokens: number, fmaGflops: number, log: (line: string) => void, errors: string[]): Promise<(MatMulRate & { percentOfFma: number })[]> {
-  const out: (MatMulRate & { percentOfFma: number })[] = [];
-  for (const variant of ['tiles', 'tiles-vec4', ...(caps.packedDot ? (['tiles-dp4a'] as const) : [])] as const) {
+async function prefillRates(choice: Parameters<typeof onFreshDevice>[0], caps: Pick<GpuCaps, 'packedDot'>, tokens: number, fmaGflops: number, log: (line: string) => void, errors: string[]): Promise<(MatMulRate & { config: string; percentOfFma: number })[]> {
+  const out: (MatMulRate & { config: string; percentOfFma: number })[] = [];
+  // Q8_0 in every tile, the int8 tile also in steps of 4 blocks; Q6_K (Q4_K_M's down products) in the
+  // float tile and in int8 (its block halves scaled apart, since session 21).
+  const configs: { type: GgmlType; variant: MatMulVariant; opts?: ProductOptions }[] = [
+    ...(['tiles', 'tiles-vec4'] as const).map((variant) => ({ type: GgmlType.Q8_0, variant })),
+    ...(caps.packedDot
+      ? [GgmlType.Q8_0, GgmlType.Q6_K].flatMap((type) => [
+          ...(type === GgmlType.Q6_K ? [{ type, variant: 'tiles-vec4' as const }] : []),
+          { type, variant: 'tiles-dp4a' as const },
+          { type, variant: 'tiles-dp4a' as const, opts: { int8TileBlocks: 4 as const } },
+        ])
+      : []),
+  ];
+  for (const { type, variant, opts } of configs) {
+    const name = `${typeName(type)} ${variant}${opts?.int8TileBlocks ? `, ${opts.int8TileBlocks} blocks a step` : ''}`;
     try {
-      const rows = await onFreshDevice(choice, (own) => measureMatMul(new KernelContext(own.device, own.caps), GgmlType.Q8_0, variant, prefillShapes(), tokens, (k) => patternDot(GgmlType.Q8_0, k), 5));
-      for (const r of rows) out.push({ ...r, percentOfFma: (100 * r.GFLOPs) / fmaGflops });
+      const rows = await onFreshDevice(choice, (own) => measureMatMul(new KernelContext(own.device, own.caps), type, variant, prefillShapes(), tokens, (k) => patternDot(type, k), 5, opts));
+      for (const r of rows) out.push({ ...r, config: name, percentOfFma: (100 * r.GFLOPs) / fmaGflops });
       const ms = rows.reduce((a, r) => a + r.ms, 0);
-      log(`prefill products (${tokens} tokens) ${variant}: ${rows.map((r) => `${r.shape} ${r.GFLOPs.toFixed(0)} GFLOP/s`).join('; ')}; ${ms.toFixed(2)} ms for 4 layers`);
+      log(`prefill products (${tokens} tokens) ${name}: ${rows.map((r) => `${r.shape} ${r.GFLOPs.toFixed(0)} GFLOP/s`).join('; ')}; ${ms.toFixed(2)} ms for 4 layers`);
     } catch (e) {
-      errors.push(`prefill ${variant}: ${(e as Error).message}`);
-      log(`prefill ${variant} failed: ${(e as Error).message}`);
+      errors.push(`prefill ${name}: ${(e as Error).message}`);
+      log(`prefill ${name} failed: ${(e as Error).message}`);
     }
   }
   return out;

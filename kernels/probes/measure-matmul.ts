@@ -7,6 +7,7 @@
  */
 import { GgmlType, typeName } from '../../ggml/types.ts';
 import { MatMulKernel, type MatMulVariant } from '../matmul.ts';
+import type { ProductOptions } from '../matmul-params.ts';
 import { deviceLayout } from '../quant/layouts.ts';
 import { ParamArena } from '../runtime/arena.ts';
 import type { KernelContext } from '../runtime/context.ts';
@@ -33,10 +34,10 @@ export interface MatMulRate {
   GFLOPs: number;
 }
 
-export async function measureMatMul(ctx: KernelContext, type: GgmlType, variant: MatMulVariant, shapes: MatMulShape[], tokens: number, expectedDot: (k: number) => number, runs = 5): Promise<MatMulRate[]> {
+export async function measureMatMul(ctx: KernelContext, type: GgmlType, variant: MatMulVariant, shapes: MatMulShape[], tokens: number, expectedDot: (k: number) => number, runs = 5, opts: ProductOptions = {}): Promise<MatMulRate[]> {
   const layout = deviceLayout(ctx.caps, type);
   // The variant's own tile whatever the grid (tiles-vec4 would run small grids with the 32 x 64 tile).
-  const kernel = new MatMulKernel(ctx, type, variant, { vec4MinWorkgroups: 0 });
+  const kernel = new MatMulKernel(ctx, type, variant, { vec4MinWorkgroups: 0, ...opts });
   const out: MatMulRate[] = [];
   for (const shape of shapes) {
     const { n, k } = shape;
