@@ -8,9 +8,10 @@
  *    template parameter (`<T, col_major>`, `<row_major>`); each kernel is written with LOAD_LEFT,
  *    LOAD_RIGHT and STORE and expanded in both forms, the first that compiles and multiplies a 16 x 32 by a
  *    32 x 16 int8 matrix exactly (subgroup-matrix-hello.wgsl) wins. On the H200 (Dawn of webgpu 0.6.2):
- *    the template form. Then the unit of an int8 load's offset: the proposal counts matrix elements
- *    (bytes), Dawn's SPIR-V writer once counted the i32 words of the array; the hello kernel at an offset
- *    tells which (the tile multiplied garbage at every offset but 0 in the first lease that ran it).
+ *    the template form. Then the units of an int8 load's offset and stride: the proposal counts matrix
+ *    elements (bytes), Dawn's SPIR-V writer once counted the i32 words of the array; the hello kernel at
+ *    an offset, at another stride, and at both tells which (the tile multiplied garbage at every offset
+ *    but 0 in session 20's lease; in session 21's, offset and stride changed together fitted neither).
  * 2. The tile (subgroup-matrix-tile.wgsl): Q8_0-like products of int8 rows with a scale a block of 32
  *    against int8 x, on shapes of a prefill step; sampled outputs checked against float64 sums of the
  *    same integers and scales, then timed (best of several submits, all copies in one pass).
@@ -40,14 +41,20 @@ export interface SubgroupMatrixRate {
   maxRelError: number;
 }
 
-/** What an int8 load's offset counts: bytes (matrix elements, as the proposal says) or the array's i32 words. */
+/** What an int8 load's offset or stride counts: bytes (matrix elements, as the proposal says) or the array's i32 words. */
 export type OffsetUnit = 'bytes' | 'words';
+
+/** What an int8 load's offset and stride count, as the hello kernel found them. */
+export interface LoadUnits {
+  offset: OffsetUnit;
+  stride: OffsetUnit;
+}
 
 export interface SubgroupMatrixProbe {
   syntax?: SubgroupMatrixSyntax;
-  /** How the offset of an int8 load read (undefined where neither way gave the exact product). */
-  offsetUnit?: OffsetUnit;
-  /** The hello kernel at offsets: bytes, words, or the first wrong values. */
+  /** What an int8 load's offset and stride count (undefined where no reading gave the exact product). */
+  units?: LoadUnits;
+  /** The hello kernel at an offset, at a stride other than 32, and both: the readings that fit each. */
   offsetOutcome?: string;
   /** Per syntax tried: compiled and exact, or why not. */
   tried: { syntax: SubgroupMatrixSyntax; outcome: string }[];
@@ -87,15 +94,17 @@ const RIGHT = 'subgroup_matrix_right<i8, 16, 32>';
 
 /**
  * `code` with LOAD_LEFT(arr, offset, stride), LOAD_RIGHT(...) and STORE(arr, offset, value, stride)
- * written in `syntax`; with `offsetUnit` 'words' the int8 loads' offsets (given in bytes) are divided by 4.
+ * written in `syntax`; where `units` says an int8 load's offset or stride counts words, that argument
+ * (given in bytes) is divided by 4.
  */
-export function expandSubgroupMatrix(code: string, syntax: SubgroupMatrixSyntax, offsetUnit: OffsetUnit = 'bytes'): string {
+export function expandSubgroupMatrix(code: string, syntax: SubgroupMatrixSyntax, units: LoadUnits = { offset: 'bytes', stride: 'bytes' }): string {
   const write = (name: string, a: string[]): string => {
     const major = name === 'LOAD_RIGHT' ? 'col_major' : 'row_major';
     if (name === 'STORE') return syntax === 'template' ? `subgroupMatrixStore<row_major>(&${a[0]}, ${a[1]}, ${a[2]}, ${a[3]})` : `subgroupMatrixStore(&${a[0]}, ${a[1]}, ${a[2]}, false, ${a[3]})`;
     const type = name === 'LOAD_LEFT' ? LEFT : RIGHT;
-    const offset = offsetUnit === 'words' ? `(${a[1]}) / 4u` : a[1];
-    return syntax === 'template' ? `subgroupMatrixLoad<${type}, ${major}>(&${a[0]}, ${offset}, ${a[2]})` : `subgroupMatrixLoad<${type}>(&${a[0]}, ${offset}, ${major === 'col_major'}, ${a[2]})`;
+    const offset = units.offset === 'words' ? `(${a[1]}) / 4u` : a[1];
+    const stride = units.stride === 'words' ? `(${a[2]}) / 4u` : a[2];
+    return syntax === 'template' ? `subgroupMatrixLoad<${type}, ${major}>(&${a[0]}, ${offset}, ${stride})` : `subgroupMatrixLoad<${type}>(&${a[0]}, ${offset}, ${major === 'col_major'}, ${stride})`;
   };
   let out = code;
   for (;;) {
@@ -141,7 +150,7 @@ function buffer(device: GPUDevice, data: ArrayBufferView | number, usage = GPUBu
 }
 
 /** Where the hello kernel reads its matrices: offsets and strides in bytes, as the shader is given them. */
-interface HelloPlacement {
+export interface HelloPlacement {
   leftOffset: number;
   leftStride: number;
   rightOffset: number;
@@ -160,13 +169,17 @@ async function runHello(device: GPUDevice, pipeline: GPUComputePipeline, w: Int8
   return got;
 }
 
-/** '' where `got` is the product of the operands read from byte offsets `lo` and `ro`, else its first wrong values. */
-function wrongValues(got: Int32Array, w: Int8Array, x: Int8Array, p: HelloPlacement, lo: number, ro: number): string {
+/**
+ * '' where `got` is the product of the operands as the kernel would read them were its offsets and
+ * strides counted in `units` (words: 4 bytes each), else its first wrong values.
+ */
+function wrongValues(got: Int32Array, w: Int8Array, x: Int8Array, p: HelloPlacement, units: LoadUnits = { offset: 'bytes', stride: 'bytes' }): string {
+  const [os, ss] = [units.offset === 'words' ? 4 : 1, units.stride === 'words' ? 4 : 1];
   const wrong: string[] = [];
   for (let r = 0; r < 16; r++) {
     for (let c = 0; c < 16; c++) {
       let want = 0;
-      for (let k = 0; k < 32; k++) want += w[lo + r * p.leftStride + k] * x[ro + c * p.rightStride + k];
+      for (let k = 0; k < 32; k++) want += (w[os * p.leftOffset + r * ss * p.leftStride + k] ?? NaN) * (x[os * p.rightOffset + c * ss * p.rightStride + k] ?? NaN);
       if (got[r * 16 + c] !== want && wrong.length < 4) wrong.push(`[${r}][${c}] ${got[r * 16 + c]} for ${want}`);
     }
   }
@@ -179,24 +192,42 @@ async function tryHello(device: GPUDevice, syntax: SubgroupMatrixSyntax): Promis
   const w = randomInt8(16 * 32, 11);
   const x = randomInt8(16 * 32, 12);
   const p = { leftOffset: 0, leftStride: 32, rightOffset: 0, rightStride: 32 };
-  const outcome = wrongValues(await runHello(device, pipeline, w, x, p), w, x, p, 0, 0);
+  const outcome = wrongValues(await runHello(device, pipeline, w, x, p), w, x, p);
   return { outcome, pipeline };
 }
 
+const READINGS: LoadUnits[] = (['bytes', 'words'] as const).flatMap((offset) => (['bytes', 'words'] as const).map((stride) => ({ offset, stride })));
+const reading = (u: LoadUnits) => `offset in ${u.offset}, stride in ${u.stride}`;
+
+/** The readings of offset and stride under which `got` is the exact product of the operands placed as `p` says. */
+export function readingsThatFit(got: Int32Array, w: Int8Array, x: Int8Array, p: HelloPlacement): LoadUnits[] {
+  return READINGS.filter((u) => !wrongValues(got, w, x, p, u));
+}
+
 /**
- * The hello kernel reading both matrices at an offset, rows 64 bytes apart, operands large enough for an
- * offset counted in words: which unit the offset counted, or the first wrong values under both readings.
+ * The hello kernel reading its matrices at offsets (strides 32), at strides of 64 (offsets 0), and both,
+ * operands large enough for either counted in words: the readings of offset and stride (bytes or i32
+ * words) under which each placement gave the exact product. Session 21's H200 fitted neither reading
+ * with both changed at once, so each is changed alone first.
  */
-async function offsetUnitOf(device: GPUDevice, pipeline: GPUComputePipeline): Promise<{ unit?: OffsetUnit; outcome: string }> {
-  const p = { leftOffset: 64, leftStride: 64, rightOffset: 32, rightStride: 64 };
-  const w = randomInt8(4 * p.leftOffset + 16 * p.leftStride, 13);
-  const x = randomInt8(4 * p.rightOffset + 16 * p.rightStride, 14);
-  const got = await runHello(device, pipeline, w, x, p);
-  const asBytes = wrongValues(got, w, x, p, p.leftOffset, p.rightOffset);
-  if (!asBytes) return { unit: 'bytes', outcome: 'offsets count bytes (matrix elements)' };
-  const asWords = wrongValues(got, w, x, p, 4 * p.leftOffset, 4 * p.rightOffset);
-  if (!asWords) return { unit: 'words', outcome: "offsets count the array's i32 words" };
-  return { outcome: `neither: read as bytes ${asBytes}; as words ${asWords}` };
+async function loadUnitsOf(device: GPUDevice, pipeline: GPUComputePipeline): Promise<{ units?: LoadUnits; outcome: string }> {
+  const placements: { name: string; p: HelloPlacement }[] = [
+    { name: 'at offsets 64 and 32', p: { leftOffset: 64, leftStride: 32, rightOffset: 32, rightStride: 32 } },
+    { name: 'at strides of 64', p: { leftOffset: 0, leftStride: 64, rightOffset: 0, rightStride: 64 } },
+    { name: 'at both', p: { leftOffset: 64, leftStride: 64, rightOffset: 32, rightStride: 64 } },
+  ];
+  const fits: LoadUnits[][] = [];
+  const lines: string[] = [];
+  for (const [i, { name, p }] of placements.entries()) {
+    const w = randomInt8(4 * p.leftOffset + 16 * 4 * p.leftStride, 13 + i);
+    const x = randomInt8(4 * p.rightOffset + 16 * 4 * p.rightStride, 17 + i);
+    const got = await runHello(device, pipeline, w, x, p);
+    const fit = readingsThatFit(got, w, x, p);
+    fits.push(fit);
+    lines.push(`${name}: ${fit.length ? fit.map(reading).join(' or ') : `no reading fits (as bytes ${wrongValues(got, w, x, p)})`}`);
+  }
+  const units = READINGS.find((u) => fits.every((f) => f.some((v) => v.offset === u.offset && v.stride === u.stride)));
+  return { units, outcome: `${lines.join('; ')}${units ? `: ${reading(units)}` : ''}` };
 }
 
 async function measureTile(device: GPUDevice, pipeline: GPUComputePipeline, shape: SubgroupMatrixShape, tokens: number, runs: number): Promise<SubgroupMatrixRate> {
@@ -254,14 +285,14 @@ export async function probeSubgroupMatrix(device: GPUDevice, shapes: SubgroupMat
     }
   }
   if (!result.syntax || !hello) return result;
-  const offsets = await offsetUnitOf(device, hello).catch((e: Error) => ({ unit: undefined, outcome: `failed: ${e.message}` }));
-  result.offsetUnit = offsets.unit;
-  result.offsetOutcome = offsets.outcome;
-  log(`subgroup matrices at an offset: ${offsets.outcome}`);
-  if (!result.offsetUnit) return result;
+  const found = await loadUnitsOf(device, hello).catch((e: Error) => ({ units: undefined, outcome: `failed: ${e.message}` }));
+  result.units = found.units;
+  result.offsetOutcome = found.outcome;
+  log(`subgroup matrices at offsets and strides: ${found.outcome}`);
+  if (!result.units) return result;
   let pipeline: GPUComputePipeline;
   try {
-    pipeline = await compiles(device, expandSubgroupMatrix(tileSource, result.syntax, result.offsetUnit));
+    pipeline = await compiles(device, expandSubgroupMatrix(tileSource, result.syntax, result.units));
   } catch (e) {
     result.errors.push(`tile: ${(e as Error).message}`);
     log(`subgroup-matrix tile failed to build: ${(e as Error).message}`);
