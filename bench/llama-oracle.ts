@@ -57,9 +57,12 @@ export function softmax(logits: Float32Array): Float64Array {
   return p.map((v) => v / sum);
 }
 
-/** Our next-token distributions along llama.cpp's greedy path (teacher forcing), and the largest difference from its own. */
-export async function largestProbDifference(engine: WebGpuEngine, ref: LlamaCppReference): Promise<number> {
-  const logits = await engine.logits([...ref.prompt, ...ref.greedy.slice(0, -1)]);
+/**
+ * Our next-token distributions along llama.cpp's greedy path (teacher forcing), and the largest difference
+ * from its own; the path in steps of `stepTokens` (WebGpuEngine.logits: default, the most a step samples).
+ */
+export async function largestProbDifference(engine: WebGpuEngine, ref: LlamaCppReference, stepTokens?: number): Promise<number> {
+  const logits = await engine.logits([...ref.prompt, ...ref.greedy.slice(0, -1)], { stepTokens });
   let worst = 0;
   ref.probs.forEach((want, i) => {
     const got = softmax(logits[ref.prompt.length - 1 + i]);

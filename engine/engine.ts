@@ -403,10 +403,15 @@ export class WebGpuEngine implements TextEngine {
 
   /**
    * Diagnostics: the logits after each token of `tokens` (a fresh sequence), for comparing the engine
-   * with a float reference. Not for serving: it reads back whole logit vectors.
+   * with a float reference. Not for serving: it reads back whole logit vectors. Steps of `stepTokens`
+   * tokens (default and most: maxSequences, the rows a step samples): steps of a few tokens run the
+   * decode products, steps of more than 8 the prefill tiles, so a check can hold each to the reference.
    */
-  async logits(tokens: readonly number[], opts: { adapter?: string } = {}): Promise<Float32Array[]> {
+  async logits(tokens: readonly number[], opts: { adapter?: string; stepTokens?: number } = {}): Promise<Float32Array[]> {
     if (tokens.length === 0 || tokens.length > this.info.contextLength) throw new EngineInputError(`logits needs 1..${this.info.contextLength} tokens`, 'tokens');
+    const most = Math.min(this.transformer.maxRowsPerStep, this.transformer.maxTokensPerStep);
+    const step = opts.stepTokens ?? most;
+    if (!Number.isInteger(step) || step < 1 || step > most) throw new EngineInputError(`stepTokens must be a whole number in 1..${most} (the rows a step samples)`, 'stepTokens');
     const pages = this.cache.allocator;
     const lease = opts.adapter !== undefined ? this.loras.acquire(opts.adapter) : undefined;
     const adapterSlot = lease?.slot ?? -1;
@@ -418,7 +423,6 @@ export class WebGpuEngine implements TextEngine {
         this.cache.syncPageTable();
         const out: Float32Array[] = [];
         const tr = this.transformer;
-        const step = Math.min(tr.maxRowsPerStep, tr.maxTokensPerStep);
         tr.captureLogits = true;
         for (let start = 0; start < tokens.length; start += step) {
           const n = Math.min(step, tokens.length - start);

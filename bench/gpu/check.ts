@@ -36,12 +36,14 @@ import { INT8_ERROR_LIMIT, int8Cases, runInt8Case, type Int8Result } from './int
 const PROMPTS = ['Once upon a time', 'The little dog', 'Tom and Lily went to the park. They saw'];
 const FLOAT_TYPES = new Set<GgmlType>([GgmlType.F32, GgmlType.F16, GgmlType.BF16]);
 const PROB_TOLERANCE = 5e-3;
+/** Rows a step may sample: a prompt and its greedy tokens (--tokens 32) go through logits in one step. */
+const PATH_TOKENS = 64;
 const PROB_TOLERANCE_QUANTIZED = 5e-2;
 /**
  * What a failing model is run again with, one at a time: an engine option, or a capability the kernels
  * are chosen by taken away (no subgroups: the float products without subgroup sums, as on adapters that
- * lack them; no dot4I8Packed: no int8 products at all), every option off together, and one token a step
- * (prefill through the decode kernels), so one lease separates the prefill path from the decode path too.
+ * lack them; no dot4I8Packed: no int8 products at all), and every option off together. Each run's
+ * `byPath` already holds the decode products and the prefill tiles apart.
  */
 const ALL_OFF: EngineOptions = { int8Dot: false, fuseNorms: false, tiledAttention: false, splitAttentionFrom: false, pruneLastLayer: false };
 const BISECT: { name: string; options: EngineOptions; caps?: Partial<GpuCaps> }[] = [
@@ -53,7 +55,6 @@ const BISECT: { name: string; options: EngineOptions; caps?: Partial<GpuCaps> }[
   { name: 'no dot4I8Packed', options: {}, caps: { packedDot: false } },
   { name: 'all of the options above off', options: ALL_OFF },
   { name: 'all off, no subgroups', options: ALL_OFF, caps: { subgroups: false, packedDot: false } },
-  { name: 'one token a step', options: { maxTokensPerStep: 1 } },
 ];
 
 interface PromptResult {
@@ -63,8 +64,13 @@ interface PromptResult {
   firstDifference: number | null;
   /** llama.cpp's log(p1 / p2) at the first difference. */
   gapThere: number | null;
-  /** Largest difference of a next-token probability from llama.cpp's along its greedy path. */
+  /** Largest difference of a next-token probability from llama.cpp's along its greedy path: the larger of the two below. */
   largestProbDifference: number;
+  /**
+   * The same with the path in steps of 2 tokens (the decode products) and in one step (the prefill
+   * tiles, for a path of more than 8 tokens): one way alone could hide a wrong kernel of the other.
+   */
+  byPath: { decode: number; prefill: number };
 }
 
 const o = new Command('check')
@@ -119,7 +125,7 @@ try {
     try {
       // Each engine owns (and destroys) its device.
       const load = (options: EngineOptions = {}, caps: Partial<GpuCaps> = {}) =>
-        openNodeDevice(choice).then((d) => WebGpuEngine.load({ ...d, caps: { ...d.caps, ...caps } }, new FileSource(path), { contextLength: 256, maxSequences: 2, prefixCache: false, ...options }));
+        openNodeDevice(choice).then((d) => WebGpuEngine.load({ ...d, caps: { ...d.caps, ...caps } }, new FileSource(path), { contextLength: 256, maxSequences: PATH_TOKENS, prefixCache: false, ...options }));
       const engine = await load();
       let results: PromptResult[] = [];
       let refs: Awaited<ReturnType<typeof llamaCppReference>> = [];
@@ -128,19 +134,21 @@ try {
         for (const [i, ref] of refs.entries()) {
           const ours = (await e.generate({ tokens: ref.prompt, maxTokens: ref.greedy.length, temperature: 0, stopAtEndOfGeneration: false }).result).tokens;
           const at = ref.greedy.findIndex((t, j) => ours[j] !== t);
-          out.push({ prompt: PROMPTS[i], llama: ref.greedy, ours, firstDifference: at < 0 ? null : at, gapThere: at < 0 ? null : gapAt(ref, at), largestProbDifference: await largestProbDifference(e, ref) });
+          const byPath = { decode: await largestProbDifference(e, ref, 2), prefill: await largestProbDifference(e, ref) };
+          out.push({ prompt: PROMPTS[i], llama: ref.greedy, ours, firstDifference: at < 0 ? null : at, gapThere: at < 0 ? null : gapAt(ref, at), largestProbDifference: Math.max(byPath.decode, byPath.prefill), byPath });
         }
         return out;
       };
       const quantized = (await parseGguf(new FileSource(path))).tensors.some((t) => !FLOAT_TYPES.has(t.type));
       const tolerance = quantized ? PROB_TOLERANCE_QUANTIZED : PROB_TOLERANCE;
       const worstOf = (rs: PromptResult[]) => Math.max(...rs.map((r) => r.largestProbDifference));
+      const worstByPath = (rs: PromptResult[]) => ({ decode: Math.max(...rs.map((r) => r.byPath.decode)), prefill: Math.max(...rs.map((r) => r.byPath.prefill)) });
       try {
         refs = await llamaCppReference(llama, path, PROMPTS.map((p) => engine.tokenizer.encode(p)), engine.config.vocabSize, o.tokens, 'F32', o.threads);
         results = await compare(engine);
         const worst = worstOf(results);
         if (!(worst < tolerance)) failed = true;
-        models[file] = { dispatchesPerStep: engine.stats().lastStepDispatches, kvFormat: engine.stats().kvFormat, quantized, tolerance, largestProbDifference: worst, results };
+        models[file] = { dispatchesPerStep: engine.stats().lastStepDispatches, kvFormat: engine.stats().kvFormat, quantized, tolerance, largestProbDifference: worst, byPath: worstByPath(results), results };
       } finally {
         await engine.dispose();
       }
@@ -153,7 +161,7 @@ try {
             const other = await load(options, caps);
             try {
               const rs = await compare(other);
-              entry.bisect.push({ name, options, caps, largestProbDifference: worstOf(rs), firstDifferences: rs.map((r) => r.firstDifference), firstTokens: rs.map((r) => r.ours.slice(0, 4)) });
+              entry.bisect.push({ name, options, caps, largestProbDifference: worstOf(rs), byPath: worstByPath(rs), firstDifferences: rs.map((r) => r.firstDifference), firstTokens: rs.map((r) => r.ours.slice(0, 4)) });
               process.stderr.write(`check: ${file} with ${name}: largest probability difference ${worstOf(rs).toExponential(2)}, first differences ${rs.map((r) => r.firstDifference ?? 'none').join(', ')}\n`);
             } finally {
               await other.dispose();
@@ -165,10 +173,10 @@ try {
         }
       }
       const same = results.filter((r) => r.firstDifference === null).length;
-      const m = models[file] as { largestProbDifference: number; tolerance: number };
+      const m = models[file] as { largestProbDifference: number; tolerance: number; byPath: { decode: number; prefill: number } };
       process.stderr.write(
         `check: ${file}: ${same}/${results.length} prompts give llama.cpp's ${o.tokens} greedy tokens${results.filter((r) => r.firstDifference !== null).map((r) => `; "${r.prompt}" differs at ${r.firstDifference} (llama.cpp gap ${r.gapThere?.toFixed(4)})`).join('')}; ` +
-          `largest probability difference ${m.largestProbDifference.toExponential(2)} (tolerance ${m.tolerance})\n`,
+          `largest probability difference ${m.largestProbDifference.toExponential(2)} (decode products ${m.byPath.decode.toExponential(2)}, prefill tiles ${m.byPath.prefill.toExponential(2)}; tolerance ${m.tolerance})\n`,
       );
     } catch (e) {
       failed = true;

@@ -64,4 +64,16 @@ describe('Q8_0 logits agree with a float reference (TinyStories-656K)', () => {
     // Q8_0 weight error, not a wrong computation: differences stay a few percent of the logit range.
     expect(worst).toBeLessThan(0.05);
   });
+
+  it('the same logits in steps of any size up to the rows a step samples, and a clear error past them', async () => {
+    const engine = await testEngine('TinyStories-656K-Q8_0.gguf');
+    const tokens = engine.tokenizer.encode('Once upon a time, there was a little girl named Lily.');
+    const whole = await engine.logits(tokens);
+    const pairs = await engine.logits(tokens, { stepTokens: 2 });
+    expect(pairs).toHaveLength(tokens.length);
+    let worst = 0;
+    pairs.forEach((row, p) => row.forEach((v, i) => (worst = Math.max(worst, Math.abs(v - whole[p][i])))));
+    expect(worst).toBeLessThan(1e-3);
+    for (const stepTokens of [0, 1.5, 1e6]) await expect(engine.logits(tokens, { stepTokens })).rejects.toThrow(/stepTokens must be a whole number in 1\.\.\d+/);
+  });
 });
