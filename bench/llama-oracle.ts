@@ -57,18 +57,44 @@ export function softmax(logits: Float32Array): Float64Array {
   return p.map((v) => v / sum);
 }
 
+/** How far our next-token distributions along llama.cpp's greedy path are from its own. */
+export interface PathDivergence {
+  /** The largest difference of one token's probability. */
+  prob: number;
+  /**
+   * The largest KL divergence of ours from llama.cpp's, in nats: unlike `prob`, it sees a wrong logit
+   * where every probability is small (a random-weight model's near-uniform distributions).
+   */
+  kl: number;
+}
+
 /**
- * Our next-token distributions along llama.cpp's greedy path (teacher forcing), and the largest difference
- * from its own; the path in steps of `stepTokens` (WebGpuEngine.logits: default, the most a step samples).
+ * Our next-token distributions along llama.cpp's greedy path (teacher forcing) against its own; the path
+ * in steps of `stepTokens` (WebGpuEngine.logits: default, the most a step samples).
  */
-export async function largestProbDifference(engine: WebGpuEngine, ref: LlamaCppReference, stepTokens?: number): Promise<number> {
-  const logits = await engine.logits([...ref.prompt, ...ref.greedy.slice(0, -1)], { stepTokens });
-  let worst = 0;
+export async function pathDivergence(engine: WebGpuEngine, ref: LlamaCppReference, stepTokens?: number): Promise<PathDivergence> {
+  return divergenceOf(await engine.logits([...ref.prompt, ...ref.greedy.slice(0, -1)], { stepTokens }), ref);
+}
+
+/** The divergence of the distributions of `logits` (after each token of the prompt and path) from `ref`'s. */
+export function divergenceOf(logits: Float32Array[], ref: LlamaCppReference): PathDivergence {
+  let prob = 0;
+  let kl = 0;
   ref.probs.forEach((want, i) => {
     const got = softmax(logits[ref.prompt.length - 1 + i]);
-    for (let t = 0; t < want.length; t++) worst = Math.max(worst, Math.abs(got[t] - want[t]));
+    let d = 0;
+    for (let t = 0; t < want.length; t++) {
+      prob = Math.max(prob, Math.abs(got[t] - want[t]));
+      if (want[t] > 0) d += want[t] * Math.log(want[t] / Math.max(got[t], 1e-300));
+    }
+    kl = Math.max(kl, d);
   });
-  return worst;
+  return { prob, kl };
+}
+
+/** The largest difference of a next-token probability from llama.cpp's along its greedy path (pathDivergence). */
+export async function largestProbDifference(engine: WebGpuEngine, ref: LlamaCppReference, stepTokens?: number): Promise<number> {
+  return (await pathDivergence(engine, ref, stepTokens)).prob;
 }
 
 /** log(p1 / p2) of llama.cpp's first and second choice before greedy token i: how near a tie it was. */

@@ -28,7 +28,7 @@ import { parseGguf } from '../../engine/gguf/parse.ts';
 import { FileSource } from '../../engine/loader/file-source.ts';
 import { GgmlType } from '../../ggml/types.ts';
 import { adapterChoiceFromEnv, openNodeDevice } from '../../engine/platform/node.ts';
-import { gapAt, largestProbDifference, llamaCppReference } from '../llama-oracle.ts';
+import { gapAt, llamaCppReference, pathDivergence } from '../llama-oracle.ts';
 import { KernelContext } from '../../kernels/runtime/context.ts';
 import type { GpuCaps } from '../../kernels/runtime/caps.ts';
 import { INT8_ERROR_LIMIT, int8Cases, runInt8Case, type Int8Result } from './int8-check.ts';
@@ -71,6 +71,12 @@ interface PromptResult {
    * tiles, for a path of more than 8 tokens): one way alone could hide a wrong kernel of the other.
    */
   byPath: { decode: number; prefill: number };
+  /**
+   * The largest KL divergence (nats) of ours from llama.cpp's next-token distribution, both ways: reported,
+   * not judged yet (no GPU run has said what right kernels give). Random-weight models hide wrong logits
+   * from `byPath` (session 21: half of every int8 decode product wrong moved them by 6e-4 to 6e-3).
+   */
+  kl: { decode: number; prefill: number };
 }
 
 const o = new Command('check')
@@ -134,21 +140,23 @@ try {
         for (const [i, ref] of refs.entries()) {
           const ours = (await e.generate({ tokens: ref.prompt, maxTokens: ref.greedy.length, temperature: 0, stopAtEndOfGeneration: false }).result).tokens;
           const at = ref.greedy.findIndex((t, j) => ours[j] !== t);
-          const byPath = { decode: await largestProbDifference(e, ref, 2), prefill: await largestProbDifference(e, ref) };
-          out.push({ prompt: PROMPTS[i], llama: ref.greedy, ours, firstDifference: at < 0 ? null : at, gapThere: at < 0 ? null : gapAt(ref, at), largestProbDifference: Math.max(byPath.decode, byPath.prefill), byPath });
+          const [decode, prefill] = [await pathDivergence(e, ref, 2), await pathDivergence(e, ref)];
+          const byPath = { decode: decode.prob, prefill: prefill.prob };
+          const kl = { decode: decode.kl, prefill: prefill.kl };
+          out.push({ prompt: PROMPTS[i], llama: ref.greedy, ours, firstDifference: at < 0 ? null : at, gapThere: at < 0 ? null : gapAt(ref, at), largestProbDifference: Math.max(byPath.decode, byPath.prefill), byPath, kl });
         }
         return out;
       };
       const quantized = (await parseGguf(new FileSource(path))).tensors.some((t) => !FLOAT_TYPES.has(t.type));
       const tolerance = quantized ? PROB_TOLERANCE_QUANTIZED : PROB_TOLERANCE;
       const worstOf = (rs: PromptResult[]) => Math.max(...rs.map((r) => r.largestProbDifference));
-      const worstByPath = (rs: PromptResult[]) => ({ decode: Math.max(...rs.map((r) => r.byPath.decode)), prefill: Math.max(...rs.map((r) => r.byPath.prefill)) });
+      const worstByPath = (rs: PromptResult[], of: 'byPath' | 'kl' = 'byPath') => ({ decode: Math.max(...rs.map((r) => r[of].decode)), prefill: Math.max(...rs.map((r) => r[of].prefill)) });
       try {
         refs = await llamaCppReference(llama, path, PROMPTS.map((p) => engine.tokenizer.encode(p)), engine.config.vocabSize, o.tokens, 'F32', o.threads);
         results = await compare(engine);
         const worst = worstOf(results);
         if (!(worst < tolerance)) failed = true;
-        models[file] = { dispatchesPerStep: engine.stats().lastStepDispatches, kvFormat: engine.stats().kvFormat, quantized, tolerance, largestProbDifference: worst, byPath: worstByPath(results), results };
+        models[file] = { dispatchesPerStep: engine.stats().lastStepDispatches, kvFormat: engine.stats().kvFormat, quantized, tolerance, largestProbDifference: worst, byPath: worstByPath(results), kl: worstByPath(results, 'kl'), results };
       } finally {
         await engine.dispose();
       }
@@ -161,7 +169,7 @@ try {
             const other = await load(options, caps);
             try {
               const rs = await compare(other);
-              entry.bisect.push({ name, options, caps, largestProbDifference: worstOf(rs), byPath: worstByPath(rs), firstDifferences: rs.map((r) => r.firstDifference), firstTokens: rs.map((r) => r.ours.slice(0, 4)) });
+              entry.bisect.push({ name, options, caps, largestProbDifference: worstOf(rs), byPath: worstByPath(rs), kl: worstByPath(rs, 'kl'), firstDifferences: rs.map((r) => r.firstDifference), firstTokens: rs.map((r) => r.ours.slice(0, 4)) });
               process.stderr.write(`check: ${file} with ${name}: largest probability difference ${worstOf(rs).toExponential(2)}, first differences ${rs.map((r) => r.firstDifference ?? 'none').join(', ')}\n`);
             } finally {
               await other.dispose();
@@ -173,10 +181,10 @@ try {
         }
       }
       const same = results.filter((r) => r.firstDifference === null).length;
-      const m = models[file] as { largestProbDifference: number; tolerance: number; byPath: { decode: number; prefill: number } };
+      const m = models[file] as { largestProbDifference: number; tolerance: number; byPath: { decode: number; prefill: number }; kl: { decode: number; prefill: number } };
       process.stderr.write(
         `check: ${file}: ${same}/${results.length} prompts give llama.cpp's ${o.tokens} greedy tokens${results.filter((r) => r.firstDifference !== null).map((r) => `; "${r.prompt}" differs at ${r.firstDifference} (llama.cpp gap ${r.gapThere?.toFixed(4)})`).join('')}; ` +
-          `largest probability difference ${m.largestProbDifference.toExponential(2)} (decode products ${m.byPath.decode.toExponential(2)}, prefill tiles ${m.byPath.prefill.toExponential(2)}; tolerance ${m.tolerance})\n`,
+          `largest probability difference ${m.largestProbDifference.toExponential(2)} (decode products ${m.byPath.decode.toExponential(2)}, prefill tiles ${m.byPath.prefill.toExponential(2)}; tolerance ${m.tolerance}); largest KL divergence ${m.kl.decode.toExponential(2)} / ${m.kl.prefill.toExponential(2)} nats\n`,
       );
     } catch (e) {
       failed = true;
