@@ -1,14 +1,15 @@
-// Tiled Q8_0, Q4_0, Q4_K or Q6_K matrix product for many rows of x (prefill) on GPUs, in int8 as llama.cpp's
-// GPU backends run quantized prefill without matrix units: a workgroup of 128 computes a 32-token x
-// 128-row tile of y. Per step of 64 k (two blocks of 32) each invocation stages its row's two weight
-// blocks as bytes (w_int8, int8-weights-*.wgsl: Q8_0's quants as they lie, Q4_0's and Q4_K's nibbles
-// spread; a weight's offset, d q + m, applied as m times the x block's sum; one d and m a block, or with
-// HALVES one each 16-element half, as Q6_K's sub-blocks have), and 64 invocations each quantize one (token, block) of x into workgroup memory as
-// llama.cpp quantizes activations (quantize-q8-math.wgsl), so x and W meet as int8: a block's 32
-// products are eight dot4I8Packed, scaled once by both steps. Each invocation's
-// outputs are rows tn + 16 i (8) x tokens tt + 8 j (4), as in matmul-tiles-vec4.wgsl: per block it loads
-// 16 vec4s of weights and 8 of x from workgroup memory for 256 integer dot products (1 024
-// multiply-adds), where the float tile loads 96 vec4s for as many.
+// Tiled Q8_0, Q4_0, Q4_K or Q6_K matrix product for many rows of x (prefill) on GPUs, in int8 as
+// llama.cpp's GPU backends run quantized prefill without matrix units: a workgroup of 128 computes a
+// 32-token x 128-row tile of y. Per step of KB blocks of 32 along k each invocation stages its row's KB
+// weight blocks as bytes (w_int8, int8-weights-*.wgsl: Q8_0's quants as they lie, Q4_0's and Q4_K's
+// nibbles spread; a weight's offset, d q + m, applied as m times the x block's sum; one d and m a
+// block, or with HALVES one each 16-element half, as Q6_K's sub-blocks have), and the 32 tokens' x
+// blocks are quantized into workgroup memory, one an invocation at a time, as llama.cpp quantizes
+// activations (quantize-q8-math.wgsl), so x and W meet as int8: a block's 32 products are eight
+// dot4I8Packed, scaled once by both steps (by half with HALVES). Each invocation's outputs are rows
+// tn + 16 i (8) x tokens tt + 8 j (4), as in matmul-tiles-vec4.wgsl: per block it loads 16 vec4s of
+// weights and 8 of x from workgroup memory for 256 integer dot products (1 024 multiply-adds), where
+// the float tile loads 96 vec4s for as many.
 // BN 64 (a 32 x 64 tile, for small grids): 64 invocations stage the weights and the other 64 quantize x,
 // and each computes rows tn + 16 i for i < 4 only (the float 32 x 64 tile took 4x as long for
 // SmolLM2-135M's small products on an H200).
