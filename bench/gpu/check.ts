@@ -14,7 +14,9 @@
  * before any model ran. First, where the adapter has subgroups and dot4I8Packed, the int8 products
  * alone at small and large models' shapes (int8-check.ts: `int8` in the report, a case past its limit
  * fails the check). The JSON report names, per model and prompt, both token lists, the first
- * difference, llama.cpp's log-probability gap there, and the largest probability difference. A model
+ * difference, llama.cpp's log-probability gap there, and the largest probability difference, along the
+ * path in steps of 2 tokens (the decode products) and in one step (the prefill tiles), with the largest
+ * KL divergence each way (`byPath`, `kl`: reported, not judged). A model
  * past its tolerance is run again with one engine option changed at a time (BISECT: int8 products off,
  * norms apart, attention untiled and unsplit, the last layer on every row), each run's largest
  * difference and first differing tokens in its `bisect`, so one lease says which part went wrong.
@@ -36,9 +38,9 @@ import { INT8_ERROR_LIMIT, int8Cases, runInt8Case, type Int8Result } from './int
 const PROMPTS = ['Once upon a time', 'The little dog', 'Tom and Lily went to the park. They saw'];
 const FLOAT_TYPES = new Set<GgmlType>([GgmlType.F32, GgmlType.F16, GgmlType.BF16]);
 const PROB_TOLERANCE = 5e-3;
+const PROB_TOLERANCE_QUANTIZED = 5e-2;
 /** Rows a step may sample: a prompt and its greedy tokens (--tokens 32) go through logits in one step. */
 const PATH_TOKENS = 64;
-const PROB_TOLERANCE_QUANTIZED = 5e-2;
 /**
  * What a failing model is run again with, one at a time: an engine option, or a capability the kernels
  * are chosen by taken away (no subgroups: the float products without subgroup sums, as on adapters that
