@@ -132,6 +132,8 @@ export interface ProductOptions {
    * workgroup memory, half the barriers a row of k).
    */
   int8TileBlocks?: 2 | 4;
+  /** The int8 tile: tokens a tile (32 by default; 64 for the lab: each staged weight block serves twice the tokens, 18 KB). */
+  int8TileTokens?: 32 | 64;
 }
 
 /**

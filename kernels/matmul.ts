@@ -33,19 +33,20 @@ import type { WeightStore } from './runtime/weights.ts';
 export type MatMulVariant = 'regs' | 'tiles' | 'tiles-vec4' | 'tiles-dp4a';
 
 /**
- * Workgroup memory of the int8 tile (matmul-tiles-dp4a.wgsl) staging `blocks` blocks of k a step (the
- * 128 weight rows' and 32 tokens' quants, 2 blocks + 1 vec4 a row; a step and a sum a block of each,
- * two with `halves`): 15 KB at 2 blocks, or 17.25 KB for Q6_K, past the 16 KB every WebGPU device offers.
+ * Workgroup memory of the int8 tile (matmul-tiles-dp4a.wgsl) staging `blocks` blocks of k a step for
+ * `tokens` tokens (the 128 weight rows' and the tokens' quants, 2 blocks + 1 vec4 a row; a step and a sum
+ * a block of each, two with `halves`): 15 KB at 2 blocks and 32 tokens, or 17.25 KB for Q6_K, past the
+ * 16 KB every WebGPU device offers.
  */
-export function dp4aTileBytes(halves: boolean, blocks = 2): number {
+export function dp4aTileBytes(halves: boolean, blocks = 2, tokens = 32): number {
   const scales = halves ? 2 : 1;
-  return (128 + 32) * (2 * blocks + 1) * 16 + 32 * blocks * 4 + scales * (2 * 128 * blocks * 4 + 32 * blocks * 4);
+  return (128 + tokens) * (2 * blocks + 1) * 16 + tokens * blocks * 4 + scales * (2 * 128 * blocks * 4 + tokens * blocks * 4);
 }
 
 /** The variant for `type`'s products built with `opts` on this device (without a type: the float variant). */
 export function matmulVariant(caps: GpuCaps, type?: GgmlType, opts: ProductOptions = {}): MatMulVariant {
   if (caps.software) return 'regs';
-  const int8 = type !== undefined && INT8_TYPES.has(type) && caps.packedDot && (opts.int8Dot ?? true) && dp4aTileBytes(tileHalves(type), opts.int8TileBlocks) <= caps.maxWorkgroupStorage;
+  const int8 = type !== undefined && INT8_TYPES.has(type) && caps.packedDot && (opts.int8Dot ?? true) && dp4aTileBytes(tileHalves(type), opts.int8TileBlocks, opts.int8TileTokens) <= caps.maxWorkgroupStorage;
   return int8 ? 'tiles-dp4a' : 'tiles-vec4';
 }
 
@@ -142,7 +143,7 @@ export class MatMulKernel {
     const layout = deviceLayout(ctx.caps, type).wgsl;
     const decode = wgsl(layout, store.code);
     const rows = opts.tiledRows ?? REGS.rows;
-    const label = `matmul-${variant}-${typeName(type)}${store.suffix}${variant === 'regs' && rows !== REGS.rows ? `-r${rows}` : ''}${variant === 'tiles-dp4a' && opts.int8TileBlocks === 4 ? '-kb4' : ''}`;
+    const label = `matmul-${variant}-${typeName(type)}${store.suffix}${variant === 'regs' && rows !== REGS.rows ? `-r${rows}` : ''}${variant === 'tiles-dp4a' && opts.int8TileBlocks === 4 ? '-kb4' : ''}${variant === 'tiles-dp4a' && opts.int8TileTokens === 64 ? '-t64' : ''}`;
     if (opts.norm || opts.tail) throw new Error(`${label}: norm-fused products and tails are matrix-vector only (decode-sized batches)`);
     const blocks = BLOCK_WALK_TYPES.has(type) && variant === 'regs';
     if (opts.xq8 && (!blocks || opts.glu)) throw new Error(`${label}: quantized x is read by the block-walking regs kernel only (Q8_0, Q4_0, Q4_K, Q6_K), without a gated input`);
@@ -151,14 +152,15 @@ export class MatMulKernel {
     if (variant !== 'regs') {
       if (ctx.caps.maxInvocationsPerWorkgroup < 128) throw new Error(`matmul: the ${variant} variant needs 128 invocations per workgroup`);
       if (variant === 'tiles-dp4a' && (!INT8_TYPES.has(type) || !ctx.caps.packedDot || opts.xq8)) throw new Error(`${label}: the tiles-dp4a variant needs Q8_0, Q4_0, Q4_K or Q6_K weights and dot4I8Packed, and quantizes x itself`);
-      const tileBytes = dp4aTileBytes(tileHalves(type), opts.int8TileBlocks);
+      const tileBytes = dp4aTileBytes(tileHalves(type), opts.int8TileBlocks, opts.int8TileTokens);
       if (variant === 'tiles-dp4a' && tileBytes > ctx.caps.maxWorkgroupStorage) throw new Error(`${label}: the tiles-dp4a variant needs ${tileBytes} bytes of workgroup memory for ${typeName(type)}; this device offers ${ctx.caps.maxWorkgroupStorage}`);
       const int8 = (v: keyof typeof TILES) => v === 'tiles-dp4a';
       const pairOf = (v: keyof typeof TILES, name: string, constants: Record<string, number> = {}) =>
-        new XAlignedPair(ctx, (x4) => ({ label: name, code: wgsl(TILES[v].code, tileEdges, common, x4, decode, int8(v) ? int8Wgsl(type) : ''), bindings, constants: int8(v) ? { HALVES: Number(tileHalves(type)), KB: opts.int8TileBlocks ?? 2, ...constants } : constants }), opts.glu);
+        new XAlignedPair(ctx, (x4) => ({ label: name, code: wgsl(TILES[v].code, tileEdges, common, x4, decode, int8(v) ? int8Wgsl(type) : ''), bindings, constants: int8(v) ? { HALVES: Number(tileHalves(type)), KB: opts.int8TileBlocks ?? 2, BT: opts.int8TileTokens ?? 32, ...constants } : constants }), opts.glu);
       this.kernels = pairOf(variant, label);
       this.pairFor = () => this.kernels;
       ({ tileN: this.tileN, tileT: this.tileT } = TILES[variant]);
+      if (variant === 'tiles-dp4a') this.tileT = opts.int8TileTokens ?? this.tileT;
       // Built now, with the rest, so no request compiles it on first use. The int8 tile's small grids
       // keep int8 in a 64-row tile of its own (the float tile's shape).
       if (variant === 'tiles-dp4a') this.scalarTiles = pairOf(variant, `${label}-n${TILES.tiles.tileN}`, { BN: TILES.tiles.tileN });
@@ -279,6 +281,8 @@ export class MatMulKernel {
     const tileN = scalar ? TILES.tiles.tileN : this.tileN;
     const pair = scalar ? this.scalarTiles! : this.pairFor(y4);
     const kernel = bound?.kernel ?? (wide ? this.wide!(y4) : this.xq8 ? pair.aligned : pair.for(p));
-    arena.dispatch(pass, kernel, bound?.group ?? group, s, Math.ceil(p.n / tileN), Math.ceil(p.t / (scalar ? TILES.tiles.tileT : tileT)));
+    // The int8 tile's small-grid form keeps its own tokens a tile; the float 32 x 64 tile has 32.
+    const scalarT = this.variant === 'tiles-dp4a' ? tileT : TILES.tiles.tileT;
+    arena.dispatch(pass, kernel, bound?.group ?? group, s, Math.ceil(p.n / tileN), Math.ceil(p.t / (scalar ? scalarT : tileT)));
   }
 }

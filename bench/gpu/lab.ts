@@ -9,8 +9,8 @@
  *   3. decode attention alone on both benched models' shapes at spans of 512 to 8192 positions, each
  *      (token, head) pair in one workgroup and split over several (flash-decoding);
  *   4. a 1B-class prefill step's products (Q8_0, the prompt's tokens) in each GPU tile (MatMulKernel's
- *      tiles, tiles-vec4 and tiles-dp4a, the int8 tile also in steps of 4 blocks; Q6_K in the float and
- *      int8 tiles), as GFLOP/s and a share of the FMA limit, and the same shapes
+ *      tiles, tiles-vec4 and tiles-dp4a, the int8 tile also in steps of 4 blocks and in tiles of 64
+ *      tokens; Q6_K in the float and int8 tiles), as GFLOP/s and a share of the FMA limit, and the same shapes
  *      on int8 subgroup matrices where Dawn offers them with its unsafe APIs allowed (an experiment:
  *      kernels/probes/subgroup-matrix.ts);
  *   5. each given model's prefill and decode step kernel by kernel (bench/profile.ts), its decode loop
@@ -281,8 +281,9 @@ export function prefillShapes(d = 2048, ffn = 8192, kv = 512): MatMulShape[] {
  */
 async function prefillRates(choice: Parameters<typeof onFreshDevice>[0], caps: Pick<GpuCaps, 'packedDot'>, tokens: number, fmaGflops: number, log: (line: string) => void, errors: string[]): Promise<(MatMulRate & { config: string; percentOfFma: number })[]> {
   const out: (MatMulRate & { config: string; percentOfFma: number })[] = [];
-  // Q8_0 in every tile, the int8 tile also in steps of 4 blocks; Q6_K (Q4_K_M's down products) in the
-  // float tile and in int8 (its block halves scaled apart, since session 21).
+  // Q8_0 in every tile, the int8 tile also in steps of 4 blocks, in tiles of 64 tokens, and both; Q6_K
+  // (Q4_K_M's down products) in the float tile and in int8 (its block halves scaled apart, since
+  // session 21), also in steps of 4 blocks.
   const configs: { type: GgmlType; variant: MatMulVariant; opts?: ProductOptions }[] = [
     ...(['tiles', 'tiles-vec4'] as const).map((variant) => ({ type: GgmlType.Q8_0, variant })),
     ...(caps.packedDot
@@ -290,11 +291,17 @@ async function prefillRates(choice: Parameters<typeof onFreshDevice>[0], caps: P
           ...(type === GgmlType.Q6_K ? [{ type, variant: 'tiles-vec4' as const }] : []),
           { type, variant: 'tiles-dp4a' as const },
           { type, variant: 'tiles-dp4a' as const, opts: { int8TileBlocks: 4 as const } },
+          ...(type === GgmlType.Q8_0
+            ? [
+                { type, variant: 'tiles-dp4a' as const, opts: { int8TileTokens: 64 as const } },
+                { type, variant: 'tiles-dp4a' as const, opts: { int8TileBlocks: 4 as const, int8TileTokens: 64 as const } },
+              ]
+            : []),
         ])
       : []),
   ];
   for (const { type, variant, opts } of configs) {
-    const name = `${typeName(type)} ${variant}${opts?.int8TileBlocks ? `, ${opts.int8TileBlocks} blocks a step` : ''}`;
+    const name = `${typeName(type)} ${variant}${opts?.int8TileBlocks ? `, ${opts.int8TileBlocks} blocks a step` : ''}${opts?.int8TileTokens ? `, ${opts.int8TileTokens} tokens a tile` : ''}`;
     try {
       const rows = await onFreshDevice(choice, (own) => measureMatMul(new KernelContext(own.device, own.caps), type, variant, prefillShapes(), tokens, (k) => patternDot(type, k), 5, opts));
       for (const r of rows) out.push({ ...r, config: name, percentOfFma: (100 * r.GFLOPs) / fmaGflops });

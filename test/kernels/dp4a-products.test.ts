@@ -216,24 +216,26 @@ describe.skipIf(!ctx.caps.packedDot)('prefill products on int8 x (tiles-dp4a var
   // 288 = 4.5 steps of 64: the last step's second block lies past k. T=37 and 300 rows: partial tiles
   // both ways; 70 x 300 more than one tile each way. Each in the 128-row tile (forced) and in the 64-row
   // tile small grids run (these grids are all small).
-  // Also in steps of 4 blocks (int8TileBlocks, the lab's form), for a type with one scale a block and Q6_K.
+  // Also the lab's forms, for a type with one scale a block and Q6_K: steps of 4 blocks
+  // (int8TileBlocks), tiles of 64 tokens (int8TileTokens).
+  const forms = (type: GgmlType) => [{ blocks: 2, tokens: 32 }, ...(type === GgmlType.Q8_0 || type === GgmlType.Q6_K ? [{ blocks: 4, tokens: 32 }, { blocks: 2, tokens: 64 }] : [])];
   const cases = INT8_TYPES.flatMap(({ type, name }) =>
     [128, 64].flatMap((tile) =>
-      [2, ...(type === GgmlType.Q8_0 || type === GgmlType.Q6_K ? [4] : [])].flatMap((blocks) => [
-        { type, name, tile, blocks, kind: 'plain' as const, t: 37, n: 100 },
-        { type, name, tile, blocks, kind: 'plain' as const, t: 70, n: 300 },
-        { type, name, tile, blocks, kind: 'glu' as const, t: 37, n: 100 },
+      forms(type).flatMap(({ blocks, tokens }) => [
+        { type, name, tile, blocks, tokens, kind: 'plain' as const, t: 37, n: 100 },
+        { type, name, tile, blocks, tokens, kind: 'plain' as const, t: 70, n: 300 },
+        { type, name, tile, blocks, tokens, kind: 'glu' as const, t: 37, n: 100 },
       ]),
     ),
   );
-  it.each(cases)('$name, $tile-row tile, $blocks blocks a step, $kind x, T=$t, $n rows: W times x quantized as llama.cpp does, added to y', async ({ type, tile, blocks, kind, t, n }) => {
+  it.each(cases)('$name, $tile-row tile, $blocks blocks a step, $tokens tokens a tile, $kind x, T=$t, $n rows: W times x quantized as llama.cpp does, added to y', async ({ type, tile, blocks, tokens, kind, t, n }) => {
     const k = colsFor(type);
     const up = kind === 'glu' ? k + 4 : 0;
     const [offset, stride] = [8, k + up + 12];
     const w = randomWeights(type, n, k, 80 + t);
     const x = randomF32(offset + t * stride, 81, 2);
     const y0 = randomF32(t * n, 82);
-    const kern = new MatMulKernel(ctx, type, 'tiles-dp4a', { vec4MinWorkgroups: tile === 128 ? 0 : undefined, int8TileBlocks: blocks as 2 | 4, ...(kind === 'glu' ? { glu: 'silu' as const } : {}) });
+    const kern = new MatMulKernel(ctx, type, 'tiles-dp4a', { vec4MinWorkgroups: tile === 128 ? 0 : undefined, int8TileBlocks: blocks as 2 | 4, int8TileTokens: tokens as 32 | 64, ...(kind === 'glu' ? { glu: 'silu' as const } : {}) });
     const by = ctx.storage('y', y0.byteLength, y0);
     const group = kern.bind(uploadRows(ctx, w), ctx.storage('x', x.byteLength, x), by);
     await runPass(ctx, (pass, arena) => kern.encode(pass, arena, group, { t, n, k, xOffset: offset, xStride: stride, accumulate: true, gluUp: up }));
@@ -282,7 +284,7 @@ describe('which products run on int8 x', () => {
     const gpu = { ...COMPAT_CAPS, software: false, packedDot: true, maxWorkgroupStorage: 32768 };
     for (const type of [GgmlType.Q8_0, GgmlType.Q4_0, GgmlType.Q4_K, GgmlType.Q6_K]) expect(matmulVariant(gpu, type)).toBe('tiles-dp4a');
     // Q6_K's tile stages two steps a block: 17.25 KB, past the 16 KB every device offers.
-    expect([dp4aTileBytes(false), dp4aTileBytes(true), dp4aTileBytes(false, 4), dp4aTileBytes(true, 4)]).toEqual([15360, 17664, 28160, 32768]);
+    expect([dp4aTileBytes(false), dp4aTileBytes(true), dp4aTileBytes(false, 4), dp4aTileBytes(true, 4), dp4aTileBytes(false, 2, 64)]).toEqual([15360, 17664, 28160, 32768, 18432]);
     const small = { ...gpu, maxWorkgroupStorage: 16384 };
     expect(matmulVariant(small, GgmlType.Q4_K)).toBe('tiles-dp4a');
     expect(matmulVariant(small, GgmlType.Q6_K)).toBe('tiles-vec4');
