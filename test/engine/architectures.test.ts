@@ -13,7 +13,7 @@ import { getLlama, LlamaLogLevel, type Llama } from 'node-llama-cpp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { synthModel, type SynthModel } from '../../bench/synth/model.ts';
 import { PRESETS, type ModelPreset, type SynthInit } from '../../bench/synth/presets.ts';
-import { WebGpuEngine, type EngineOptions } from '../../engine/engine.ts';
+import { WebGpuEngine } from '../../engine/engine.ts';
 import { quantize } from '../../engine/gguf/quant/index.ts';
 import { GgmlType } from '../../ggml/types.ts';
 import { gv, writeGguf, type GgufTensorSpec, type GgufWriteValue } from '../../engine/gguf/write.ts';
@@ -24,7 +24,7 @@ import { loadEngine } from '../../engine/node.ts';
 import { openNodeDevice } from '../../engine/platform/node.ts';
 import { gpuKernelsEngine, greedyRun } from '../helpers/engine.ts';
 import { sharedModel } from '../helpers/models.ts';
-import { largestProbDifference, llamaCppReference, smallestGap, type LlamaCppReference } from '../../bench/llama-oracle.ts';
+import { largestProbDifference, llamaCppReference, smallestGap, softmax, type LlamaCppReference } from '../../bench/llama-oracle.ts';
 
 /** Greedy tokens compared per prompt (the issue asks for at least 16). */
 const STEPS = 24;
@@ -385,40 +385,43 @@ describe('llama with K-quant block matrices (Q4_K, and Q6_K for attn_v and ffn_d
   // Q4_K rows are whole 256-element blocks: the tiny shape widened. x for these products is quantized as
   // llama.cpp's Q8_K (256 values to an f32 scale); with 32-value blocks and f16 scales instead, or with
   // f32 x, next-token probabilities here differed from llama.cpp's by 0.5-0.7.
+  const preset: ModelPreset = { ...PRESETS.tiny, dim: 256, headDim: 64, ffn: 512, init: INIT };
+  let written: Promise<string> | undefined;
+  const modelFile = () =>
+    (written ??= (async () => {
+      const matrix = (t: GgufTensorSpec) => t.name.startsWith('blk.') && t.name.endsWith('.weight') && t.dims.length === 2;
+      const kQuant = (t: GgufTensorSpec) => (!matrix(t) ? undefined : /attn_v|ffn_down/.test(t.name) ? GgmlType.Q6_K : GgmlType.Q4_K);
+      const model = edited(synthModel(preset, 'f32', 1, 'tiny-q4_k'), undefined, undefined, kQuant);
+      const path = join(dir, 'tiny-q4_k.gguf');
+      await writeFileAtomically(path, (sink) => writeGguf(sink, model.spec, model.data));
+      return path;
+    })());
+
   it('greedy tokens are llama.cpp\'s, next-token probabilities close, through the quantized-x kernels', async () => {
-    const preset: ModelPreset = { ...PRESETS.tiny, dim: 256, headDim: 64, ffn: 512, init: INIT };
-    const matrix = (t: GgufTensorSpec) => t.name.startsWith('blk.') && t.name.endsWith('.weight') && t.dims.length === 2;
-    const kQuant = (t: GgufTensorSpec) => (!matrix(t) ? undefined : /attn_v|ffn_down/.test(t.name) ? GgmlType.Q6_K : GgmlType.Q4_K);
-    const model = edited(synthModel(preset, 'f32', 1, 'tiny-q4_k'), undefined, undefined, kQuant);
-    const path = join(dir, 'tiny-q4_k.gguf');
-    await writeFileAtomically(path, (sink) => writeGguf(sink, model.spec, model.data));
     // Chosen for large gaps (0.31+) on llama.cpp's path, as for the types above.
     const prompts = [[164, 261, 358, 455, 52], [250, 347, 444], [116, 213, 310, 407, 504]];
     // Q, K and V of two types are three products (2 more a layer, and no RoPE tail), plus the activation
     // and O's quantize pass.
-    await expectQuantizedParity(path, prompts, preset.vocab, LAYER + 4, false);
-    // On the GPU kernels (SwiftShader as a GPU) both types run in int8, and a prompt of more than 8 tokens
-    // goes through the prefill tile: Q6_K's block halves scaled apart (HALVES in matmul-tiles-dp4a.wgsl).
-    // Their 32-value x blocks are not llama.cpp's CPU Q8_K, which this model amplifies (see above), so the
-    // tile is held to the decode kernels instead, which quantize x the same way: the prompt in steps of 8
-    // tokens (matvec-dp4a.wgsl) must give the same first token with its log-probability within 1e-4 (2e-6 seen; Q6_K with one scale a block: another token).
-    if (process.env.SVC_ADAPTER === 'swiftshader') return;
+    await expectQuantizedParity(await modelFile(), prompts, preset.vocab, LAYER + 4, false);
+  });
+
+  // On the GPU kernels (SwiftShader as a GPU) both types run in int8, and a step of more than 8 tokens
+  // goes through the prefill tile: Q6_K's block halves scaled apart (HALVES in matmul-tiles-dp4a.wgsl).
+  // Their 32-value x blocks are not llama.cpp's CPU Q8_K, which this model amplifies (above), so the tile
+  // is held to the decode kernels instead, which quantize x the same way (logits in steps of 2 tokens:
+  // maxSequences 2 keeps the kernels this engine compiles few). Once per test run: the SwiftShader pass
+  // of the suite skips it.
+  it.skipIf(process.env.SVC_ADAPTER === 'swiftshader')('on the GPU kernels, a 12-token prompt in one step (the int8 prefill tile, Q6_K too) gives the first token its steps of 2 give (the decode kernels)', async () => {
     const long = [52, 290, 194, 8, 276, 37, 312, 203, 13, 61, 96, 494];
-    const [ref] = await llamaCppReference(llama, path, [long], preset.vocab, 1);
-    const first = async (opts: EngineOptions) => {
-      const engine = await gpuKernelsEngine(path, { contextLength: 256, maxSequences: 2, prefixCache: false, ...opts });
-      const step = await engine.profileLastStep({ tokens: long, maxTokens: 1, temperature: 0, stopAtEndOfGeneration: false });
-      const run = await greedyRun(engine, long, 1);
-      return { token: run.tokens[0], logprob: run.logprobs[0], labels: step.kernels.map((k) => k.label) };
-    };
-    const tiled = await first({});
-    const byRows = await first({ maxTokensPerStep: 8 });
-    expect(tiled.token).toBe(ref.greedy[0]);
-    expect(byRows.token).toBe(tiled.token);
-    expect(Math.abs(tiled.logprob - byRows.logprob)).toBeLessThan(1e-4);
-    const labels = new Set(tiled.labels);
-    expect([...labels]).toEqual(expect.arrayContaining([expect.stringMatching(/^matmul-tiles-dp4a-Q6_K/), expect.stringMatching(/^matmul-tiles-dp4a-Q4_K/)]));
-    expect(byRows.labels.some((l) => l.startsWith('matmul-'))).toBe(false);
+    const gpu = await gpuKernelsEngine(await modelFile(), { contextLength: 256, maxSequences: 2, prefixCache: false });
+    const tiled = await greedyRun(gpu, long, 1);
+    const step = await gpu.profileLastStep({ tokens: long, maxTokens: 1, temperature: 0, stopAtEndOfGeneration: false });
+    expect(step.kernels.map((k) => k.label)).toEqual(expect.arrayContaining([expect.stringMatching(/^matmul-tiles-dp4a-Q6_K/), expect.stringMatching(/^matmul-tiles-dp4a-Q4_K/)]));
+    const last = (await gpu.logits(long, { stepTokens: 2 })).at(-1)!;
+    const p = softmax(last);
+    expect(tiled.tokens[0]).toBe(p.indexOf(Math.max(...p)));
+    // 2e-6 seen; Q6_K with one scale a block gives another token.
+    expect(Math.abs(tiled.logprobs[0] - Math.log(p[tiled.tokens[0]]))).toBeLessThan(1e-4);
   });
 });
 
