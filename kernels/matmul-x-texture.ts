@@ -19,7 +19,7 @@
 import type { ParamArena } from './runtime/arena.ts';
 import type { BindingResource, CompiledKernel, KernelContext } from './runtime/context.ts';
 import { copyTexels, isTexture, texelsWgsl, texelTexture } from './runtime/weights.ts';
-import { replaceStorageX, type WindowedKernel, type XWidth } from './matmul-x-window.ts';
+import { replaceStorageX } from './matmul-x-window.ts';
 
 /**
  * `common` (matmul-common.wgsl) with x read through a texture instead of its buffer: binding 1 as the
@@ -44,7 +44,7 @@ function textureFor(device: GPUDevice, x: GPUBuffer): GPUTexture {
 /**
  * The x textures of a product's bound buffers. `attach` records the buffers behind a bind group of the
  * buffer-x kernels; `prepare` then copies a step's x into the texture of its buffer and gives the texture
- * kernel of a width and the bind group that binds the texture (made once and kept), or undefined where
+ * kernel and the bind group that binds the texture (made once and kept), or undefined where
  * x cannot go through one: no open step to copy in, x bound as a range, or at an offset.
  */
 export class XTextures {
@@ -52,19 +52,15 @@ export class XTextures {
 
   constructor(
     private readonly ctx: KernelContext,
-    private readonly kernels: WindowedKernel,
+    /** The texture kernel storing four rows of y at once (y4) or one. */
+    private readonly kernels: (y4: boolean) => CompiledKernel,
   ) {}
 
   attach(group: GPUBindGroup, buffers: readonly BindingResource[]): void {
     this.attached.set(group, { buffers });
   }
 
-  /** The texture kernel of `width`, which takes the bind group prepare() gave (every width shares its layout). */
-  kernel(width: XWidth, y4: boolean): CompiledKernel {
-    return this.kernels(width, y4);
-  }
-
-  prepare(arena: ParamArena, group: GPUBindGroup, width: XWidth, y4: boolean, t: number, xOffset: number, xStride: number): { kernel: CompiledKernel; group: GPUBindGroup } | undefined {
+  prepare(arena: ParamArena, group: GPUBindGroup, y4: boolean, t: number, xOffset: number, xStride: number): { kernel: CompiledKernel; group: GPUBindGroup } | undefined {
     const a = this.attached.get(group);
     const x = a?.buffers[1];
     if (!a || !arena.copiesBetween || xOffset !== 0 || x === undefined || 'buffer' in x || isTexture(x)) return undefined;
@@ -72,7 +68,7 @@ export class XTextures {
     if (texels * 16 > x.size) throw new Error(`matmul-x-texture: ${t} rows of ${xStride} vec4s are past the end of ${x.label} (${x.size} bytes)`);
     const texture = textureFor(this.ctx.device, x);
     arena.copyBetween((encoder) => copyTexels(encoder, x, texture, texels));
-    const kernel = this.kernels(width, y4);
+    const kernel = this.kernels(y4);
     a.bound ??= kernel.bind(
       a.buffers.map((b, i) => (i === 1 ? texture : b)),
       `${kernel.label} x texture`,

@@ -91,21 +91,15 @@ export function tiledRowsFor(caps: GpuCaps, widths: readonly number[]): number {
   const cost = (rows: number) => widths.reduce((sum, n) => sum + Math.ceil(n / (lanes * rows)) * lanes * rows * (18 + 48 / rows), 0);
   return TILED_ROWS.reduce((best, rows) => (cost(rows) < cost(best) ? rows : best));
 }
-// The block-walking product reading quantized x (three loads per token and block) takes 16 tokens per invocation
-// in steps of at least that many: 64-token prefill products on llvmpipe 417 -> 350 ms (first compile
-// 9 s, then Mesa's disk cache). Shorter steps (batched decode of 4 to 15 rows) keep 8, which wastes
-// fewer lanes; the wide pipeline is built on its first use.
+// The block-walking product reading quantized x (three loads per token and block) takes 16 tokens per
+// invocation in steps of at least that many where x comes from a uniform window or storage (SwiftShader,
+// and llvmpipe where a step cannot copy x into a texture): SwiftShader's replayed step products 0.83x the
+// time at 16 tokens, 0.86x at 64 (SmolLM2-135M Q8_0). Read through a texture (llvmpipe) every step keeps
+// 8 tokens, whose 96 accumulators spill less than 192 and whose twice as many workgroups fill both
+// threads of narrow products: replayed step products at 16 / 64 / 256 tokens, 8 against 16 tokens an
+// invocation, 0.82-0.85 / 0.93-1.00 / 0.95x for Q8_0 and 0.82 / 0.81 for the 1B's Q4_K_M (session 22).
+// Shorter steps (batched decode of 4 to 15 rows) keep 8 everywhere; the wide pipeline is built on its first use.
 export const XQ8_WIDE_TOKENS = 16;
-
-/**
- * Tokens of a step the 16-token kernel takes when the rest go to the 8-token one: a step of 16q + r
- * tokens (q >= 1, 1 <= r <= 8) in one dispatch computes its last tile in full, 16 - r tokens of repeated
- * x; in two (16q, then r through the 8-token kernel) it computes 8 - r. 0: one dispatch.
- */
-export function wideHead(t: number): number {
-  const r = t % XQ8_WIDE_TOKENS;
-  return t > XQ8_WIDE_TOKENS && r >= 1 && r <= REGS.tokens ? t - r : 0;
-}
 
 /**
  * y[t, n] (+)= sum_k x[t, k] W[n, k] for any number of rows of x (prefill), W packed as `type`.
@@ -203,13 +197,12 @@ export class MatMulKernel {
           return once(name, () => ({ label: name, code: wgsl(source(t, y4), withUniformX(f.common, window / 16), xAligned, f.decode), bindings: uniformBindings, constants }));
         };
         if (window > 0) this.xWindows = new XWindows(ctx, windowed);
-        // On llvmpipe both widths read x through a texture where the step can copy it into one (matmul-x-texture.ts).
-        const textured = (width: XWidth, y4: boolean) => {
+        // On llvmpipe the 8-token kernel reads x through a texture where the step can copy it into one (matmul-x-texture.ts).
+        const textured = (y4: boolean) => {
           const f = forY(y4);
-          const name = `${width === 'wide' ? wideLabel : label}${f.suffix}-xtex`;
-          const t = width === 'wide' ? XQ8_WIDE_TOKENS : tokens;
+          const name = `${label}${f.suffix}-xtex`;
           const textureBindings = bindings.map((b, i) => (i === 1 ? ('texture' as const) : b));
-          return once(name, () => ({ label: name, code: wgsl(source(t, y4, true), withTextureX(f.common), f.decode), bindings: textureBindings, constants }));
+          return once(name, () => ({ label: name, code: wgsl(source(tokens, y4, true), withTextureX(f.common), f.decode), bindings: textureBindings, constants }));
         };
         if (ctx.caps.weightTextures) this.xTextures = new XTextures(ctx, textured);
       }
@@ -240,20 +233,11 @@ export class MatMulKernel {
 
   encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: MatmulParams): void {
     const xStride = p.xStride ?? q8RowVec4s(p.k);
-    // x copied into a texture (llvmpipe, in a step that allows copies): the whole step in one dispatch.
-    const wide = this.wide !== undefined && p.t >= XQ8_WIDE_TOKENS;
-    const viaTexture = this.xTextures?.prepare(arena, group, wide ? 'wide' : 'narrow', yVec4(p), p.t, p.xOffset ?? 0, xStride);
+    // x copied into a texture (llvmpipe, in a step that allows copies): the whole step in one dispatch
+    // of the 8-token kernel (XQ8_WIDE_TOKENS).
+    const viaTexture = this.xTextures?.prepare(arena, group, yVec4(p), p.t, p.xOffset ?? 0, xStride);
     if (viaTexture) {
-      const head = wideHead(p.t);
-      if (head === 0) {
-        this.encodeRows(pass, arena, group, { ...p, xStride }, 0, viaTexture);
-        return;
-      }
-      // Whole 16-token tiles, then the last few tokens through the 8-token kernel from the same texture.
-      const yStride = p.yStride ?? p.n;
-      const rest = { ...p, t: p.t - head, xStride, yStride, xOffset: head * xStride, yOffset: (p.yOffset ?? 0) + head * yStride };
-      this.encodeRows(pass, arena, group, { ...p, t: head, xStride, yStride }, 0, viaTexture);
-      this.encodeRows(pass, arena, group, rest, 0, { kernel: this.xTextures!.kernel('narrow', yVec4(rest)), group: viaTexture.group });
+      this.encodeRows(pass, arena, group, { ...p, xStride }, 0, viaTexture);
       return;
     }
     // A step whose x does not fit one window runs one dispatch per window-full of whole 16-token tiles,
@@ -272,7 +256,7 @@ export class MatMulKernel {
   /** One dispatch over `p`'s rows: through `via` (an x texture's kernel and group), x's window at `windowStart`, or the bound x. */
   private encodeRows(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: MatmulParams, windowStart: number, via?: { kernel: CompiledKernel; group: GPUBindGroup }): void {
     const s = writeMatmulParams(arena, p);
-    const wide = this.wide !== undefined && p.t >= XQ8_WIDE_TOKENS;
+    const wide = via === undefined && this.wide !== undefined && p.t >= XQ8_WIDE_TOKENS;
     const tileT = wide ? REGS.WG_T * XQ8_WIDE_TOKENS : this.tileT;
     const y4 = this.variant === 'regs' && yVec4(p);
     const bound = via ?? this.xWindows?.window(group, wide ? 'wide' : 'narrow', y4, p.t, p.xOffset ?? 0, p.xStride ?? q8RowVec4s(p.k), windowStart);
