@@ -414,14 +414,18 @@ describe('llama with K-quant block matrices (Q4_K, and Q6_K for attn_v and ffn_d
   it.skipIf(process.env.SVC_ADAPTER === 'swiftshader')('on the GPU kernels, a 12-token prompt in one step (the int8 prefill tile, Q6_K too) gives the first token its steps of 2 give (the decode kernels)', async () => {
     const long = [52, 290, 194, 8, 276, 37, 312, 203, 13, 61, 96, 494];
     const gpu = await gpuKernelsEngine(await modelFile(), { contextLength: 256, maxSequences: 2, prefixCache: false });
-    const tiled = await greedyRun(gpu, long, 1);
-    const step = await gpu.profileLastStep({ tokens: long, maxTokens: 1, temperature: 0, stopAtEndOfGeneration: false });
-    expect(step.kernels.map((k) => k.label)).toEqual(expect.arrayContaining([expect.stringMatching(/^matmul-tiles-dp4a-Q6_K/), expect.stringMatching(/^matmul-tiles-dp4a-Q4_K/)]));
-    const last = (await gpu.logits(long, { stepTokens: 2 })).at(-1)!;
-    const p = softmax(last);
-    expect(tiled.tokens[0]).toBe(p.indexOf(Math.max(...p)));
-    // 2e-6 seen; Q6_K with one scale a block gives another token.
-    expect(Math.abs(tiled.logprobs[0] - Math.log(p[tiled.tokens[0]]))).toBeLessThan(1e-4);
+    try {
+      const tiled = await greedyRun(gpu, long, 1);
+      const step = await gpu.profileLastStep({ tokens: long, maxTokens: 1, temperature: 0, stopAtEndOfGeneration: false });
+      expect(step.kernels.map((k) => k.label)).toEqual(expect.arrayContaining([expect.stringMatching(/^matmul-tiles-dp4a-Q6_K/), expect.stringMatching(/^matmul-tiles-dp4a-Q4_K/)]));
+      const last = (await gpu.logits(long, { stepTokens: 2 })).at(-1)!;
+      const p = softmax(last);
+      expect(tiled.tokens[0]).toBe(p.indexOf(Math.max(...p)));
+      // 2e-6 seen; Q6_K with one scale a block gives another token.
+      expect(Math.abs(tiled.logprobs[0] - Math.log(p[tiled.tokens[0]]))).toBeLessThan(1e-4);
+    } finally {
+      await gpu.dispose();
+    }
   });
 });
 
