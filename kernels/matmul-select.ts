@@ -2,7 +2,7 @@
  * Choosing a weight-product kernel: matrix-vector kernels (one per row count) for decode, the tiled
  * kernel for prefill, each in the variant that suits the adapter (see matvec.ts, matmul.ts).
  */
-import { GgmlType } from '../ggml/types.ts';
+import type { GgmlType } from '../ggml/types.ts';
 import { MatMulKernel } from './matmul.ts';
 import type { MatmulParams, ProductExtras, ProductOptions } from './matmul-params.ts';
 import { MAX_MATVEC_T, MatVecKernel } from './matvec.ts';
@@ -11,21 +11,27 @@ import type { KernelContext } from './runtime/context.ts';
 import type { WeightStore } from './runtime/weights.ts';
 
 /**
- * On CPU rasterisers the Q8_0 tiled kernel (16 weight rows x 8 tokens per invocation) beats the
- * matrix-vector kernel from 4 rows of x. Batching curve on llvmpipe, SmolLM2-135M Q8_0, aggregate decode
- * tok/s at 2 / 3 / 4 / 8 sequences: matrix-vector up to 8 rows 23.0 / 20.7 / 28.0 / 28.6; tiled from 4
- * rows 21.0 / 23.8 / 27.5 / 45.6; tiled from 2 rows 14.1 / 18.3 / 25.5 / 46.8.
+ * On CPU rasterisers the tiled kernel (a register block of weight rows x 8 tokens per invocation) beats
+ * the matrix-vector kernel from 4 rows of x, whatever the weight type. Batching curve on llvmpipe,
+ * SmolLM2-135M Q8_0, aggregate decode tok/s at 2 / 3 / 4 / 8 sequences: matrix-vector up to 8 rows
+ * 23.0 / 20.7 / 28.0 / 28.6; tiled from 4 rows 21.0 / 23.8 / 27.5 / 45.6; tiled from 2 rows 14.1 / 18.3 /
+ * 25.5 / 46.8. A step's products replayed on llvmpipe, tiled against matrix-vector (time ratio at 4 / 6 / 8
+ * rows): Llama-3.2-1B Q4_K_M 1.01 / 0.77 / 0.62 (at 2 and 3 rows 1.77 and 1.25: those stay matrix-vector),
+ * SmolLM2 Q4_0 0.92 / 0.69 / 0.56, F16 1.02 / 0.71 / 0.56. On SwiftShader, whose tiled kernel is another
+ * (16 tokens, x from a window), the crossing comes later (1B Q4_K_M 1.13 / 1.04 / 0.87, Q4_0 1.28 / 1.03 /
+ * 0.82), but each matrix-vector row count is a pipeline SwiftShader compiles at load for seconds (a K-quant
+ * one 1-13 s): one threshold keeps a Q4_K_M model's load to 7 of them rather than 18.
  */
-export const CPU_Q8_MATVEC_UP_TO = 3;
+export const CPU_MATVEC_UP_TO = 3;
 
-/** Up to how many rows of x a `type` product runs the matrix-vector kernel on this device; more go to the tiled one. */
-export function matvecUpTo(ctx: KernelContext, type: GgmlType): number {
-  return ctx.caps.software && type === GgmlType.Q8_0 ? CPU_Q8_MATVEC_UP_TO : MAX_MATVEC_T;
+/** Up to how many rows of x a product runs the matrix-vector kernel on this device; more go to the tiled one. */
+export function matvecUpTo(ctx: KernelContext): number {
+  return ctx.caps.software ? CPU_MATVEC_UP_TO : MAX_MATVEC_T;
 }
 
 /** The best kernel for `t` rows of x times a `type` weight on this device. */
 export function selectMatmul(ctx: KernelContext, type: GgmlType, t: number, opts: ProductOptions = {}): MatVecKernel | MatMulKernel {
-  return t <= matvecUpTo(ctx, type) ? new MatVecKernel(ctx, type, t, undefined, opts) : new MatMulKernel(ctx, type, undefined, opts);
+  return t <= matvecUpTo(ctx) ? new MatVecKernel(ctx, type, t, undefined, opts) : new MatMulKernel(ctx, type, undefined, opts);
 }
 
 /**
@@ -43,12 +49,12 @@ export class WeightMatmul {
 
   /** Up to how many rows of x this product's dispatches can run its tail (ProductOptions.tail): 0 without one. */
   get tailUpTo(): number {
-    return this.opts.tail ? matvecUpTo(this.ctx, this.type) : 0;
+    return this.opts.tail ? matvecUpTo(this.ctx) : 0;
   }
 
   kernelFor(t: number): MatVecKernel | MatMulKernel {
-    const key = t <= matvecUpTo(this.ctx, this.type) ? t : 0;
-    if (key === 0 && this.opts.tail) throw new Error(`WeightMatmul: a product with a tail runs up to ${matvecUpTo(this.ctx, this.type)} rows of x, not ${t}`);
+    const key = t <= matvecUpTo(this.ctx) ? t : 0;
+    if (key === 0 && this.opts.tail) throw new Error(`WeightMatmul: a product with a tail runs up to ${matvecUpTo(this.ctx)} rows of x, not ${t}`);
     let k = this.kernels.get(key);
     if (!k) {
       k = selectMatmul(this.ctx, this.type, t, this.opts);
@@ -59,7 +65,7 @@ export class WeightMatmul {
 
   /** Builds now, at load, the kernels products of n rows of k will run (MatVecKernel.prepare). */
   prepare(k: number, n: number): void {
-    for (let t = 1; t <= matvecUpTo(this.ctx, this.type); t++) {
+    for (let t = 1; t <= matvecUpTo(this.ctx); t++) {
       const kernel = this.kernelFor(t);
       if (kernel instanceof MatVecKernel) kernel.prepare(k, n);
     }

@@ -3,7 +3,7 @@
  * through WeightMatmul (matvec for decode-sized batches, tiled for prefill), lookups through EmbeddingKernel.
  */
 import { EmbeddingKernel } from '../../kernels/embedding.ts';
-import { CPU_Q8_MATVEC_UP_TO, WeightMatmul } from '../../kernels/matmul-select.ts';
+import { CPU_MATVEC_UP_TO, WeightMatmul } from '../../kernels/matmul-select.ts';
 import { tiledRowsFor } from '../../kernels/matmul.ts';
 import { MAX_MATVEC_T, matvecVariant } from '../../kernels/matvec.ts';
 import { BLOCK_WALK_TYPES, deviceLayout } from '../../kernels/quant/layouts.ts';
@@ -50,8 +50,8 @@ export function createMatrixKernels(ctx: KernelContext, opts: { tails?: boolean;
   // A product recomputes act(gate) * up in every invocation. Measured on llvmpipe (SmolLM2-135M shapes,
   // 64-token prefill): the fused down product took 13.6 ms a layer against 7.8 ms for products of its
   // size; fused and unfused decode (one row) measured alike, so decode keeps the dispatch fewer. Beyond
-  // the rows where Q8_0 products turn tiled, the activation runs as its own pass.
-  const fuseGluUpTo = ctx.caps.software ? CPU_Q8_MATVEC_UP_TO : Infinity;
+  // the rows where CPU products turn tiled, the activation runs as its own pass.
+  const fuseGluUpTo = ctx.caps.software ? CPU_MATVEC_UP_TO : Infinity;
   const lookupFor = memoize((t: GgmlType) => new EmbeddingKernel(ctx, t));
   const quantizedXMode = (w: WeightMatrix): XqMode | undefined => {
     const mode = ctx.caps.software ? BLOCK_WALK_TYPES.get(w.type) : undefined;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { GgmlType, typeName } from '../../ggml/types.ts';
 import { MatMulKernel, tiledRowsFor, type MatMulVariant } from '../../kernels/matmul.ts';
-import { selectMatmul, WeightMatmul } from '../../kernels/matmul-select.ts';
+import { matvecUpTo, selectMatmul, WeightMatmul } from '../../kernels/matmul-select.ts';
 import { yVec4 } from '../../kernels/matmul-params.ts';
 import { MatVecKernel } from '../../kernels/matvec.ts';
 import { planRowShards } from '../../kernels/quant/index.ts';
@@ -135,6 +135,13 @@ describe('kernel selection', () => {
     const mm = selectMatmul(ctx, GgmlType.Q8_0, 9);
     expect(mm).toBeInstanceOf(MatMulKernel);
     expect((mm as MatMulKernel).variant).toBe(ctx.caps.software ? 'regs' : 'tiles-vec4');
+  });
+
+  it('on CPU rasterisers every weight type turns tiled from 4 rows of x (matvecUpTo); GPUs keep matrix-vector kernels up to 8', () => {
+    expect(matvecUpTo(ctx)).toBe(ctx.caps.software ? 3 : 8);
+    // Q4_K, whose matrix-vector kernels once ran up to 8 rows here too.
+    expect(selectMatmul(ctx, GgmlType.Q4_K, 3)).toBeInstanceOf(MatVecKernel);
+    expect(selectMatmul(ctx, GgmlType.Q4_K, 4)).toBeInstanceOf(ctx.caps.software ? MatMulKernel : MatVecKernel);
   });
 
   it('one bind group serves every kernel of a WeightMatmul', async () => {

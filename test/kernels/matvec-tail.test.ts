@@ -53,7 +53,7 @@ describe.skipIf(!ctx.caps.orderedAtomics)('decode products with a tail', () => {
     const quantize = new QuantizeXKernel(ctx, type === GgmlType.Q4_K ? 'q8_K' : 'q8_0');
     const norm = new RmsNormKernel(ctx, 'serial', 'q8', mode);
     const counter = ctx.storage('tail.count', 16);
-    for (let t = 1; t <= matvecUpTo(ctx, type); t++) {
+    for (let t = 1; t <= matvecUpTo(ctx); t++) {
       const x = ctx.storage('x', t * k * 4, randomF32(t * k, 7 + t));
       const xq = ctx.storage('xq', t * q8RowVec4s(k) * 16);
       const y0 = randomF32(t * n, 11 + t);
@@ -140,7 +140,7 @@ describe.skipIf(!ctx.caps.orderedAtomics)('decode products with a tail', () => {
     const act = new SwiGluKernel(ctx, 'silu', 'q8', mode);
     const counter = ctx.storage('tail.count', (F / 32) * 4);
     const tail: ProductTail = { kind: 'glu-q8', mode, activation: 'silu' };
-    for (let t = 1; t <= matvecUpTo(ctx, type); t++) {
+    for (let t = 1; t <= matvecUpTo(ctx); t++) {
       const x = ctx.storage('x', t * k * 4, randomF32(t * k, 19 + t));
       const xq = ctx.storage('xq', t * q8RowVec4s(k) * 16);
       const p = { t, n: 2 * F, k, xStride: xq8 ? q8RowVec4s(k) : k };
@@ -199,7 +199,7 @@ describe.skipIf(!ctx.caps.orderedAtomics)('decode products with a tail', () => {
     const tail: ProductTail = { kind: 'rope-kv', kv: c.kv };
     const rope = { heads: c.heads, kvHeads: c.kvHeads, headDim: c.hd, pageSize, maxPages, nRot: c.nRot, neox: c.neox, freqBase: 10000, freqScale: 0.5, useFactors: c.factors };
     const counter = ctx.storage('tail.count', 64);
-    for (let t = 1; t <= matvecUpTo(ctx, c.type); t++) {
+    for (let t = 1; t <= matvecUpTo(ctx); t++) {
       // Two sequences, each token in its own cache slot (pages of 4, at most 4 a sequence: positions < 16).
       const batch = Array.from({ length: t }, (_, i) => ({ seq: i % 2, pos: 2 + 3 * (i >> 1) }));
       const positions = ctx.storage('pos', 4 * t, Uint32Array.from(batch.map((b) => b.pos)));
