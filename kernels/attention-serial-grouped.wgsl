@@ -8,8 +8,8 @@
 // of this kernel's time; each query head's math is the same whatever the group, so its result is the
 // same bits.
 //
-// Template: a line containing `$r` is written once per query head of the group (kernels/unroll.ts); the
-// walk over the token's positions is attention-serial-walk.wgsl.
+// Template: a line containing `$r` is written once per query head of the group, `$t` once (its one
+// token; kernels/unroll.ts); the walk over the token's positions is attention-serial-walk.wgsl.
 
 // WG, HV and MAX_HEAD_VEC come with attention-io-vec4.wgsl, the walk (and q's load) with attention-serial-walk.wgsl.
 
@@ -21,8 +21,10 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   let t = item / per_token;
   // The invocation's first query head, and the KV head it shares with the rest of its group.
   let h0 = (item % per_token) * $ROWSu;
+  let t$t = t;
+  let seq = token_seq[t];
   let last = positions[t];
   let first = first_position(last);
   // walk
-  store_head(t, h0 + $ru, &acc$r, l$r);
+  store_head(t, h0 + $ru, &acc$r_$t, l$r_$t);
 }

@@ -49,6 +49,8 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   let split = item / pairs;
   let t = pair / per_token;
   let h0 = (pair % per_token) * $ROWSu;
+  let t$t = t;
+  let seq = token_seq[t];
   let token_last = positions[t];
   let token_first = first_position(token_last);
   // Runs of ceil(span / splits) positions: the first split always has some, a later one may have none.
@@ -57,8 +59,8 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   let last = min(token_last, first + run - 1u);
   // walk
   let pb$r = ((t * params.heads + h0 + $ru) * splits + split) * (HV + 1u);
-  for (var d = 0u; d < HV; d++) { partials[pb$r + d] = acc$r[d]; }
-  partials[pb$r + HV] = vec4f(m$r, l$r, 0.0, 0.0);
+  for (var d = 0u; d < HV; d++) { partials[pb$r + d] = acc$r_$t[d]; }
+  partials[pb$r + HV] = vec4f(m$r_$t, l$r_$t, 0.0, 0.0);
   if (atomicAdd(&split_count[pair], 1u) != splits - 1u) { return; }
   atomicStore(&split_count[pair], 0u);
   merge_head(t, h0 + $ru, splits);

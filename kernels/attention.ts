@@ -23,6 +23,7 @@ import serial from './attention-serial.wgsl?raw';
 import serialGrouped from './attention-serial-grouped.wgsl?raw';
 import serialWalk from './attention-serial-walk.wgsl?raw';
 import serialSplit from './attention-serial-split.wgsl?raw';
+import serialPair from './attention-serial-pair.wgsl?raw';
 import type { ParamArena } from './runtime/arena.ts';
 import type { GpuCaps } from './runtime/caps.ts';
 import { type BindingKind, type CompiledKernel, type KernelContext, wgsl } from './runtime/context.ts';
@@ -101,6 +102,13 @@ const COMBINE_BINDINGS: readonly BindingKind[] = ['read', 'write'];
  * (64) in 5 s and 3 of dimension 128 (96) in 9 s, its register allocator fighting the spills.
  */
 const GROUPED_MAX_VECS = 48;
+/**
+ * The same for the pair kernel's two tokens (attention-serial-pair.wgsl): SmolLM2-135M's 3 heads of 64
+ * twice (96) compiled in about 0.35 s on llvmpipe. A 72-token step after 328 positions, its attention
+ * replayed (30 layers, one process alternating): SmolLM2-135M (3 heads of 64 an invocation) 0.87-0.89x
+ * the time of one token an invocation, Llama-3.2-1B (2 heads) 0.75x.
+ */
+const PAIRED_MAX_VECS = 96;
 
 /** Query heads an invocation of the grouped kernel computes: the largest divisor of the group that fits. */
 export function groupedHeads(heads: number, kvHeads: number, headDim: number): number {
@@ -112,7 +120,15 @@ export function groupedHeads(heads: number, kvHeads: number, headDim: number): n
 const BINDINGS = ['read', 'read', 'read', 'read', 'read', 'read', 'write'] as const;
 /** A serial vec4 kernel's template with attention-serial-walk.wgsl where it says `// walk`. */
 function withWalk(template: string): string {
-  const code = template.replace('  // walk\n', serialWalk.split('\n').filter((l) => !l.startsWith('//')).join('\n'));
+  const lines = serialWalk.split('\n');
+  const marker = (name: string) => lines.findIndex((l) => l.trim() === `// walk: ${name}`);
+  const part = (from: number, to: number) => lines.slice(from + 1, to).filter((l) => !l.startsWith('//')).join('\n');
+  const queries = part(marker('queries'), marker('positions'));
+  const positions = part(marker('positions'), lines.length);
+  const code = template.includes('  // walk\n')
+    ? template.replace('  // walk\n', `${queries}\n${positions}\n`)
+    : template.replace('  // walk: queries\n', `${queries}\n`).replace('    // walk: positions\n', `${positions}\n`);
+  if (code.split('\n').some((l) => /^\s*\/\/ walk(:|$)/.test(l))) throw new Error('attention: a serial vec4 template has a `// walk` line left');
   if (code === template) throw new Error('attention: a serial vec4 template has no `// walk` line');
   return code;
 }
@@ -176,6 +192,12 @@ export interface AttentionParams {
    */
   tiled?: boolean;
   /**
+   * Serial kernels (CPU rasterisers): two consecutive tokens an invocation (attention-serial-pair.wgsl),
+   * each K and V load shared by both tokens' query heads, where the step's tokens run mostly in one
+   * sequence each (prefill); a pair that straddles two sequences walks each in turn. Elsewhere ignored.
+   */
+  tokenPairs?: boolean;
+  /**
    * Rotate the query and the token's K head by RoPE and store its K and V into the cache as the kernel
    * attends (bindRope, attention-parallel-rope.wgsl), instead of a RoPE/KV-store pass before it. Every
    * token of the dispatch must be its sequence's only new position (a decode step); the GPU kernel for
@@ -236,11 +258,12 @@ export class AttentionKernel {
 
   /**
    * Invocations a workgroup: SERIAL_WG for one head an invocation (a decode token's few heads then span
-   * both of a small CPU's threads); grouped kernels, which run only with many items, fill one SIMD
-   * instruction of a wider CPU rasteriser (GpuCaps.cpuLanes).
+   * both of a small CPU's threads); grouped and pair kernels (more than one head or token an
+   * invocation), which run only with many items, fill one SIMD instruction of a wider CPU rasteriser
+   * (GpuCaps.cpuLanes).
    */
-  private wgFor(group: number): number {
-    return group > 1 ? Math.max(SERIAL_WG, this.ctx.caps.cpuLanes) : SERIAL_WG;
+  private wgFor(headsAndTokens: number): number {
+    return headsAndTokens > 1 ? Math.max(SERIAL_WG, this.ctx.caps.cpuLanes) : SERIAL_WG;
   }
 
   /**
@@ -248,22 +271,24 @@ export class AttentionKernel {
    * reading K and V from the paged cache or from a long step's mirror; with `split`, each pair's positions
    * split over invocations (attention-serial-split.wgsl, the paged cache only).
    */
-  private vec4Kernel(headDim: number, output: 'f32' | 'q8_0', group = 1, kvSource: 'pages' | 'mirror' = 'pages', split = false): CompiledKernel {
-    const key = `${headDim}/${group}/${output}/${kvSource}/${split}`;
+  private vec4Kernel(headDim: number, output: 'f32' | 'q8_0', group = 1, kvSource: 'pages' | 'mirror' = 'pages', split = false, tokens: 1 | 2 = 1): CompiledKernel {
+    const key = `${headDim}/${group}/${output}/${kvSource}/${split}/${tokens}`;
     let k = this.serialVec4.get(key);
     if (!k) {
-      const constants = { WG: this.wgFor(group), HV: headDim / 4, ...(output === 'q8_0' ? { XQ_GROUP: 32 } : {}) };
+      const constants = { WG: this.wgFor(group * tokens), HV: headDim / 4, ...(output === 'q8_0' ? { XQ_GROUP: 32 } : {}) };
       const hv = headDim / 4;
       // A head's pairs written out, not looped: llvmpipe left a loop over the f16 cache's pairs rolled (its
       // body grew with the unpacking), and a rolled loop keeps the head's arrays in memory, 3x slower.
       // Pairs first, then query heads, so each pair's load is followed by every head's use of it.
       // One template for every group size (one head an invocation is a group of one), its walk over the
       // positions shared with the split kernel.
-      const template = withWalk(split ? serialSplit : serialGrouped);
+      const template = withWalk(split ? serialSplit : tokens === 2 ? serialPair : serialGrouped);
       const pairs = unrollLines(unrollLines(template, '$p', Math.floor(hv / 2)), '$q', hv % 2);
-      const body = unrollRowsTokens(pairs, group, 1);
+      // The walk's mask of each token's positions, only where an invocation takes two tokens.
+      const masked = unrollLines(unrollLines(pairs, '$s', tokens === 1 ? 1 : 0), '$m', tokens === 2 ? 1 : 0);
+      const body = unrollRowsTokens(masked, group, tokens);
       const mirror = kvSource === 'mirror';
-      const shape = split ? `split-d${headDim}-g${group}` : group > 1 ? `grouped-d${headDim}-g${group}` : `vec4-d${headDim}`;
+      const shape = split ? `split-d${headDim}-g${group}` : tokens === 2 ? `pair-d${headDim}-g${group}` : group > 1 ? `grouped-d${headDim}-g${group}` : `vec4-d${headDim}`;
       const label = `attention-serial-${shape}${output === 'q8_0' ? '-q8' : ''}${this.kv === 'f16' ? '-kv16' : ''}${mirror ? '-mirror' : ''}`;
       const out = output === 'q8_0' ? wgsl(outQ8, Q8_BLOCK_WGSL) : outF32;
       const kv = mirror ? wgsl(halves, MIRROR_TEXTURES, mirrorRows) : this.kv === 'f16' ? wgsl(halves, kvF16, pages) : wgsl(kvF32, pages);
@@ -455,12 +480,16 @@ export class AttentionKernel {
       return;
     }
     const together = by4 ? groupedHeads(p.heads, p.kvHeads, p.headDim) : 1;
-    const grouped = together > 1 && (p.tokens * p.heads) / together >= this.minGroupedItems;
-    const [gx, gy] = grid2d(Math.ceil((p.tokens * p.heads) / (grouped ? together : 1) / this.wgFor(grouped ? together : 1)));
+    const many = (p.tokens * p.heads) / together >= this.minGroupedItems;
+    const grouped = together > 1 && many;
+    const paired = by4 && many && p.tokenPairs === true && p.tokens > 1 && (2 * together * p.headDim) / 4 <= PAIRED_MAX_VECS;
+    const heads = grouped || paired ? together : 1;
+    const tokensPer = paired ? 2 : 1;
+    const [gx, gy] = grid2d(Math.ceil((Math.ceil(p.tokens / tokensPer) * p.heads) / heads / this.wgFor(heads * tokensPer)));
     if (this.kv === 'f16' && (!by4 || p.headDim % 8 !== 0)) {
       throw new Error(`attention: an f16 KV cache needs the vec4 kernels: a head dimension that is a multiple of 8 (got ${p.headDim}) and q and output offsets and strides that are multiples of 4`);
     }
-    const kernel = by4 ? this.vec4Kernel(p.headDim, q8 ? 'q8_0' : 'f32', grouped ? together : 1, p.kvSource) : this.kernel;
+    const kernel = by4 ? this.vec4Kernel(p.headDim, q8 ? 'q8_0' : 'f32', heads, p.kvSource, false, tokensPer) : this.kernel;
     arena.dispatch(pass, kernel, group, s, gx, gy);
   }
 }

@@ -53,6 +53,12 @@ const SPLIT_FROM_LAYER_BYTES = 16 * 2 ** 20;
 const TILED_ATTENTION_MIN_TOKENS = 16;
 const TILED_ATTENTION_RUN = 8;
 /**
+ * CPU rasterisers' attention takes two tokens an invocation (AttentionParams.tokenPairs) where a step's
+ * sequences average at least this many tokens each: a pair within one sequence shares its K and V
+ * loads, one straddling two walks both (a decode step of many sequences would be all such pairs).
+ */
+const PAIRED_ATTENTION_RUN = 4;
+/**
  * EngineOptions.tiledAttentionMinWorkgroups' default: a step tiles attention where its tiles (of
  * tokens x KV heads) make at least this many workgroups. On an H200 (132 cores), TTFT of a 1023-token
  * prompt in 512-token steps: Llama-3.2-1B (8 KV heads, 256 tiles a step) 80.6 ms tiled, 82.1 untiled;
@@ -709,6 +715,7 @@ export class Transformer implements StepRunner {
     const splitsAll = splitsOf(T);
     const tiled = this.tiledAttention && T >= TILED_ATTENTION_MIN_TOKENS && T >= TILED_ATTENTION_RUN * this.sequenceRuns(T) && tiledWorkgroups(T, cfg.headDim, cfg.nHeads, cfg.nKvHeads) >= this.tiledMinWorkgroups;
     const splitsPruned = prune ? splitsOf(R) : 1;
+    const paired = T >= PAIRED_ATTENTION_RUN * this.sequenceRuns(T);
     this.layers.forEach((L, l) => {
       const adaptedQkv = lora?.adapts(l, 'qkv') ?? false;
       const roped = this.encodeNormed(pass, T, L, 'qkv', fusable, adaptedQkv, qkvNormed, !adaptedQkv);
@@ -746,6 +753,7 @@ export class Transformer implements StepRunner {
         rope: rotating ? this.rope : undefined,
         splits,
         tiled: tiled && !pruned,
+        tokenPairs: paired && !pruned,
       }, this.attnSplit?.combine);
       // A tail runs only where its pass would come next: no adapter's product between, and the
       // consumer on the quantized path (encodeNormed's).

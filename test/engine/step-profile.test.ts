@@ -49,6 +49,10 @@ describe.each([
     const prefill = await e.profileLastStep({ ...run, maxTokens: 1 });
     expect(prefill.kernels.some((k) => k.label.startsWith('matmul'))).toBe(true);
     expect(prefill.kernels.reduce((a, k) => a + k.dispatches, 0)).toBe(prefill.dispatches);
+    // Attention over one sequence's prompt takes two tokens an invocation (AttentionParams.tokenPairs); a
+    // decode step's single token does not.
+    expect(prefill.kernels.some((k) => k.label.startsWith('attention-serial-pair-'))).toBe(true);
+    expect(decode.kernels.some((k) => k.label.startsWith('attention-serial-pair-'))).toBe(false);
   });
 });
 

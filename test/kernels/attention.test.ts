@@ -25,7 +25,8 @@ describe.each([
   ['serial', undefined, 1, false],
   ['serial', 0, 1, false],
   ['serial', Infinity, 1, false],
-] as const)('paged KV store + attention kernels (%s, grouped from %s pairs, %s splits, tiled %s)', (variant, minGrouped, splits, tiled) => {
+  ['serial', 0, 1, false, true],
+] as const)('paged KV store + attention kernels (%s, grouped from %s pairs, %s splits, tiled %s, token pairs %s)', (variant, minGrouped, splits, tiled, tokenPairs = false) => {
   for (const { heads, kvHeads, hd, pageSize, past0, new0, new1, window } of [
     { heads: 8, kvHeads: 4, hd: 8, pageSize: 16, past0: 5, new0: 1, new1: 3, window: 0 },
     { heads: 4, kvHeads: 1, hd: 64, pageSize: 4, past0: 150, new0: 2, new1: 70, window: 0 },
@@ -93,7 +94,7 @@ describe.each([
       const scale = 1 / Math.sqrt(hd);
       await runPass(ctx, (pass, arena) => {
         kv.encode(pass, arena, kv.bind(b.k, b.v, b.pos, b.seq, bPages, kCache, vCache), { tokens: batch.length, kvDim, pageSize, maxPages, kOffset: 0, vOffset: 0, srcStride: kvDim });
-        const shape = { tokens: batch.length, heads, kvHeads, headDim: hd, pageSize, maxPages, scale, window, splits, tiled };
+        const shape = { tokens: batch.length, heads, kvHeads, headDim: hd, pageSize, maxPages, scale, window, splits, tiled, tokenPairs };
         if (splits === 1) att.encode(pass, arena, att.bind(bq, kCache, vCache, bPages, b.pos, b.seq, bOut), shape);
         else {
           const partials = ctx.storage('partials', AttentionKernel.partialsBytes(hd));
@@ -118,27 +119,36 @@ describe('grouped-query attention on the serial kernels', () => {
     expect(groupedHeads(8, 8, 64)).toBe(1);
   });
 
-  it('computes each query head exactly as the per-head kernel does, softcap and window included', async () => {
+  it('computes each query head exactly as the per-head kernel does, two tokens an invocation too, softcap and window included', async () => {
     const ctx = await testContext();
-    const [heads, kvHeads, hd, pageSize, maxPages, tokens] = [9, 3, 64, 16, 8, 40];
+    const [heads, kvHeads, hd, pageSize, maxPages, tokens] = [9, 3, 64, 16, 8, 39];
     const kvDim = kvHeads * hd;
-    const cache = (seed: number) => randomF32(maxPages * pageSize * kvDim, seed);
-    const kCache = ctx.storage('k', maxPages * pageSize * kvDim * 4, cache(3));
-    const vCache = ctx.storage('v', maxPages * pageSize * kvDim * 4, cache(4));
-    const pages = ctx.storage('pages', maxPages * 4, Uint32Array.from({ length: maxPages }, (_, i) => maxPages - 1 - i));
-    // One sequence's chunk of prefill at positions 60..99.
-    const pos = ctx.storage('pos', tokens * 4, Uint32Array.from({ length: tokens }, (_, t) => 60 + t));
-    const seq = ctx.storage('seq', tokens * 4, new Uint32Array(tokens));
+    const cache = (seed: number) => randomF32(2 * maxPages * pageSize * kvDim, seed);
+    const kCache = ctx.storage('k', 2 * maxPages * pageSize * kvDim * 4, cache(3));
+    const vCache = ctx.storage('v', 2 * maxPages * pageSize * kvDim * 4, cache(4));
+    const pages = ctx.storage('pages', 2 * maxPages * 4, Uint32Array.from({ length: 2 * maxPages }, (_, i) => 2 * maxPages - 1 - i));
+    // Two sequences' chunks of prefill: 19 tokens at positions 60..78, then 20 at 20..39 (the pair of
+    // tokens 18 and 19 straddles them; the odd last token is taken twice by the pair kernel).
+    const at = Array.from({ length: tokens }, (_, t) => (t < 19 ? { seq: 0, pos: 60 + t } : { seq: 1, pos: 1 + t }));
+    const pos = ctx.storage('pos', tokens * 4, Uint32Array.from(at, (a) => a.pos));
+    const seq = ctx.storage('seq', tokens * 4, Uint32Array.from(at, (a) => a.seq));
     const q = ctx.storage('q', tokens * heads * hd * 4, randomF32(tokens * heads * hd, 5, 1));
     for (const extra of [{}, { softcap: 0.5 }, { window: 24 }]) {
       const outs: Float32Array[] = [];
-      for (const minGrouped of [0, Infinity]) {
+      for (const [minGrouped, tokenPairs] of [[Infinity, false], [0, false], [0, true]] as const) {
         const att = new AttentionKernel(ctx, 'serial', minGrouped);
         const out = ctx.storage('out', tokens * heads * hd * 4);
-        await runPass(ctx, (pass, arena) => att.encode(pass, arena, att.bind(q, kCache, vCache, pages, pos, seq, out), { tokens, heads, kvHeads, headDim: hd, pageSize, maxPages, scale: 0.125, ...extra }));
+        const labels: string[] = [];
+        await runPass(ctx, (pass, arena) => {
+          arena.recorder = [];
+          att.encode(pass, arena, att.bind(q, kCache, vCache, pages, pos, seq, out), { tokens, heads, kvHeads, headDim: hd, pageSize, maxPages, scale: 0.125, tokenPairs, ...extra });
+          labels.push(...arena.recorder.map((r) => r.label));
+        });
+        expect(labels).toEqual([tokenPairs ? 'attention-serial-pair-d64-g3' : minGrouped === 0 ? 'attention-serial-grouped-d64-g3' : 'attention-serial-vec4-d64']);
         outs.push(await readF32(ctx, out, tokens * heads * hd));
       }
-      expect(outs[0], JSON.stringify(extra)).toEqual(outs[1]);
+      expect(outs[1], `grouped ${JSON.stringify(extra)}`).toEqual(outs[0]);
+      expect(outs[2], `pairs ${JSON.stringify(extra)}`).toEqual(outs[0]);
     }
   });
 
