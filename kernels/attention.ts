@@ -269,7 +269,8 @@ export class AttentionKernel {
   /**
    * A serial vec4 kernel computing `group` query heads an invocation (1: one head) writing `output`,
    * reading K and V from the paged cache or from a long step's mirror; with `split`, each pair's positions
-   * split over invocations (attention-serial-split.wgsl, the paged cache only).
+   * split over invocations (attention-serial-split.wgsl, the paged cache only); with `tokens` 2, two
+   * tokens an invocation (attention-serial-pair.wgsl).
    */
   private vec4Kernel(headDim: number, output: 'f32' | 'q8_0', group = 1, kvSource: 'pages' | 'mirror' = 'pages', split = false, tokens: 1 | 2 = 1): CompiledKernel {
     const key = `${headDim}/${group}/${output}/${kvSource}/${split}/${tokens}`;

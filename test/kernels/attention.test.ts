@@ -18,15 +18,15 @@ import { maxRelError, randomF32 } from '../helpers/random.ts';
 // `tiled`: the workgroup variant's prefill kernel (attention-tiled.wgsl) where tiledShape applies (heads
 // of an even number of vec4s): tiles of consecutive tokens that here span both sequences' runs.
 describe.each([
-  ['workgroup', undefined, 1, false],
-  ['workgroup', undefined, 2, false],
-  ['workgroup', undefined, 7, false],
-  ['workgroup', undefined, 1, true],
-  ['serial', undefined, 1, false],
-  ['serial', 0, 1, false],
-  ['serial', Infinity, 1, false],
+  ['workgroup', undefined, 1, false, false],
+  ['workgroup', undefined, 2, false, false],
+  ['workgroup', undefined, 7, false, false],
+  ['workgroup', undefined, 1, true, false],
+  ['serial', undefined, 1, false, false],
+  ['serial', 0, 1, false, false],
+  ['serial', Infinity, 1, false, false],
   ['serial', 0, 1, false, true],
-] as const)('paged KV store + attention kernels (%s, grouped from %s pairs, %s splits, tiled %s, token pairs %s)', (variant, minGrouped, splits, tiled, tokenPairs = false) => {
+] as const)('paged KV store + attention kernels (%s, grouped from %s pairs, %s splits, tiled %s, token pairs %s)', (variant, minGrouped, splits, tiled, tokenPairs) => {
   for (const { heads, kvHeads, hd, pageSize, past0, new0, new1, window } of [
     { heads: 8, kvHeads: 4, hd: 8, pageSize: 16, past0: 5, new0: 1, new1: 3, window: 0 },
     { heads: 4, kvHeads: 1, hd: 64, pageSize: 4, past0: 150, new0: 2, new1: 70, window: 0 },
