@@ -34,6 +34,25 @@ fn w_hi4(v: u32) -> vec4f {
   return vec4f((vec4u(v) >> vec4u(4u, 12u, 20u, 28u)) & vec4u(15u));
 }
 
+// For block_dot (quant/block-walk.wgsl), whose CPU kernels spend about as many instructions unpacking a
+// weight as multiplying it: quants left where they sit in their word, masked but not shifted down, so
+// byte j of a word counts 2^(8j) times its value, and x scaled the other way by X_PLACE (once per block for
+// all the rows an invocation walks). Shifting a 4-bit quant down and masking it took a shift and a mask
+// a byte (the lowest byte only the mask), placed it takes the mask alone. Both factors move by a power
+// of two, so each product is the same number (exactly, for x above 2^-100) and the sums are bit for bit
+// those of the quants shifted down.
+const X_PLACE = vec4f(1.0, 1.0 / 256.0, 1.0 / 65536.0, 1.0 / 16777216.0);
+
+fn w_lo4_placed(v: u32) -> vec4f {
+  return vec4f(bitcast<vec4i>(vec4u(v) & vec4u(0xfu, 0xf00u, 0xf0000u, 0xf000000u)));
+}
+
+// Signed bytes, each times 2^24: moved to the top of the word, not shifted back down (one shift and a
+// mask, the lowest byte only the shift, the highest only the mask).
+fn w_sbytes_top(v: u32) -> vec4f {
+  return vec4f(bitcast<vec4i>((vec4u(v) << vec4u(24u, 16u, 8u, 0u)) & vec4u(0xff000000u)));
+}
+
 fn w_halves(v: vec2u) -> vec4f {
   return vec4f(unpack2x16float(v.x), unpack2x16float(v.y));
 }

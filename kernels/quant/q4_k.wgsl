@@ -115,9 +115,10 @@ fn w_step_block(r: vec2u, b: u32, i: u32, s: ptr<function, WState>) -> WBlock {
   return WBlock(select((*s).dlo, (*s).dhi, hi)[i & 3u], select((*s).mlo, (*s).mhi, hi)[i & 3u], (*s).q0, (*s).q1, select(0u, 4u, (i & 1u) == 1u));
 }
 
-// sum((d q - m) x) = d sum(q x) - m sum(x), the min taken once per sub-block from x's sum.
+// sum((d q - m) x) = d sum(q x) - m sum(x), the min taken once per sub-block from x's sum; the nibbles
+// left in place and x placed to match (X_PLACE in common.wgsl).
 fn block_dot(k: WBlock, x: XBlock) -> f32 {
-  let a = dot(w_lo4(k.q0.x >> k.shift), x.lo[0]) + dot(w_lo4(k.q0.y >> k.shift), x.lo[1]) + dot(w_lo4(k.q0.z >> k.shift), x.lo[2]) + dot(w_lo4(k.q0.w >> k.shift), x.lo[3]);
-  let c = dot(w_lo4(k.q1.x >> k.shift), x.hi[0]) + dot(w_lo4(k.q1.y >> k.shift), x.hi[1]) + dot(w_lo4(k.q1.z >> k.shift), x.hi[2]) + dot(w_lo4(k.q1.w >> k.shift), x.hi[3]);
+  let a = dot(w_lo4_placed(k.q0.x >> k.shift), x.lo[0] * X_PLACE) + dot(w_lo4_placed(k.q0.y >> k.shift), x.lo[1] * X_PLACE) + dot(w_lo4_placed(k.q0.z >> k.shift), x.lo[2] * X_PLACE) + dot(w_lo4_placed(k.q0.w >> k.shift), x.lo[3] * X_PLACE);
+  let c = dot(w_lo4_placed(k.q1.x >> k.shift), x.hi[0] * X_PLACE) + dot(w_lo4_placed(k.q1.y >> k.shift), x.hi[1] * X_PLACE) + dot(w_lo4_placed(k.q1.z >> k.shift), x.hi[2] * X_PLACE) + dot(w_lo4_placed(k.q1.w >> k.shift), x.hi[3] * X_PLACE);
   return x.d * (k.d * (a + c) - k.m * x.s);
 }

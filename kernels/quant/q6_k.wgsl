@@ -25,6 +25,13 @@ fn q6k_quants(lo: u32, hi: u32) -> vec4f {
   return vec4f((vec4u(q) >> vec4u(0u, 8u, 16u, 24u)) & vec4u(63u));
 }
 
+// The same quants left in place, byte j worth 2^(8j) of its value (for block_dot, with x placed to match:
+// X_PLACE in common.wgsl).
+fn q6k_quants_placed(lo: u32, hi: u32) -> vec4f {
+  let q = (lo & 0x0f0f0f0fu) | ((hi & 0x03030303u) << 4u);
+  return vec4f(bitcast<vec4i>(vec4u(q) & vec4u(0x3fu, 0x3f00u, 0x3f0000u, 0x3f000000u)));
+}
+
 fn q6k_col(lo: u32, hi: u32) -> vec4f {
   return q6k_quants(lo, hi) - 32.0;
 }
@@ -140,8 +147,8 @@ fn w_step_block(r: vec2u, b: u32, g: u32, s: ptr<function, WState>) -> WBlock {
 // the quants dotted as they are, the offset taken once per sub-block from x's sums (shared by every row
 // an invocation walks). With quantized x every product and sum is an integer below 2^24, so exact.
 fn block_dot(k: WBlock, x: XBlock) -> f32 {
-  let a = dot(q6k_quants(k.l0.x >> k.lsh, k.h0.x >> k.hsh), x.lo[0]) + dot(q6k_quants(k.l0.y >> k.lsh, k.h0.y >> k.hsh), x.lo[1]) + dot(q6k_quants(k.l0.z >> k.lsh, k.h0.z >> k.hsh), x.lo[2]) + dot(q6k_quants(k.l0.w >> k.lsh, k.h0.w >> k.hsh), x.lo[3]);
-  let c = dot(q6k_quants(k.l1.x >> k.lsh, k.h1.x >> k.hsh), x.hi[0]) + dot(q6k_quants(k.l1.y >> k.lsh, k.h1.y >> k.hsh), x.hi[1]) + dot(q6k_quants(k.l1.z >> k.lsh, k.h1.z >> k.hsh), x.hi[2]) + dot(q6k_quants(k.l1.w >> k.lsh, k.h1.w >> k.hsh), x.hi[3]);
+  let a = dot(q6k_quants_placed(k.l0.x >> k.lsh, k.h0.x >> k.hsh), x.lo[0] * X_PLACE) + dot(q6k_quants_placed(k.l0.y >> k.lsh, k.h0.y >> k.hsh), x.lo[1] * X_PLACE) + dot(q6k_quants_placed(k.l0.z >> k.lsh, k.h0.z >> k.hsh), x.lo[2] * X_PLACE) + dot(q6k_quants_placed(k.l0.w >> k.lsh, k.h0.w >> k.hsh), x.lo[3] * X_PLACE);
+  let c = dot(q6k_quants_placed(k.l1.x >> k.lsh, k.h1.x >> k.hsh), x.hi[0] * X_PLACE) + dot(q6k_quants_placed(k.l1.y >> k.lsh, k.h1.y >> k.hsh), x.hi[1] * X_PLACE) + dot(q6k_quants_placed(k.l1.z >> k.lsh, k.h1.z >> k.hsh), x.hi[2] * X_PLACE) + dot(q6k_quants_placed(k.l1.w >> k.lsh, k.h1.w >> k.hsh), x.hi[3] * X_PLACE);
   let slo = dot(x.lo[0] + x.lo[1] + x.lo[2] + x.lo[3], vec4f(1.0));
   return x.d * (k.dlo * (a - 32.0 * slo) + k.dhi * (c - 32.0 * (x.s - slo)));
 }
