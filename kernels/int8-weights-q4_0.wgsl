@@ -6,6 +6,6 @@
 fn w_int8(r: vec2u, b: u32) -> WInt8 {
   let q = w_ld(r.y + b * W_GROUP);
   let m = vec4u(0x0f0f0f0fu);
-  let d = w_half(r.x, b);
+  let d = w_scale(r, b);
   return WInt8(q & m, (q >> vec4u(4u)) & m, vec2f(d), vec2f(-8.0 * d));
 }

@@ -5,7 +5,7 @@
 fn w_int8(r: vec2u, b: u32) -> WInt8 {
   let nb = b >> 3u;
   let base = r.y + nb * 13u * W_GROUP;
-  let d = w_half(r.x, nb);
+  let d = w_scale(r, nb);
   let v = (2u * b) & 15u;
   let h = v >> 3u;
   let g = (v >> 1u) & 3u;

@@ -2,5 +2,5 @@
 // with handle r as it lies, 32 quants and its step, no offset.
 
 fn w_int8(r: vec2u, b: u32) -> WInt8 {
-  return WInt8(w_quants(r, 2u * b), w_quants(r, 2u * b + 1u), vec2f(w_half(r.x, b)), vec2f());
+  return WInt8(w_quants(r, 2u * b), w_quants(r, 2u * b + 1u), vec2f(w_scale(r, b)), vec2f());
 }

@@ -35,7 +35,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
   // the step's blocks are a loop where writing them out would make too much code (unroll.ts walkSteps).
   let blocks = params.k / 32u;
   for (var b = 0u; b < blocks; b += $STEPu) {
-    w_step(w$r, b, &h$r);
+    w_step(w$r, w$r, b, &h$r);
     // $i {
     let k$r_$i = w_step_block(w$r, b, $I, &h$r);
     let x$t_$i = x_block(xb$t, b + $I);

@@ -2,10 +2,10 @@
 // block (Q8_0, Q4_0, Q4_K, Q6_K: quant/block-walk.wgsl): matvec-rows.wgsl specialised to whole blocks. A CPU
 // rasteriser runs every storage load as a loop over its SIMD lanes with a bounds check per component
 // (Mesa's llvmpipe), so the count of loads, not of bytes, sets the speed. Here each of an invocation's
-// $ROWS weight rows costs, per 32-weight block, two quant loads and its scale header vec4 for Q8_0 (one
-// and the header for Q4_0; Q4_K 9 loads per 8 blocks, Q6_K 8 per 4, its steps' shared words loaded once
-// a step), and each row of x eight loads per block (three when quantized), shared by all the
-// invocation's weight rows.
+// $ROWS weight rows costs, per 32-weight block, two quant loads for Q8_0 (one for Q4_0; Q4_K 9 loads per
+// 8 blocks, Q6_K 7 per 4, its steps' shared words loaded once a step), the row-split types' block scales
+// one vec4 for all $ROWS rows on CPU layouts (w_scale in quant/common.wgsl; one a row otherwise), and
+// each row of x eight loads per block (three when quantized), shared by all the invocation's weight rows.
 //
 // After its rows, each invocation counts itself done for the product's tail (after_rows(): see
 // matvec-tail.wgsl).
@@ -29,9 +29,16 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
     after_rows(nwg, n0);
     return;
   }
-  // Past the last row, repeat it; those results are not stored.
+  // Past the last row, repeat it (where the layout's groups are single rows); those results are not
+  // stored.
   let nl = params.n - 1u;
-  let w$r = w_row(min(n0 + $ru, nl), params.k);
+  // Where the layout's groups hold whole invocations (CPU layouts: 8 rows), the invocation's rows are one
+  // group, which the buffer holds whole (rows past the matrix are zeros), so they are read unclamped: row
+  // $r is then the group's row $r at compile time (its scale a fixed half of the scale vec4 they share
+  // through the first row's handle, w_step's lead).
+  let grouped = W_GROUP % $ROWSu == 0u;
+  let w$r = w_row(select(min(n0 + $ru, nl), n0 + $ru, grouped), params.k);
+  let lead$r = select(w$r, w0, grouped);
   var h$r: WState;
   let xb$t = params.x_offset + $tu * params.x_stride;
   var acc$r_$t = 0.0;
@@ -40,7 +47,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
   // (unroll.ts walkSteps).
   let blocks = params.k / 32u;
   for (var b = 0u; b < blocks; b += $STEPu) {
-    w_step(w$r, b, &h$r);
+    w_step(w$r, lead$r, b, &h$r);
     // $i {
     let k$r_$i = w_step_block(w$r, b, $I, &h$r);
     let x$t_$i = x_block(xb$t, b + $I);

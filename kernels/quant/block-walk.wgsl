@@ -2,15 +2,18 @@
 // that walk a weight row 32 elements at a time (matvec-rows-blocks.wgsl, matmul-regs-blocks.wgsl). Each
 // decoder provides:
 //   - WALK_STEP: blocks a step, those that share weight words (Q4_K's 8 sub-blocks, Q6_K's half-blocks);
-//   - w_step(r, b, &state): loads what the step starting at block b (a multiple of WALK_STEP) shares;
+//   - w_step(r, lead, b, &state): loads what the step starting at block b (a multiple of WALK_STEP)
+//     shares; `lead` is the handle of a row in r's group (layouts.ts weightRowGroup) that every row the
+//     kernel walks together passes, so words the group's rows share (the row-split types' scale vec4s)
+//     are one load for all of them; a kernel whose rows may span groups passes r itself;
 //   - w_step_block(r, b, i, &state) -> WBlock: block b + i of that step, called for i = 0, 1, ... in
 //     order after w_step (a decoder may keep words loaded for one block to the next: Q4_K's pairs), i a
 //     literal where the kernel writes the step out, so the decoder's choices between blocks fold away;
 //   - block_dot(k, x): a WBlock dotted with 32 x values (XBlock).
 
-// Scale of block b from a header vec4 holding the scales of blocks b & ~7 .. (b & ~7) + 7.
-fn header_scale(h: vec4u, b: u32) -> f32 {
-  return unpack2x16float(h[(b >> 1u) & 3u])[b & 1u];
+// The scale of half index i (w_scale_at in common.wgsl) from the header vec4 holding it, i >> 3.
+fn header_half(h: vec4u, i: u32) -> f32 {
+  return unpack2x16float(h[(i >> 1u) & 3u])[i & 1u];
 }
 
 // 32 x values in order (lo: 0..15, hi: 16..31, four per column) times d, and s, the sum of the 32

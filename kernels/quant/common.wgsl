@@ -3,8 +3,8 @@
 // w_ld(i), from a storage buffer or an rgba32uint texture.
 // Every structure in the layouts (rows, scale headers, blocks) starts on a 16-byte boundary, so decoders
 // fetch whole vec4s: one load instead of four on CPU rasterisers, 128-bit loads on GPUs.
-// A weight row is addressed through a handle from w_row(): x = first vec4 of the row's f16 scale
-// header (row-split types), y = first vec4 of its packed blocks. Every decoder provides:
+// A weight row is addressed through a handle from w_row(): x = the half index of the row's first f16
+// scale (row-split types, w_scale below), y = first vec4 of its packed blocks. Every decoder provides:
 //   w_row(n, k) -> vec2u          handle of row n of a matrix whose rows hold k elements
 //   w_unit(r, u) -> mat4x4f       the u-th 16 weights of the row, as 4 columns of 4 consecutive k each,
 //                                 grouped so that all bits of the words read are used
@@ -13,9 +13,17 @@
 //   w_elem(r, i) -> f32           weight k = i (for the tail of float rows whose k % 16 != 0)
 // Units per row are k / 16 for every type; only F32/F16/BF16 rows can have a tail.
 
-// The i-th f16 of the header starting at vec4 h.
-fn w_half(h: u32, i: u32) -> f32 {
-  return unpack2x16float(w_ld(h + (i >> 3u))[(i >> 1u) & 3u])[i & 1u];
+// The row-split layouts' f16 scales (Q8_0, Q4_0, Q6_K: layouts.ts rowSplit). A group of W_GROUP rows keeps
+// its rows' scales block by block (block 0 of each row, then block 1 of each, ...), so the 8 rows a CPU
+// decode invocation walks find a block's scales in one vec4, loaded once for the 8 (w_step's `lead`);
+// with one row a group (GPUs) that is the row's scales in order. A handle's x is the half index of its
+// row's block-0 scale: block b's is W_GROUP * b further.
+fn w_scale_at(i: u32) -> f32 {
+  return unpack2x16float(w_ld(i >> 3u)[(i >> 1u) & 3u])[i & 1u];
+}
+
+fn w_scale(r: vec2u, b: u32) -> f32 {
+  return w_scale_at(r.x + b * W_GROUP);
 }
 
 fn w_bytes(v: u32) -> vec4u {

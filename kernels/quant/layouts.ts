@@ -168,19 +168,22 @@ function halvesInGroups(code: string, group: number): GpuWeightLayout {
 
 /**
  * Row-split layouts: the blocks' f16 scales (found at byte `dAt` of each block) first, then the rest. With
- * `group` > 1 (rowGroup), rows go in groups: the group's headers in row order, then block 0 of each of its
- * rows, block 1 of each, and so on; the group takes the bytes of its rows, and its row i's parts sit where
- * w_row and w_quants (q8_0.wgsl) find them.
+ * `group` > 1 (rowGroup), rows go in groups: the group's scales block by block (block 0's of each of its
+ * rows, then block 1's, ...: one vec4 holds a block's scales for 8 rows, which a CPU decode invocation
+ * loads once for its 8), then block 0 of each of its rows, block 1 of each, and so on; the group takes the
+ * bytes of its rows, and its row i's parts sit where w_row, w_scale (common.wgsl) and w_quants (q8_0.wgsl)
+ * find them.
  */
 function rowSplit(type: GgmlType, blockElements: number, blockBytes: number, dAt: number, code: string, group = 1): GpuWeightLayout {
   const rest = blockBytes - 2;
   return grouped(type, blockElements, blockBytes, code, group, (raw, src, out, g, i, nb) => {
     const head = align16(nb * 2);
-    const dst = g + i * head;
     for (let b = 0; b < nb; b++) {
       const blk = src + b * blockBytes;
-      out[dst + 2 * b] = raw[blk + dAt];
-      out[dst + 2 * b + 1] = raw[blk + dAt + 1];
+      // The group's scales block by block (w_scale in common.wgsl): block b of its rows side by side.
+      const d = g + 2 * (b * group + i);
+      out[d] = raw[blk + dAt];
+      out[d + 1] = raw[blk + dAt + 1];
       // The bytes before and after d, in file order (d is first in Q8_0/Q4_0, last in Q6_K).
       const to = g + group * head + (b * group + i) * rest;
       out.set(raw.subarray(blk, blk + dAt), to);

@@ -8,12 +8,12 @@ fn w_row(n: u32, k: u32) -> vec2u {
   let head = (nb + 7u) / 8u;
   let base = (n / W_GROUP) * W_GROUP * (head + nb);
   let r = n % W_GROUP;
-  return vec2u(base + r * head, base + W_GROUP * head + r);
+  return vec2u(base * 8u + r, base + W_GROUP * head + r);
 }
 
 fn w_unit(r: vec2u, u: u32) -> mat4x4f {
   let b = u >> 1u;
-  let d = w_half(r.x, b);
+  let d = w_scale(r, b);
   let q = w_ld(r.y + b * W_GROUP);
   let hi = (u & 1u) == 1u;
   let a = select(q.x, q.z, hi);
@@ -27,7 +27,7 @@ fn w_unit_k(u: u32) -> vec4u {
 
 fn w_span(r: vec2u, s: u32) -> mat4x4f {
   let b = s >> 1u;
-  let d = w_half(r.x, b);
+  let d = w_scale(r, b);
   let q = w_ld(r.y + b * W_GROUP);
   // Low nibbles are elements 0..15 of the block, high nibbles 16..31.
   let sh = (s & 1u) * 4u;
@@ -50,12 +50,12 @@ struct WBlock {
   q: vec4u,
 }
 
-fn w_step(r: vec2u, b: u32, h: ptr<function, WState>) {
-  *h = w_ld(r.x + (b >> 3u));
+fn w_step(r: vec2u, lead: vec2u, b: u32, h: ptr<function, WState>) {
+  *h = w_ld((lead.x + b * W_GROUP) >> 3u);
 }
 
 fn w_step_block(r: vec2u, b: u32, i: u32, h: ptr<function, WState>) -> WBlock {
-  return WBlock(header_scale(*h, b + i), w_ld(r.y + (b + i) * W_GROUP));
+  return WBlock(header_half(*h, r.x + (b + i) * W_GROUP), w_ld(r.y + (b + i) * W_GROUP));
 }
 
 // sum((q - 8) x) = sum(q x) - 8 sum(x): the nibbles (0..15) dotted as they are (left in place, x placed

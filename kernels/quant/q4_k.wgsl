@@ -95,7 +95,7 @@ fn q4k_bytes(v: u32) -> vec4f {
   return vec4f((vec4u(v) >> vec4u(0u, 8u, 16u, 24u)) & vec4u(0xffu));
 }
 
-fn w_step(r: vec2u, b: u32, s: ptr<function, WState>) {
+fn w_step(r: vec2u, lead: vec2u, b: u32, s: ptr<function, WState>) {
   let h = w_ld(r.y + (b >> 3u) * 9u * W_GROUP);
   let words = q4k_scale_words(h);
   let dm = unpack2x16float(h.x);

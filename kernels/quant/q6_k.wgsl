@@ -10,7 +10,7 @@ fn w_row(n: u32, k: u32) -> vec2u {
   let head = (nb + 7u) / 8u;
   let base = (n / W_GROUP) * W_GROUP * (head + nb * 13u);
   let r = n % W_GROUP;
-  return vec2u(base + r * head, base + W_GROUP * head + 13u * r);
+  return vec2u(base * 8u + r, base + W_GROUP * head + 13u * r);
 }
 
 // Signed byte j % 4 of word v, times d.
@@ -39,7 +39,7 @@ fn q6k_col(lo: u32, hi: u32) -> vec4f {
 fn w_unit(r: vec2u, u: u32) -> mat4x4f {
   let nb = u >> 4u;
   let b = r.y + nb * 13u * W_GROUP;
-  let d = w_half(r.x, nb);
+  let d = w_scale(r, nb);
   let h = (u >> 3u) & 1u;
   let l = u & 7u;
   let q0 = w_ld(b + h * 4u + l / 4u)[l % 4u];
@@ -65,7 +65,7 @@ fn w_unit_k(u: u32) -> vec4u {
 fn w_span(r: vec2u, s: u32) -> mat4x4f {
   let nb = s >> 4u;
   let b = r.y + nb * 13u * W_GROUP;
-  let d = w_half(r.x, nb);
+  let d = w_scale(r, nb);
   let v = s & 15u;
   let h = v >> 3u;
   let g = (v >> 1u) & 3u;     // which of the four 32-element columns of the half
@@ -119,11 +119,11 @@ struct WBlock {
   hsh: u32,
 }
 
-fn w_step(r: vec2u, b: u32, s: ptr<function, WState>) {
+fn w_step(r: vec2u, lead: vec2u, b: u32, s: ptr<function, WState>) {
   let nb = b >> 3u;
   let h = (b >> 2u) & 1u;
   let base = r.y + nb * 13u * W_GROUP;
-  (*s).d = header_scale(w_ld(r.x + (nb >> 3u)), nb);
+  (*s).d = header_half(w_ld((lead.x + nb * W_GROUP) >> 3u), r.x + nb * W_GROUP);
   // Sub-blocks 8h .. 8h + 3 (columns 0 and 1) have their scales in word 2h, 8h + 4 .. 8h + 7 in 2h + 1.
   let sc = w_ld(base + 12u);
   (*s).s01 = select(sc.x, sc.z, h == 1u);

@@ -1,16 +1,16 @@
 // Q8_0, row-split: a row is its blocks' f16 scales (padded to 16 bytes), then each block's 32 int8
 // quants (two vec4s). Moving the 2-byte scales out of the 34-byte blocks aligns every quant word at
 // no cost in size. Unit u is half a block: 16 consecutive weights, one vec4.
-// In groups of W_GROUP rows (layouts.ts; 1 on GPUs): the group's W_GROUP headers, then block 0 of each
-// of its rows, block 1 of each, and so on, so that a CPU rasteriser's invocation walking W_GROUP rows
-// side by side reads one sequential stream.
+// In groups of W_GROUP rows (layouts.ts; 1 on GPUs): the group's scales block by block (w_scale in
+// common.wgsl), then block 0 of each of its rows, block 1 of each, and so on, so that a CPU rasteriser's
+// invocation walking W_GROUP rows side by side reads one sequential stream.
 
 fn w_row(n: u32, k: u32) -> vec2u {
   let nb = k / 32u;
   let head = (nb + 7u) / 8u;
   let base = (n / W_GROUP) * W_GROUP * (head + nb * 2u);
   let r = n % W_GROUP;
-  return vec2u(base + r * head, base + W_GROUP * head + 2u * r);
+  return vec2u(base * 8u + r, base + W_GROUP * head + 2u * r);
 }
 
 // The vec4 of quants j (block j / 2, its half j % 2) of the row with handle r.
@@ -19,7 +19,7 @@ fn w_quants(r: vec2u, j: u32) -> vec4u {
 }
 
 fn w_span(r: vec2u, s: u32) -> mat4x4f {
-  let d = w_half(r.x, s >> 1u);
+  let d = w_scale(r, s >> 1u);
   let q = w_quants(r, s);
   return mat4x4f(w_sbytes(q.x) * d, w_sbytes(q.y) * d, w_sbytes(q.z) * d, w_sbytes(q.w) * d);
 }
@@ -50,13 +50,13 @@ struct WBlock {
   q1: vec4u,
 }
 
-fn w_step(r: vec2u, b: u32, h: ptr<function, WState>) {
-  *h = w_ld(r.x + (b >> 3u));
+fn w_step(r: vec2u, lead: vec2u, b: u32, h: ptr<function, WState>) {
+  *h = w_ld((lead.x + b * W_GROUP) >> 3u);
 }
 
 fn w_step_block(r: vec2u, b: u32, i: u32, h: ptr<function, WState>) -> WBlock {
   let c = b + i;
-  return WBlock(header_scale(*h, c), w_quants(r, 2u * c), w_quants(r, 2u * c + 1u));
+  return WBlock(header_half(*h, r.x + c * W_GROUP), w_quants(r, 2u * c), w_quants(r, 2u * c + 1u));
 }
 
 // A block's quants dotted with its x values, times both scales. The quants are taken times 2^24

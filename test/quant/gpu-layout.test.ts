@@ -57,7 +57,7 @@ describe('GPU weight layouts', () => {
     }
   }
 
-  it('Q8_0 in groups of 8 rows (CPU rasterisers): each group holds its rows\' headers, then block by block the 8 rows\' quants; a partial group is zero-padded', () => {
+  it('Q8_0 in groups of 8 rows (CPU rasterisers): each group holds its rows\' scales block by block, then block by block the 8 rows\' quants; a partial group is zero-padded', () => {
     const grouped = gpuLayout(GgmlType.Q8_0, 8);
     const plain = gpuLayout(GgmlType.Q8_0);
     expect(grouped.rowGroup).toBe(8);
@@ -80,10 +80,12 @@ describe('GPU weight layouts', () => {
     for (let r = 0; r < 16; r++) {
       const g = Math.floor(r / 8) * 8 * rowBytes;
       const i = r % 8;
-      const header = out.subarray(g + i * head, g + (i + 1) * head);
+      // Block b's scales of the group's 8 rows side by side (one vec4 a block: w_scale in common.wgsl),
+      // in the 8 headers' room.
+      const header = Array.from({ length: nb }, (_, b) => Array.from(out.subarray(g + 2 * (b * 8 + i), g + 2 * (b * 8 + i) + 2))).flat();
       const quants = Array.from({ length: nb }, (_, b) => out.subarray(g + 8 * head + (b * 8 + i) * 32, g + 8 * head + (b * 8 + i + 1) * 32));
       if (r < rows) {
-        expect(Array.from(header)).toEqual(Array.from(rows1.subarray(r * rowBytes, r * rowBytes + head)));
+        expect(header).toEqual(Array.from(rows1.subarray(r * rowBytes, r * rowBytes + 2 * nb)));
         quants.forEach((q, b) => expect(Array.from(q)).toEqual(Array.from(rows1.subarray(r * rowBytes + head + 32 * b, r * rowBytes + head + 32 * (b + 1)))));
       } else {
         expect(header.every((v) => v === 0) && quants.every((q) => q.every((v) => v === 0))).toBe(true);
