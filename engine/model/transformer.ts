@@ -713,9 +713,10 @@ export class Transformer implements StepRunner {
     const splitsOf = (n: number) =>
       this.attnSplit ? k.attention.splitsFor(n, cfg.nHeads, hd, span, this.splitAttentionFrom) : this.serialSplit && n <= this.maxRowsPerStep ? k.attention.serialSplitsFor(n, cfg.nHeads, cfg.nKvHeads, hd, span, this.splitAttentionFrom) : 1;
     const splitsAll = splitsOf(T);
-    const tiled = this.tiledAttention && T >= TILED_ATTENTION_MIN_TOKENS && T >= TILED_ATTENTION_RUN * this.sequenceRuns(T) && tiledWorkgroups(T, cfg.headDim, cfg.nHeads, cfg.nKvHeads) >= this.tiledMinWorkgroups;
+    const runs = this.sequenceRuns(T);
+    const tiled = this.tiledAttention && T >= TILED_ATTENTION_MIN_TOKENS && T >= TILED_ATTENTION_RUN * runs && tiledWorkgroups(T, cfg.headDim, cfg.nHeads, cfg.nKvHeads) >= this.tiledMinWorkgroups;
     const splitsPruned = prune ? splitsOf(R) : 1;
-    const paired = T >= PAIRED_ATTENTION_RUN * this.sequenceRuns(T);
+    const paired = T >= PAIRED_ATTENTION_RUN * runs;
     this.layers.forEach((L, l) => {
       const adaptedQkv = lora?.adapts(l, 'qkv') ?? false;
       const roped = this.encodeNormed(pass, T, L, 'qkv', fusable, adaptedQkv, qkvNormed, !adaptedQkv);
