@@ -201,19 +201,30 @@ export function productBuffers(label: string, opts: ProductOptions, w: WeightSto
  * Both share one bind group layout, so a bind group made once serves either.
  */
 export class XAlignedPair {
-  readonly aligned: CompiledKernel;
+  private built: CompiledKernel | undefined;
   private unaligned: CompiledKernel | undefined;
 
   /**
    * `spec(x4)` is the kernel's spec with the given x4() and x1() source joined into its code. A gated
-   * product (`glu`) has only the aligned kernel, reading x through matmul-x-glu.wgsl.
+   * product (`glu`) has only the aligned kernel, reading x through matmul-x-glu.wgsl. The aligned kernel
+   * is built now, or with `lazy` on its first use (for kernels most steps do without; SwiftShader
+   * compiles a pipeline when it is made, seconds for a tiled one).
    */
   constructor(
     private readonly ctx: KernelContext,
     private readonly spec: (x4: string) => KernelSpec,
     private readonly glu?: Activation,
+    lazy = false,
   ) {
-    this.aligned = ctx.kernel(spec(glu ? wgsl(xGlu, activationWgsl(glu)) : xAligned));
+    if (!lazy) this.built = this.build();
+  }
+
+  get aligned(): CompiledKernel {
+    return (this.built ??= this.build());
+  }
+
+  private build(): CompiledKernel {
+    return this.ctx.kernel(this.spec(this.glu ? wgsl(xGlu, activationWgsl(this.glu)) : xAligned));
   }
 
   for(p: MatmulParams): CompiledKernel {

@@ -17,7 +17,7 @@ import { INT8_TYPES, int8Wgsl, tileHalves } from './int8-weights.ts';
 import tileEdges from './matmul-tiles-edges.wgsl?raw';
 import { BLOCK_WALK_TYPES, deviceLayout, walkStep } from './quant/layouts.ts';
 import type { ParamArena } from './runtime/arena.ts';
-import { wgsl, type CompiledKernel, type KernelContext, type KernelSpec } from './runtime/context.ts';
+import { wgsl, type BindingKind, type CompiledKernel, type KernelContext, type KernelSpec } from './runtime/context.ts';
 import { withUniformX, xWindowBytes, XWindows, type XWidth } from './matmul-x-window.ts';
 import { q8RowVec4s } from './quantize-x.ts';
 import type { WeightStore } from './runtime/weights.ts';
@@ -126,8 +126,12 @@ export class MatMulKernel {
   /** With quantized x on llvmpipe: both widths' kernels reading x through a texture it is copied into. */
   private xTextures: XTextures | undefined;
 
+  /** The storage-x kernel's label, which its bind groups carry (bind() and attach() need no compiled kernel). */
+  readonly label: string;
+  private readonly bindings: readonly BindingKind[];
+
   constructor(
-    ctx: KernelContext,
+    private readonly ctx: KernelContext,
     readonly type: GgmlType,
     variant: MatMulVariant | undefined = undefined,
     private readonly opts: ProductOptions = {},
@@ -143,6 +147,8 @@ export class MatMulKernel {
     if (opts.xq8 && (!blocks || opts.glu)) throw new Error(`${label}: quantized x is read by the block-walking regs kernel only (Q8_0, Q4_0, Q4_K, Q6_K), without a gated input`);
     this.xq8 = opts.xq8 ?? false;
     const bindings = store.bindings;
+    this.label = label;
+    this.bindings = bindings;
     if (variant !== 'regs') {
       if (ctx.caps.maxInvocationsPerWorkgroup < 128) throw new Error(`matmul: the ${variant} variant needs 128 invocations per workgroup`);
       if (variant === 'tiles-dp4a' && (!INT8_TYPES.has(type) || !ctx.caps.packedDot || opts.xq8)) throw new Error(`${label}: the tiles-dp4a variant needs Q8_0, Q4_0, Q4_K or Q6_K weights and dot4I8Packed, and quantizes x itself`);
@@ -170,9 +176,13 @@ export class MatMulKernel {
         return blocks ? wgsl(unrolled, this.xq8 ? (xTexture ? xBlockQ8 : wgsl(xBlockQ8, xqBuffer)) : xBlockF32) : unrolled;
       };
       const forY = (y4: boolean) => ({ common: y4 ? withVec4Y(common) : common, decode: y4 ? wgsl(layout, store.code4) : decode, suffix: y4 ? '' : '-y1' });
+      // With quantized x, a step reads it through a texture (llvmpipe) or a uniform window where it can,
+      // so the kernel reading x from its storage buffer is built on first use: a SmolLM2-135M model on
+      // SwiftShader never runs it, and its build took 5-6 s of the load (warmUp's full-length step builds
+      // it where a model's x is too wide for a window).
       const pair = (y4: boolean) => {
         const f = forY(y4);
-        return new XAlignedPair(ctx, (x4) => ({ label: `${label}${f.suffix}`, code: wgsl(source(tokens, y4), f.common, x4, f.decode), bindings, constants }), opts.glu);
+        return new XAlignedPair(ctx, (x4) => ({ label: `${label}${f.suffix}`, code: wgsl(source(tokens, y4), f.common, x4, f.decode), bindings, constants }), opts.glu, this.xq8);
       };
       this.kernels = pair(true);
       let scalarY: XAlignedPair | undefined;
@@ -215,7 +225,7 @@ export class MatMulKernel {
 
   /** The bind group serves this kernel's every variant; x's binding size must be a multiple of 16 bytes (ctx.storage sizes are). */
   bind(w: WeightStore, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding, more: ProductExtras = {}): GPUBindGroup {
-    const group = this.kernel.bind(productBuffers(this.kernel.label, this.opts, w, x, y, more));
+    const group = this.ctx.bindGroup(this.bindings, productBuffers(this.label, this.opts, w, x, y, more), this.label);
     this.attach(group, w, x, y, more);
     return group;
   }
@@ -226,7 +236,7 @@ export class MatMulKernel {
    * window of it (matmul-x-window.ts).
    */
   attach(group: GPUBindGroup, w: WeightStore, x: GPUBuffer | GPUBufferBinding, y: GPUBuffer | GPUBufferBinding, more: ProductExtras = {}): void {
-    const buffers = productBuffers(this.kernel.label, this.opts, w, x, y, more);
+    const buffers = productBuffers(this.label, this.opts, w, x, y, more);
     this.xWindows?.attach(group, buffers);
     this.xTextures?.attach(group, buffers);
   }

@@ -112,6 +112,12 @@ export class KernelContext {
     return compiled;
   }
 
+  /** Whether a pipeline labelled `label` has been made (some are made on first use: XAlignedPair's lazy ones). */
+  hasKernel(label: string): boolean {
+    for (const k of this.cache.values()) if (k.label === label) return true;
+    return false;
+  }
+
   /** The group(0) layout of bindings of these kinds; kernels with equal kinds share it. */
   private layoutFor(kinds: readonly BindingKind[]): GPUBindGroupLayout {
     const key = kinds.join(',');

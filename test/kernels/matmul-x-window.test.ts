@@ -9,6 +9,7 @@ import { MatMulKernel } from '../../kernels/matmul.ts';
 import { WeightMatmul } from '../../kernels/matmul-select.ts';
 import { xq8Buffer, xWindowBytes } from '../../kernels/matmul-x-window.ts';
 import { q8RowVec4s } from '../../kernels/quantize-x.ts';
+import { KernelContext } from '../../kernels/runtime/context.ts';
 import { testContext } from '../helpers/gpu.ts';
 import { randomF32 } from '../helpers/random.ts';
 import { randomWeights, uploadRows } from '../quant/weights.ts';
@@ -68,6 +69,28 @@ describe.skipIf(!windows)('tiled products with x in a uniform window', () => {
     const mm = new WeightMatmul(ctx, type, { xq8: true });
     const { labels } = await runOverQuantizedX(ctx, mm, mm.bind(w, xq, y), xq, x, y, { t, n, k, yStride: n });
     expect(labels).toEqual([`matmul-regs-${typeName(type)}-xq8${width}-xwin`]);
+  });
+
+  it('the kernel reading quantized x from storage is built on first use, by a step that cannot use a window', async () => {
+    // A context of its own: its pipeline cache starts empty (SwiftShader compiles each pipeline as it is made).
+    const fresh = new KernelContext(ctx.device, ctx.caps);
+    const [type, k, n, t] = [GgmlType.Q8_0, 576, 40, 5];
+    const w = uploadRows(fresh, randomWeights(type, n, k, 8));
+    const x = fresh.storage('x', t * k * 4, randomF32(t * k, 12));
+    const xq = xq8Buffer(fresh, 'xq', t * q8RowVec4s(k) * 16);
+    const [yw, ys] = [fresh.storage('y.w', (4 + t * n) * 4), fresh.storage('y.s', (4 + t * n) * 4)];
+    const kern = new MatMulKernel(fresh, type, 'regs', { xq8: true });
+    const viaWindow = await runOverQuantizedX(fresh, kern, kern.bind(w, xq, yw), xq, x, yw, { t, n, k, yStride: n });
+    expect(viaWindow.labels).toEqual(['matmul-regs-Q8_0-xq8-xwin']);
+    expect(fresh.hasKernel('matmul-regs-Q8_0-xq8-xwin')).toBe(true);
+    expect(fresh.hasKernel(kern.label)).toBe(false);
+    // x in a buffer without uniform usage has no window: the step builds and runs the storage-x kernel.
+    const plainX = fresh.storage('xq.plain', t * q8RowVec4s(k) * 16);
+    const viaStorage = await runOverQuantizedX(fresh, kern, kern.bind(w, plainX, ys), plainX, x, ys, { t, n, k, yStride: n });
+    expect(viaStorage.labels).toEqual([kern.label]);
+    expect(fresh.hasKernel(kern.label)).toBe(true);
+    expect(Array.from(viaStorage.y)).toEqual(Array.from(viaWindow.y));
+    await fresh.checkKernels();
   });
 
   it('one bind group serves both widths through its one window, each giving the storage-x result', async () => {
