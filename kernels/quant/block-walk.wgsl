@@ -11,11 +11,6 @@
 //     literal where the kernel writes the step out, so the decoder's choices between blocks fold away;
 //   - block_dot(k, x): a WBlock dotted with 32 x values (XBlock).
 
-// The scale of half index i (w_scale_at in common.wgsl) from the header vec4 holding it, i >> 3.
-fn header_half(h: vec4u, i: u32) -> f32 {
-  return unpack2x16float(h[(i >> 1u) & 3u])[i & 1u];
-}
-
 // 32 x values in order (lo: 0..15, hi: 16..31, four per column) times d, and s, the sum of the 32
 // (for types whose quants carry an offset); from matmul-x-block-f32.wgsl or matmul-x-block-q8.wgsl.
 struct XBlock {

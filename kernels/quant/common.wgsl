@@ -18,12 +18,18 @@
 // decode invocation walks find a block's scales in one vec4, loaded once for the 8 (w_step's `lead`);
 // with one row a group (GPUs) that is the row's scales in order. A handle's x is the half index of its
 // row's block-0 scale: block b's is W_GROUP * b further.
-fn w_scale_at(i: u32) -> f32 {
-  return unpack2x16float(w_ld(i >> 3u)[(i >> 1u) & 3u])[i & 1u];
+fn w_scale_index(r: vec2u, b: u32) -> u32 {
+  return r.x + b * W_GROUP;
+}
+
+// The scale of half index i from the vec4 that holds it (vec4 i >> 3 of the matrix).
+fn scale_in(h: vec4u, i: u32) -> f32 {
+  return unpack2x16float(h[(i >> 1u) & 3u])[i & 1u];
 }
 
 fn w_scale(r: vec2u, b: u32) -> f32 {
-  return w_scale_at(r.x + b * W_GROUP);
+  let i = w_scale_index(r, b);
+  return scale_in(w_ld(i >> 3u), i);
 }
 
 fn w_bytes(v: u32) -> vec4u {

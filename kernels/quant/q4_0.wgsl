@@ -51,15 +51,16 @@ struct WBlock {
 }
 
 fn w_step(r: vec2u, lead: vec2u, b: u32, h: ptr<function, WState>) {
-  *h = w_ld((lead.x + b * W_GROUP) >> 3u);
+  *h = w_ld(w_scale_index(lead, b) >> 3u);
 }
 
 fn w_step_block(r: vec2u, b: u32, i: u32, h: ptr<function, WState>) -> WBlock {
-  return WBlock(header_half(*h, r.x + (b + i) * W_GROUP), w_ld(r.y + (b + i) * W_GROUP));
+  return WBlock(scale_in(*h, w_scale_index(r, b + i)), w_ld(r.y + (b + i) * W_GROUP));
 }
 
 // sum((q - 8) x) = sum(q x) - 8 sum(x): the nibbles (0..15) dotted as they are (left in place, x placed
-// to match: X_PLACE in common.wgsl), the offset taken once per block from x's sum. With quantized x every product and sum is an integer below 2^24, so exact.
+// to match: X_PLACE in common.wgsl), the offset taken once per block from x's sum. With quantized x every
+// product and sum is an integer below 2^24, so exact.
 fn block_dot(k: WBlock, x: XBlock) -> f32 {
   let a = dot(w_lo4_placed(k.q.x), x.lo[0] * X_PLACE) + dot(w_lo4_placed(k.q.y), x.lo[1] * X_PLACE) + dot(w_lo4_placed(k.q.z), x.lo[2] * X_PLACE) + dot(w_lo4_placed(k.q.w), x.lo[3] * X_PLACE);
   let c = dot(w_lo4_placed(k.q.x >> 4u), x.hi[0] * X_PLACE) + dot(w_lo4_placed(k.q.y >> 4u), x.hi[1] * X_PLACE) + dot(w_lo4_placed(k.q.z >> 4u), x.hi[2] * X_PLACE) + dot(w_lo4_placed(k.q.w >> 4u), x.hi[3] * X_PLACE);

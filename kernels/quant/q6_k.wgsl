@@ -21,15 +21,17 @@ fn q6k_scale(v: u32, j: u32, d: f32) -> f32 {
 // The 6-bit quants (0..63) of four bytes: each byte's low nibble from `lo`, its two high bits from the low
 // bits of `hi`'s byte, joined in one word before the bytes are split.
 fn q6k_quants(lo: u32, hi: u32) -> vec4f {
-  let q = (lo & 0x0f0f0f0fu) | ((hi & 0x03030303u) << 4u);
-  return vec4f((vec4u(q) >> vec4u(0u, 8u, 16u, 24u)) & vec4u(63u));
+  return vec4f((vec4u(q6k_join(lo, hi)) >> vec4u(0u, 8u, 16u, 24u)) & vec4u(63u));
+}
+
+fn q6k_join(lo: u32, hi: u32) -> u32 {
+  return (lo & 0x0f0f0f0fu) | ((hi & 0x03030303u) << 4u);
 }
 
 // The same quants left in place, byte j worth 2^(8j) of its value (for block_dot, with x placed to match:
 // X_PLACE in common.wgsl).
 fn q6k_quants_placed(lo: u32, hi: u32) -> vec4f {
-  let q = (lo & 0x0f0f0f0fu) | ((hi & 0x03030303u) << 4u);
-  return vec4f(bitcast<vec4i>(vec4u(q) & vec4u(0x3fu, 0x3f00u, 0x3f0000u, 0x3f000000u)));
+  return vec4f(bitcast<vec4i>(vec4u(q6k_join(lo, hi)) & vec4u(0x3fu, 0x3f00u, 0x3f0000u, 0x3f000000u)));
 }
 
 fn q6k_col(lo: u32, hi: u32) -> vec4f {
@@ -123,7 +125,7 @@ fn w_step(r: vec2u, lead: vec2u, b: u32, s: ptr<function, WState>) {
   let nb = b >> 3u;
   let h = (b >> 2u) & 1u;
   let base = r.y + nb * 13u * W_GROUP;
-  (*s).d = header_half(w_ld((lead.x + nb * W_GROUP) >> 3u), r.x + nb * W_GROUP);
+  (*s).d = scale_in(w_ld(w_scale_index(lead, nb) >> 3u), w_scale_index(r, nb));
   // Sub-blocks 8h .. 8h + 3 (columns 0 and 1) have their scales in word 2h, 8h + 4 .. 8h + 7 in 2h + 1.
   let sc = w_ld(base + 12u);
   (*s).s01 = select(sc.x, sc.z, h == 1u);

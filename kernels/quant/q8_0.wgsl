@@ -51,12 +51,12 @@ struct WBlock {
 }
 
 fn w_step(r: vec2u, lead: vec2u, b: u32, h: ptr<function, WState>) {
-  *h = w_ld((lead.x + b * W_GROUP) >> 3u);
+  *h = w_ld(w_scale_index(lead, b) >> 3u);
 }
 
 fn w_step_block(r: vec2u, b: u32, i: u32, h: ptr<function, WState>) -> WBlock {
   let c = b + i;
-  return WBlock(header_half(*h, r.x + c * W_GROUP), w_quants(r, 2u * c), w_quants(r, 2u * c + 1u));
+  return WBlock(scale_in(*h, w_scale_index(r, c)), w_quants(r, 2u * c), w_quants(r, 2u * c + 1u));
 }
 
 // A block's quants dotted with its x values, times both scales. The quants are taken times 2^24
