@@ -1,8 +1,9 @@
 /**
  * Tails: the pass after a CPU rasteriser's decode product, folded into the product's invocations
  * (matvec-tail.wgsl says how). Three are built: the RMSNorm that turns the residual stream the product
- * wrote into the next products' int8 x ('norm-q8': after the O and down products; the dispatch's last
- * invocation runs it), the gated activation of a gate|up product written as the down product's int8 x
+ * wrote into the next products' int8 x ('norm-q8': after the O and down products; the last invocation of
+ * each group's rows quantizes that group, the one that finishes the last group puts the norm's factor
+ * on the scales), the gated activation of a gate|up product written as the down product's int8 x
  * ('glu-q8': the last invocation of each group's rows quantizes that group), and RoPE with the KV-cache
  * store after a stacked Q|K|V product ('rope-kv': the last invocation of each head's rows moves the head).
  * Each gives the same bits as the pass it replaces (rmsnorm-serial-q8.wgsl, swiglu-q8.wgsl,
@@ -80,14 +81,21 @@ export function tailCode(tail: ProductTail | undefined, binding: number, y4 = fa
 export function tailConstants(tail: ProductTail | undefined, rows: number): Record<string, number> {
   if (!tail) return {};
   if (tail.kind === 'rope-kv') return { TAIL_ROWS: rows };
-  return tail.kind === 'glu-q8' ? { XQ_GROUP: xqGroup(tail.mode), TAIL_ROWS: rows } : { XQ_GROUP: xqGroup(tail.mode) };
+  return { XQ_GROUP: xqGroup(tail.mode), TAIL_ROWS: rows };
 }
 
-/** Counter words a tail uses: one per group of activations ('glu-q8'), per head ('rope-kv'), or one. */
-export function tailCounterWords(tail: ProductTail, p: TailParams): number {
+/** Rows of x a matrix-vector product takes at most (MAX_MATVEC_T in matvec.ts, which imports this file). */
+const TAIL_MAX_ROWS = 8;
+
+/**
+ * Counter words a tail uses: one per group of activations ('glu-q8'), per head ('rope-kv'); 'norm-q8':
+ * one per group, one for the groups done, and a sum of squares per group for each of `rows` rows of x.
+ */
+export function tailCounterWords(tail: ProductTail, p: TailParams, rows = TAIL_MAX_ROWS): number {
   if (tail.kind === 'glu-q8') return p.n / xqGroup(tail.mode);
   if (tail.kind === 'rope-kv') return p.rope ? p.rope.heads + 2 * p.rope.kvHeads : 0;
-  return 1;
+  const groups = p.n / xqGroup(tail.mode);
+  return groups * (1 + rows) + 1;
 }
 
 export function tailSuffix(tail: ProductTail | undefined): string {
@@ -121,6 +129,7 @@ export function checkTailParams(label: string, tail: ProductTail, p: TailParams,
     return;
   }
   const group = xqGroup(tail.mode);
+  if (tail.kind === 'norm-q8' && (rows !== p.n || rowOffset !== 0)) throw new Error(`${label}: a norm tail's product is one dispatch of all the norm's ${p.n} rows, not ${rows} rows from row ${rowOffset}`);
   if (tail.kind === 'glu-q8' && (rows !== 2 * p.n || p.up !== p.n || rowOffset !== 0)) throw new Error(`${label}: a gated tail's product is one dispatch of gate then up rows (${2 * p.n} rows, up ${p.n} after gate), not ${rows} rows from row ${rowOffset}`);
   const by4 = [p.inOffset, p.inStride, p.up ?? 0].every((v) => v % 4 === 0);
   if (p.n % group !== 0 || !by4) throw new Error(`${label}: a tail's width ${p.n} must be a multiple of ${group} and its input offset, stride and up distance of 4`);

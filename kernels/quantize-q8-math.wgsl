@@ -21,14 +21,24 @@ fn q8_pack(v: array<vec4f, 8>, id: f32) -> Q8Quants {
   );
 }
 
-// quantize_row_q8_0's scale of 32 values: (the multiplier for q8_pack, the step kept as f16 and read
-// back as f32). The multiplier is the inverse of the f32 step, not 127 / max, so values on a rounding
-// boundary go llama.cpp's way.
-fn q8_0_scale(v: array<vec4f, 8>) -> vec2f {
+// quantize_row_q8_0's scale of 32 values: (the multiplier for q8_pack, the f32 step). The multiplier is
+// the inverse of the f32 step, not 127 / max, so values on a rounding boundary go llama.cpp's way.
+fn q8_0_step(v: array<vec4f, 8>) -> vec2f {
   var m = vec4f();
   for (var i = 0u; i < 8u; i++) { m = max(m, abs(v[i])); }
   let amax = max(max(m.x, m.y), max(m.z, m.w));
   let step = amax / 127.0;
   let id = select(0.0, 1.0 / step, step != 0.0);
-  return vec2f(id, unpack2x16float(pack2x16float(vec2f(step, 0.0))).x);
+  return vec2f(id, step);
+}
+
+// An f32 kept as f16 and read back as f32 (a Q8_0 block's step is stored as f16).
+fn f16_kept(v: f32) -> f32 {
+  return unpack2x16float(pack2x16float(vec2f(v, 0.0))).x;
+}
+
+// q8_0_step with the step as it is stored: (the multiplier, the f16 step read back as f32).
+fn q8_0_scale(v: array<vec4f, 8>) -> vec2f {
+  let s = q8_0_step(v);
+  return vec2f(s.x, f16_kept(s.y));
 }

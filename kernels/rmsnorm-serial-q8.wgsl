@@ -1,7 +1,9 @@
 // RMSNorm for CPU adapters that writes its rows quantized to int8 blocks (put_xq_group,
 // quantize-x-block.wgsl) for the products that read quantized x: the norm before the QKV and
-// gate|up products, with no quantize pass of its own. The normed values are computed as in
-// rmsnorm-serial-vec4.wgsl, so the bits equal that kernel's output quantized by quantize-x-q8.wgsl.
+// gate|up products, with no quantize pass of its own. Each block quantizes x * w and takes the norm's
+// factor on its scale (xq_factor), as the norm tail of a decode product does (matvec-tail-norm-q8.wgsl),
+// whose bits these are: the sum of squares goes group by group of XQ_GROUP values (each group's sum of
+// its vec4s, then the groups in order), the order in which the tail adds its groups' partial sums.
 // Needs dim % XQ_GROUP == 0 and x offsets and strides that are multiples of 4. Row r of xq starts at vec4
 // r * (dim / 32) * 3.
 
@@ -11,10 +13,9 @@ override WG: u32 = 16u;
 
 var<private> src_row: u32;
 var<private> weight_row: u32;
-var<private> x_scale: f32;
 
 fn x_value(i: u32) -> vec4f {
-  return x[src_row + i] * x_scale * w[weight_row + i];
+  return x[src_row + i] * w[weight_row + i];
 }
 
 @compute @workgroup_size(WG)
@@ -23,15 +24,19 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   if (row >= params.rows) { return; }
   src_row = x_base(row) / 4u;
   weight_row = w_base(row) / 4u;
-  let n = params.dim / 4u;
-  var sum = vec4f();
-  for (var i = 0u; i < n; i++) {
-    let v = x[src_row + i];
-    sum += v * v;
-  }
-  x_scale = inverseSqrt((sum.x + sum.y + sum.z + sum.w) / f32(params.dim) + params.eps);
   let groups = params.dim / XQ_GROUP;
+  let per = XQ_GROUP / 4u;
+  var total = 0.0;
   for (var g = 0u; g < groups; g++) {
-    put_xq_group(row * xq_row_vec4s(params.dim), g * (XQ_GROUP / 32u), g * (XQ_GROUP / 4u));
+    var sum = vec4f();
+    for (var i = 0u; i < per; i++) {
+      let v = x[src_row + g * per + i];
+      sum += v * v;
+    }
+    total += sum.x + sum.y + sum.z + sum.w;
+  }
+  xq_factor = inverseSqrt(total / f32(params.dim) + params.eps);
+  for (var g = 0u; g < groups; g++) {
+    put_xq_group(row * xq_row_vec4s(params.dim), g * (XQ_GROUP / 32u), g * per);
   }
 }

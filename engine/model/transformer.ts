@@ -27,7 +27,7 @@ import type { BoundProduct, MatrixIo, MatrixKernels, WeightMatrix } from './matr
 import type { LayerWeights, ModelWeights } from './weights.ts';
 import { MAX_PENALTY_ENTRIES, Workspace } from './workspace.ts';
 import { q8RowVec4s, type XqMode } from '../../kernels/quantize-x.ts';
-import { ropeTailFits, type RopeTail } from '../../kernels/matvec-tail.ts';
+import { ropeTailFits, tailCounterWords, type RopeTail } from '../../kernels/matvec-tail.ts';
 import { memoize } from '../../kernels/runtime/memo.ts';
 
 /**
@@ -329,11 +329,14 @@ export class Transformer implements StepRunner {
     // (MatrixKernels.tails): the norm that the next products read as int8 rows after the O and down
     // products (the FFN's, the next layer's), the gated activation after gate|up, RoPE + KV store after
     // QKV. The step's encoding asks for each where that pass would run next (encodeForward).
-    const counter = matrices.tails ? ctx.storage('tail.count', Math.max(16, Math.max(F / 32, cfg.nHeads + 2 * cfg.nKvHeads) * 4)) : undefined;
+    // The norm tail's words (tailCounterWords) are most for 32-value groups: a counter and a partial sum a row of x a group.
+    const normWords = tailCounterWords({ kind: 'norm-q8', mode: 'q8_0' }, { n: D, inOffset: 0, inStride: D });
+    const counter = matrices.tails ? ctx.storage('tail.count', Math.max(16, Math.max(F / 32, cfg.nHeads + 2 * cfg.nKvHeads, normWords) * 4)) : undefined;
     this.tailCounter = counter;
-    const normTail = (ms: WeightMatrix[], weight: GPUBuffer): MatrixIo['tail'] => {
+    // `producer`: the product whose rows the norm takes; its tail needs all of them in one dispatch.
+    const normTail = (producer: WeightMatrix, ms: WeightMatrix[], weight: GPUBuffer): MatrixIo['tail'] => {
       const mode = modeOf(ms);
-      return counter && mode && xNormQ8 ? { tail: { kind: 'norm-q8', mode }, buffers: [counter, weight, xNormQ8], params: { n: D, inOffset: 0, inStride: D, eps: cfg.rmsEps } } : undefined;
+      return counter && mode && xNormQ8 && producer.shards.length === 1 ? { tail: { kind: 'norm-q8', mode }, buffers: [counter, weight, xNormQ8], params: { n: D, inOffset: 0, inStride: D, eps: cfg.rmsEps } } : undefined;
     };
     const gluTail = (w: LayerWeights): MatrixIo['tail'] => {
       const mode = downMode(w);
@@ -354,7 +357,7 @@ export class Transformer implements StepRunner {
       const mode = downMode(w);
       if (!mode || !actQ8) return undefined;
       const kernel = activationFor(mode);
-      const tail = next && normTail(next.qkv, next.attnNorm);
+      const tail = next && normTail(w.down, next.qkv, next.attnNorm);
       return { kernel, swiglu: kernel.bind(ws.gateUp, ws.gateUp, actQ8), down: this.matrices.product(w.down, actQ8, ws.x, { ...io(q8RowVec4s(F), 0, D, true), xq8: true, tail }) };
     };
     const oQuantized = (w: LayerWeights) => modeOf([w.o]) === 'q8_0' && cfg.headDim % 32 === 0 && this.k.attention.serial;
@@ -364,7 +367,7 @@ export class Transformer implements StepRunner {
     this.embed = matrices.embedding(weights.embedding, ws.tokens, ws.x, cfg.embedScale);
     this.layers = weights.layers.map((w, l): LayerPlan => {
       const qDown = quantizedDown(w, weights.layers[l + 1]);
-      const ffnTail = normTail(w.gateUp, w.ffnNorm);
+      const ffnTail = normTail(w.o, w.gateUp, w.ffnNorm);
       const qkvTail = ropeTail(w, l);
       return {
         attnNorm: this.k.rmsnorm.bind(ws.x, w.attnNorm, ws.xNorm),

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { GgmlType, typeName } from '../../ggml/types.ts';
 import { matvecUpTo } from '../../kernels/matmul-select.ts';
 import { MatVecKernel } from '../../kernels/matvec.ts';
-import type { ProductTail } from '../../kernels/matvec-tail.ts';
+import { tailCounterWords, type ProductTail } from '../../kernels/matvec-tail.ts';
 import { QuantizeXKernel, q8RowVec4s, type XqMode } from '../../kernels/quantize-x.ts';
 import { RmsNormKernel } from '../../kernels/rmsnorm.ts';
 import { SwiGluKernel } from '../../kernels/swiglu.ts';
@@ -52,7 +52,8 @@ describe.skipIf(!ctx.caps.orderedAtomics)('decode products with a tail', () => {
     const normW = ctx.storage('norm.w', n * 4, randomF32(n, 5));
     const quantize = new QuantizeXKernel(ctx, type === GgmlType.Q4_K ? 'q8_K' : 'q8_0');
     const norm = new RmsNormKernel(ctx, 'serial', 'q8', mode);
-    const counter = ctx.storage('tail.count', 16);
+    // A counter a group of the norm's values, one for the groups done, a partial sum a row and group.
+    const counter = ctx.storage('tail.count', 4 * tailCounterWords({ kind: 'norm-q8', mode }, { n, inOffset: 0, inStride: n }));
     for (let t = 1; t <= matvecUpTo(ctx); t++) {
       const x = ctx.storage('x', t * k * 4, randomF32(t * k, 7 + t));
       const xq = ctx.storage('xq', t * q8RowVec4s(k) * 16);
@@ -101,7 +102,8 @@ describe.skipIf(!ctx.caps.orderedAtomics)('decode products with a tail', () => {
       expect(got.y).toEqual(want.y);
       expect(got.out).toEqual(want.out);
       expect(got.out.some((v) => v !== 0)).toBe(true);
-      expect(await readU32(ctx, counter, 1)).toEqual(new Uint32Array([0]));
+      // Every counter and partial sum is back at zero for the next product.
+      expect((await readU32(ctx, counter, counter.size / 4)).every((v) => v === 0)).toBe(true);
 
       // Without the tail asked for: the product only, the tail's output untouched.
       const yC = ctx.storage('y.c', y0.byteLength, y0);
@@ -245,6 +247,7 @@ describe.skipIf(!ctx.caps.orderedAtomics)('decode products with a tail', () => {
     const glu = new MatVecKernel(ctx, GgmlType.Q8_0, 1, 'rows', { xq8: true, tail: { kind: 'glu-q8', mode: 'q8_0', activation: 'silu' } });
     const gluGroup = glu.bind(ctx.storage('w', 64 * 1024), b, ctx.storage('y', 4096), { tail: [ctx.storage('c', 16), ctx.storage('o', 4096)] });
     expect(() => glu.encode(ctx.device.createCommandEncoder().beginComputePass(), new ParamArena(ctx, 4), gluGroup, { t: 1, n: 96, k: 64, tail: { n: 32, inOffset: 0, inStride: 64, up: 32 } })).toThrow(/one dispatch of gate then up rows/);
-    return expect(runPass(ctx, (pass, arena) => kern.encode(pass, arena, group, { t: 1, n: 32, k: 64, tail: { n: 64, inOffset: 0, inStride: 64 } }))).rejects.toThrow(/needs its epsilon/);
+    expect(() => kern.encode(ctx.device.createCommandEncoder().beginComputePass(), new ParamArena(ctx, 4), group, { t: 1, n: 32, k: 64, tail: { n: 64, inOffset: 0, inStride: 64, eps: 1e-5 } })).toThrow(/one dispatch of all the norm's 64 rows, not 32 rows from row 0/);
+    return expect(runPass(ctx, (pass, arena) => kern.encode(pass, arena, group, { t: 1, n: 64, k: 64, tail: { n: 64, inOffset: 0, inStride: 64 } }))).rejects.toThrow(/needs its epsilon/);
   });
 });
