@@ -25,7 +25,16 @@ export function formatLimitsTable(reports: readonly AdapterLimitsReport[]): stri
     (r.kernels ?? []).map((k) => [r.adapter, `matvec ${k.variant} ${k.type}${k.x === 'int8' ? ', int8 x' : ''}`, `${k.shape}, ${(k.weightBytes / 2 ** 20).toFixed(0)} MiB`, String(k.dispatches), k.ms.toFixed(2), k.GBps.toFixed(2), k.percentOfRead.toFixed(0)]),
   );
   const kernels = kernelBody.length > 0 ? ['', 'Decode matrix-vector kernels (t = 1) against the streaming-read limit:', ...markdownTable(kernelHead, kernelBody)] : [];
-  return [...table, ...details, ...kernels].join('\n');
+  const persistent = reports.flatMap((r) => {
+    const p = r.persistent;
+    if (!p) return [];
+    const trust = p.failedBarriers > 0 ? ` (${p.failedBarriers} barriers gave up waiting: not a trustworthy figure)` : '';
+    return [
+      '',
+      `${r.adapter}: a decode step's ${p.products} ${p.type} products (${(p.weightBytes / 2 ** 20).toFixed(0)} MiB) one dispatch each ${p.dispatchMs.toFixed(2)} ms; in one dispatch of ${p.workgroups} persistent workgroups, a grid barrier between products, ${p.persistentMs.toFixed(2)} ms (${(p.dispatchMs / p.persistentMs).toFixed(2)}x; outputs ${p.sameBits ? 'the same bits' : 'DIFFERENT'})${trust}`,
+    ];
+  });
+  return [...table, ...details, ...kernels, ...persistent].join('\n');
 }
 
 function markdownTable(head: string[], body: string[][]): string[] {

@@ -7,6 +7,7 @@ import { adapterChoiceFromEnv, openNodeDevice } from '../engine/platform/node.ts
 import { matvecVariant } from '../kernels/matvec.ts';
 import { defaultStreamBytes, measureAdapterLimits, type AdapterLimits, type ProbeOptions } from '../kernels/probes/limits.ts';
 import { MATVEC_PATTERN, MATVEC_PROBE_TYPES, matvecShapes, measureMatVec, type MatVecRate } from '../kernels/probes/measure-matvec.ts';
+import { measurePersistentProducts, type PersistentProducts } from '../kernels/probes/measure-persistent.ts';
 import { dequantize } from '../engine/gguf/quant/index.ts';
 import { tensorByteSize, typeName, type GgmlType } from '../ggml/types.ts';
 import { KernelContext } from '../kernels/runtime/context.ts';
@@ -23,7 +24,23 @@ export interface AdapterLimitsReport extends AdapterLimits {
   featureLevel: string;
   /** The engine's decode matrix-vector kernels on this adapter (the variant it picks), per weight type. */
   kernels: KernelStanding[];
+  /**
+   * llvmpipe with its compute threads pinned: a step's decode products one dispatch each against one
+   * dispatch of persistent workgroups (kernels/probes/measure-persistent.ts).
+   */
+  persistent?: PersistentProducts;
 }
+
+/**
+ * The persistent probe's products: a SmolLM2-135M decode step's, as the engine issues them (Q|K|V stacked,
+ * O, gate|up stacked, down), 30 layers, each matrix its own weights.
+ */
+export const PERSISTENT_STEP = Array.from({ length: 30 }, () => [
+  { n: 960, k: 576, copies: 1 },
+  { n: 576, k: 576, copies: 1 },
+  { n: 3072, k: 576, copies: 1 },
+  { n: 576, k: 1536, copies: 1 },
+]).flat();
 
 export interface LimitsRun {
   measured: AdapterLimitsReport[];
@@ -65,7 +82,14 @@ export async function measureLimits(choices: readonly AdapterChoice[], opts: Pro
           kernels.push({ ...r, percentOfRead: (100 * r.GBps) / limits.streamReadGBps });
         }
       }
-      run.measured.push({ adapter: sel.choice, description: describeAdapter(sel.adapterInfo), featureLevel: sel.featureLevel, ...limits, kernels });
+      // One persistent workgroup a compute thread needs the threads' count and each on its own CPU.
+      const workers = sel.workerPinning?.pinned.length ?? 0;
+      let persistent: PersistentProducts | undefined;
+      if (sel.caps.orderedAtomics && workers > 0) {
+        log(`limits: ${sel.choice}: decode products in one dispatch of ${workers} persistent workgroups`);
+        persistent = await measurePersistentProducts(new KernelContext(sel.device, sel.caps), workers, PERSISTENT_STEP);
+      }
+      run.measured.push({ adapter: sel.choice, description: describeAdapter(sel.adapterInfo), featureLevel: sel.featureLevel, ...limits, kernels, ...(persistent ? { persistent } : {}) });
     } finally {
       sel.device.destroy();
     }

@@ -92,6 +92,27 @@ const ROWS_WG = 32;
 const BLOCK_ROWS = 8;
 
 /**
+ * The rows variant's WGSL for `type` and `t` rows of x (without the weights' declaration, which
+ * KernelContext adds): the block-walking kernel for Q8_0, Q4_0, Q4_K and Q6_K (8 weight rows an
+ * invocation), matvec-rows.wgsl for the float types (4); `y4` stores four rows of y at once, `x4` is x's
+ * reader (matmul-x-aligned.wgsl and the like). Shared with the persistent-products probe
+ * (probes/measure-persistent.ts), which runs this kernel's body as its phases.
+ */
+export function rowsKernelSource(caps: GpuCaps, type: GgmlType, t: number, opts: ProductOptions, y4: boolean, x4: string): string {
+  const blocks = BLOCK_WALK_TYPES.has(type);
+  const store = productStore(opts);
+  const layout = deviceLayout(caps, type).wgsl;
+  const code = blocks ? wgsl(unrollRowsTokens(walkSteps(withStoreWidth(rowsBlocks, y4), walkStep(type), t), BLOCK_ROWS, t), opts.xq8 ? wgsl(xBlockQ8, xqBuffer) : xBlockF32) : unrollRowsTokens(rows, 1, t);
+  const parts = y4 ? [withVec4Y(common), wgsl(layout, store.code4)] : [common, wgsl(layout, store.code)];
+  return wgsl(code, parts[0], x4, parts[1], tailCode(opts.tail, store.tailBinding, y4));
+}
+
+/** Weight rows an invocation of the rows variant computes for `type`. */
+export function rowsPerInvocationFor(type: GgmlType): number {
+  return BLOCK_WALK_TYPES.has(type) ? BLOCK_ROWS : 4;
+}
+
+/**
  * y[t, n] (+)= sum_k x[t, k] W[n, k] for a fixed number `t` (1..8) of rows of x, W packed as `type`.
  * All t rows share one pass over W. Bindings: W (read, GPU layout of quant/), x (read), y (write), and
  * with `bias` the bias (read).
@@ -175,17 +196,15 @@ export class MatVecKernel {
       this.kernels = new XAlignedPair(ctx, (x4) => ({ label, code: wgsl(coop, common, x4, xRead, decode), bindings: BINDINGS, constants: { WG: wg, LANES: lanes, TT: t } }), opts.glu);
     } else {
       const blocks = BLOCK_WALK_TYPES.has(type);
-      this.rowsPerInvocation = blocks ? BLOCK_ROWS : 4;
+      this.rowsPerInvocation = rowsPerInvocationFor(type);
       this.rowsPerGroup = ROWS_WG * this.rowsPerInvocation;
       const constants = { WG: ROWS_WG, ...tailConstants(opts.tail, this.rowsPerInvocation) };
       // The block-walking kernel in two forms, as the tiled products (matmul.ts): storing four rows of y
       // at once where the dispatch's y allows (a decode step 0.86x the time on llvmpipe, SmolLM2-135M
       // Q8_0, 11 of 11 interleaved rounds), else one at a time (label suffix -y1).
       const pair = (y4: boolean) => {
-        const code = blocks ? wgsl(unrollRowsTokens(walkSteps(withStoreWidth(rowsBlocks, y4), walkStep(type), t), BLOCK_ROWS, t), this.xq8 ? wgsl(xBlockQ8, xqBuffer) : xBlockF32) : unrollRowsTokens(rows, 1, t);
-        const parts = y4 ? [withVec4Y(common), wgsl(layout, store.code4)] : [common, decode];
-        const tail = tailCode(opts.tail, store.tailBinding, y4);
-        return new XAlignedPair(ctx, (x4) => ({ label: `${label}${y4 || !blocks ? '' : '-y1'}`, code: wgsl(code, parts[0], x4, parts[1], tail), bindings: BINDINGS, constants }), opts.glu);
+        const code = (x4: string) => rowsKernelSource(ctx.caps, type, t, { ...opts, xq8: this.xq8 }, y4, x4);
+        return new XAlignedPair(ctx, (x4) => ({ label: `${label}${y4 || !blocks ? '' : '-y1'}`, code: code(x4), bindings: BINDINGS, constants }), opts.glu);
       };
       this.kernels = pair(blocks);
       if (blocks) {

@@ -3,6 +3,7 @@
  * computes, so their timings measure work that really happened. Sizes are small; no timing is asserted.
  */
 import { describe, expect, it } from 'vitest';
+import { measurePersistentProducts } from '../../kernels/probes/measure-persistent.ts';
 import { EmptyProbe } from '../../kernels/probes/empty.ts';
 import { FmaProbe, fmaReference } from '../../kernels/probes/fma.ts';
 import { measureAdapterLimits } from '../../kernels/probes/limits.ts';
@@ -39,6 +40,8 @@ function expectedFolds(words: Uint32Array, layout: StreamLayout, invocations: nu
   }
   return out;
 }
+
+const orderedAtomics = (await testContext()).caps.orderedAtomics;
 
 describe('adapter probes', () => {
   it('stream-read reads every vec4 once in each layout: per-invocation XORs and their total match the CPU', async () => {
@@ -126,6 +129,17 @@ describe('adapter probes', () => {
     }
     // A result that is not the product is refused before it is timed.
     await expect(measureMatVec(ctx, MATVEC_PROBE_TYPES[0], matvecVariant(ctx.caps), shapes, (k) => patternDot(MATVEC_PROBE_TYPES[0], k) + 1, 1)).rejects.toThrow(/did not do the whole product/);
+  });
+
+  // llvmpipe only: its atomics order the stores before them and the engine knows (and pins) its threads.
+  it.skipIf(!orderedAtomics)('the persistent products probe gives the bits of one dispatch a product, every barrier holding its workgroups until all arrive', async () => {
+    const ctx = await testContext();
+    const products = [{ n: 576, k: 576, copies: 3 }, { n: 192, k: 576, copies: 2 }, { n: 300, k: 1536, copies: 2 }];
+    for (const workgroups of [1, 2]) {
+      const r = await measurePersistentProducts(ctx, workgroups, products, 1);
+      expect(r).toMatchObject({ type: 'Q8_0', products: 7, workgroups, sameBits: true, failedBarriers: 0, fewestArrivals: workgroups });
+      expect(r.dispatchMs > 0 && r.persistentMs > 0).toBe(true);
+    }
   });
 
   it('the decode attention probe times each split count after checking its output against one workgroup a pair', async () => {
