@@ -1,0 +1,194 @@
+/**
+ * A layer's O, gate|up and down decode products with their tails in one dispatch of persistent
+ * workgroups on llvmpipe (ffn-chain.wgsl says how and why). Each product is the engine's own rows kernel
+ * (rowsKernelSource) with its tail, so every output is the bits of the three dispatches it replaces
+ * (test/kernels/ffn-chain.test.ts). The joined shader's bindings:
+ *
+ *   0-2 the O, gate|up and down weights; 3 O's x (attention's int8 output); 4 the residual stream (O's and
+ *   down's y); 5 the tails' counters; 6 the FFN norm weight; 7 the normed int8 x (O's tail writes it,
+ *   gate|up reads it, down's tail writes the next layer's); 8 gate|up's output; 9 the activation's int8
+ *   rows (gate|up's tail writes them, down reads them); 10 the next layer's attention norm weight;
+ *   11 the products' params (`phases`, writeChainPhases); 12 the grid barrier's words (zeroed each step).
+ */
+import { typeName, type GgmlType } from '../ggml/types.ts';
+import type { Activation } from './activation.ts';
+import chainWgsl from './ffn-chain.wgsl?raw';
+import { writeMatmulParams, type MatmulParams } from './matmul-params.ts';
+import { tailConstants, type ProductTail, type TailParams } from './matvec-tail.ts';
+import { rowsKernelSource, rowsPerInvocationFor } from './matvec.ts';
+import type { XqMode } from './quantize-x.ts';
+import { ParamArena } from './runtime/arena.ts';
+import { wgsl, type BindingKind, type CompiledKernel, type KernelContext } from './runtime/context.ts';
+import { LLVMPIPE_LOOP_BUDGET } from './runtime/loop-budget.ts';
+import { namespaceWgsl, rebindWgsl, type Rebinding } from './runtime/wgsl-namespace.ts';
+import { weightsWgsl, type WeightStore } from './runtime/weights.ts';
+
+/** The FFN's shape and types: the residual stream `dim` wide, attention's output `qDim`, an FFN of `ffn` values. */
+export interface FfnChainShape {
+  dim: number;
+  qDim: number;
+  ffn: number;
+  types: { o: GgmlType; gateUp: GgmlType; down: GgmlType };
+  /** The int8 modes of the FFN norm's output (gate|up's x), the activation (down's x), the next norm (the next QKV's x). */
+  modes: { ffnNorm: XqMode; act: XqMode; nextNorm: XqMode };
+  activation: Activation;
+  eps: number;
+}
+
+export interface FfnChainBuffers {
+  o: WeightStore;
+  gateUp: WeightStore;
+  down: WeightStore;
+  /** Attention's int8 output, O's x. */
+  attnQ8: GPUBuffer;
+  /** The residual stream. */
+  x: GPUBuffer;
+  counters: GPUBuffer;
+  ffnNorm: GPUBuffer;
+  /** The normed int8 rows (gate|up's x; the next layer's QKV's x). */
+  xNormQ8: GPUBuffer;
+  gateUpOut: GPUBuffer;
+  actQ8: GPUBuffer;
+  nextNorm: GPUBuffer;
+  phases: GPUBuffer;
+  grid: GPUBuffer;
+}
+
+const PHASES = 11;
+const GRID = 12;
+// The weights are llvmpipe's textures (GpuCaps.weightTextures), declared by each link itself.
+// The products' storage bindings are all read_write (rebindWgsl): in one dispatch a buffer one product
+// reads another writes.
+const BINDINGS: readonly BindingKind[] = ['texture', 'texture', 'texture', 'write', 'write', 'write', 'write', 'write', 'write', 'write', 'write', 'read', 'write'];
+/** Words of the Params struct (matmul-common.wgsl) a product takes in `phases`. */
+const PARAM_WORDS = 27;
+/** Grid barriers a chain's dispatch passes (after O, after gate|up): its arrivals are this times its workgroups. */
+export const CHAIN_BARRIERS = 2;
+
+/** The three products' MatmulParams for `t` rows of x, as the engine's dispatches of them take. */
+export function chainProducts(shape: FfnChainShape, t: number, strides: { x: number; xq: (k: number) => number }): MatmulParams[] {
+  const { dim, qDim, ffn, eps } = shape;
+  const norm: TailParams = { n: dim, inOffset: 0, inStride: strides.x, eps };
+  return [
+    { t, n: dim, k: qDim, xStride: strides.xq(qDim), yStride: strides.x, accumulate: true, tail: norm },
+    { t, n: 2 * ffn, k: dim, xStride: strides.xq(dim), yStride: 2 * ffn, tail: { n: ffn, inOffset: 0, inStride: 2 * ffn, up: ffn } },
+    { t, n: dim, k: ffn, xStride: strides.xq(ffn), yStride: strides.x, accumulate: true, tail: norm },
+  ];
+}
+
+/** The `phases` words for rows of x 1..maxT: a triple of Params per count, triple t - 1 at Params 3(t - 1). */
+export function chainPhaseWords(ctx: KernelContext, shape: FfnChainShape, maxT: number, strides: { x: number; xq: (k: number) => number }): Uint32Array {
+  const arena = new ParamArena(ctx, 3 * maxT);
+  const words = new Uint32Array(3 * maxT * PARAM_WORDS);
+  try {
+    for (let t = 1; t <= maxT; t++) {
+      chainProducts(shape, t, strides).forEach((p, i) => {
+        const s = writeMatmulParams(arena, p);
+        words.set(arena.u32.subarray(s, s + PARAM_WORDS), (3 * (t - 1) + i) * PARAM_WORDS);
+      });
+    }
+  } finally {
+    arena.buffer.destroy();
+  }
+  return words;
+}
+
+/** One link's source: the rows kernel with its tail, its entry point a function, its names suffixed, its bindings the shader's. */
+function link(ctx: KernelContext, type: GgmlType, t: number, tail: Parameters<typeof rowsKernelSource>[3]['tail'], suffix: string, map: Record<number, Rebinding>): string {
+  const entry = '@compute @workgroup_size(WG)\nfn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: u32, @builtin(num_workgroups) nwg: vec3u)';
+  const uniform = '@group(1) @binding(0) var<uniform> params: Params;';
+  const source = rowsKernelSource(ctx.caps, type, t, { xq8: true, tail }, true, '') + '\n' + weightsWgsl(ctx.caps, 0);
+  if (!source.includes(entry) || !source.includes(uniform)) throw new Error('ffn-chain: the rows kernel no longer has the entry point and params it rewrites');
+  const body = source.replace(entry, 'fn product_body(wg: vec3u, lid: u32, nwg: vec3u)').replace(uniform, 'var<private> params: Params;');
+  return rebindWgsl(namespaceWgsl(body, suffix, new Set(['Params'])), map);
+}
+
+/**
+ * The loop passes one invocation (a workgroup: one SIMD vector) of the chain takes at most before its
+ * barriers, counted as llvmpipe counts them (runtime/loop-budget.ts: every pass of every loop; loops of a
+ * constant trip count of at most 32 are unrolled and not counted). A persistent workgroup runs all of a
+ * product's virtual workgroups, so where the engine's dispatches count one's loops, this counts them all:
+ * per call of a product's body, its block walk and its tail's loops for each row of x (the norm's loop
+ * over its group's vec4s, a q8_K group's 64-pass maximum, the finishing loops over the groups and blocks;
+ * the activation's q8_K group), and the loops over the rows and the calls themselves.
+ */
+export function chainLoopPasses(shape: FfnChainShape, t: number, workgroups: number, lanes: number): number {
+  const { dim, qDim, ffn, modes } = shape;
+  const group = (mode: XqMode) => (mode === 'q8_K' ? 256 : 32);
+  const put = (mode: XqMode) => (mode === 'q8_K' ? 65 : 0);
+  const norm = (mode: XqMode) => group(mode) / 4 + 1 + put(mode) + dim / group(mode) + 1 + dim / 32 + 1;
+  const products = [
+    { n: dim, k: qDim, type: shape.types.o, tail: norm(modes.ffnNorm) },
+    { n: 2 * ffn, k: dim, type: shape.types.gateUp, tail: put(modes.act) },
+    { n: dim, k: ffn, type: shape.types.down, tail: norm(modes.nextNorm) },
+  ];
+  return products.reduce((sum, p) => {
+    const calls = Math.ceil(Math.ceil(p.n / (lanes * rowsPerInvocationFor(p.type))) / workgroups);
+    return sum + calls * (p.k / 32 + 1 + t * p.tail + 2 * (t + 1)) + calls + 1;
+  }, 0);
+}
+
+/** Loop passes left to a chain's barriers below which it is not built (the caller keeps three dispatches). */
+export const MIN_SPIN_PASSES = 4096;
+
+/** The passes of llvmpipe's loop budget a chain of this shape leaves its barriers' waits (chainLoopPasses). */
+export function chainSpinPasses(ctx: KernelContext, shape: FfnChainShape, t: number, workgroups: number): number {
+  const budget = ctx.caps.loopBudget === Infinity ? LLVMPIPE_LOOP_BUDGET : ctx.caps.loopBudget;
+  return budget - chainLoopPasses(shape, t, workgroups, Math.max(8, ctx.caps.cpuLanes)) - 64;
+}
+
+export class FfnChainKernel {
+  readonly kernel: CompiledKernel;
+  readonly label: string;
+
+  constructor(
+    ctx: KernelContext,
+    readonly shape: FfnChainShape,
+    readonly t: number,
+    readonly workgroups: number,
+    spinBudget?: number,
+  ) {
+    const { types, modes } = shape;
+    if (!ctx.caps.orderedAtomics || !ctx.caps.weightTextures) throw new Error('ffn-chain: needs llvmpipe (atomics that order the stores before them, weights in textures)');
+    const lanes = Math.max(8, ctx.caps.cpuLanes);
+    this.label = `ffn-chain-${typeName(types.o)}-${typeName(types.gateUp)}-${typeName(types.down)}-t${t}-w${workgroups}`;
+    // The barriers' waits share what llvmpipe's loop budget leaves after the products (64 passes spare).
+    const left = chainSpinPasses(ctx, shape, t, workgroups);
+    if (left < MIN_SPIN_PASSES) throw new Error(`${this.label}: the products take all but ${left} of the adapter's ${ctx.caps.loopBudget} loop passes, too few for the barriers`);
+    const budget = spinBudget ?? left;
+    // Each link's pipeline constants (its workgroup, the tail's group and rows), under its suffix.
+    const links = {
+      o: { type: types.o, tail: { kind: 'norm-q8', mode: modes.ffnNorm } as ProductTail },
+      gu: { type: types.gateUp, tail: { kind: 'glu-q8', mode: modes.act, activation: shape.activation } as ProductTail },
+      dn: { type: types.down, tail: { kind: 'norm-q8', mode: modes.nextNorm } as ProductTail },
+    };
+    const suffixed = (l: { type: GgmlType; tail: ProductTail }, suffix: string) =>
+      Object.fromEntries(Object.entries({ WG: lanes, ...tailConstants(l.tail, rowsPerInvocationFor(l.type)) }).map(([k, v]) => [`${k}${suffix}`, v]));
+    const o = link(ctx, types.o, t, links.o.tail, '_o', { 0: { binding: 0 }, 1: { binding: 3 }, 2: { binding: 4 }, 3: { binding: 5 }, 4: { binding: 6 }, 5: { binding: 7 } });
+    const gu = link(ctx, types.gateUp, t, links.gu.tail, '_gu', { 0: { binding: 1 }, 1: { binding: 7, sameAs: 'xq_o' }, 2: { binding: 8 }, 3: { binding: 5, sameAs: 'tail_count_o' }, 4: { binding: 9 } });
+    const dn = link(ctx, types.down, t, links.dn.tail, '_dn', { 0: { binding: 2 }, 1: { binding: 9, sameAs: 'xq_gu' }, 2: { binding: 4, sameAs: 'y_o' }, 3: { binding: 5, sameAs: 'tail_count_o' }, 4: { binding: 10 }, 5: { binding: 7, sameAs: 'xq_o' } });
+    // matmul-common.wgsl's Params, declared by the first link only.
+    const withoutParams = (code: string) => code.replace(/struct Params \{[^}]*\}/, '');
+    const rows = `const ROWS_O: u32 = ${rowsPerInvocationFor(types.o)}u;\nconst ROWS_GU: u32 = ${rowsPerInvocationFor(types.gateUp)}u;\nconst ROWS_DN: u32 = ${rowsPerInvocationFor(types.down)}u;\n`;
+    const main = chainWgsl.replace('CHAIN_PHASES', String(PHASES)).replace('CHAIN_GRID', String(GRID));
+    this.kernel = ctx.kernel({
+      label: this.label,
+      code: wgsl(o, withoutParams(gu), withoutParams(dn), rows, main),
+      bindings: BINDINGS,
+      constants: { WG: lanes, ...suffixed(links.o, '_o'), ...suffixed(links.gu, '_gu'), ...suffixed(links.dn, '_dn'), WORKGROUPS: workgroups, SPIN_BUDGET: budget },
+    });
+  }
+
+  bind(b: FfnChainBuffers): GPUBindGroup {
+    return this.kernel.bind([b.o, b.gateUp, b.down, b.attnQ8, b.x, b.counters, b.ffnNorm, b.xNormQ8, b.gateUpOut, b.actQ8, b.nextNorm, b.phases, b.grid]);
+  }
+
+  /** One dispatch; `gridBase`: the step's grid arrivals before it (CHAIN_BARRIERS × workgroups a chain before it). */
+  encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, gridBase: number): void {
+    const s = arena.slot();
+    arena.u32[s] = gridBase;
+    arena.u32[s + 1] = 3 * (this.t - 1);
+    arena.u32[s + 2] = 2;
+    arena.dispatch(pass, this.kernel, group, s, this.workgroups, 1);
+  }
+}
