@@ -140,6 +140,25 @@ export interface EngineOptions {
    */
   productTails?: boolean;
   /**
+   * On llvmpipe with its compute threads pinned (engine/platform/worker-pinning.ts), decode steps run each
+   * layer's O, gate|up and down products with their tails in one dispatch of persistent workgroups, one a
+   * thread, meeting at grid barriers (engine/model/ffn-chains.ts), two dispatches fewer a layer, with the
+   * same results to the bit (default true; needs productTails, and decode unpipelined: a step whose
+   * barrier gave up is run again one dispatch a product). False keeps a dispatch a product.
+   */
+  productChains?: boolean;
+  /**
+   * With productChains: the loop passes (each a few reads of the barrier's count, about 0.1 µs) a chain's
+   * workgroup waits at its barriers before it gives up and the step runs again one dispatch a product.
+   * Default: what llvmpipe's loop budget leaves after the chain's products (tens of thousands).
+   */
+  chainWaitPasses?: number;
+  /**
+   * With productChains: workgroups a chain runs (default: llvmpipe's pinned compute threads). Only to
+   * test: more than the threads makes every barrier wait in vain and every chained step run again.
+   */
+  chainWorkgroups?: number;
+  /**
    * On llvmpipe, steps in which many tokens read the same earlier KV rows (a prompt's chunk after a long
    * prefix) gather each layer's rows into textures that attention reads instead of the paged cache
    * (engine/kv/kv-mirror.ts), with the same results to the bit. Default true; false always reads the
@@ -166,6 +185,8 @@ export interface EngineStats {
   weightShards: number;
   /** Dispatches in the last step (a decode step of one sequence = dispatches per token). */
   lastStepDispatches: number;
+  /** Layers whose FFN decode steps run in one dispatch (EngineOptions.productChains), and the steps run again because a chain's barrier gave up. */
+  ffnChains: { layers: number; retries: number };
   activeSequences: number;
   waitingSequences: number;
   /** KV cache pages: all of them, and those no sequence and no prefix-cache entry holds. */
@@ -259,11 +280,16 @@ export class WebGpuEngine implements TextEngine {
       budgetBytes: Math.max(opts.kvCacheBytes ?? 512 * 2 ** 20, fullContextBytes + 2 * cfg.nLayers * pageSize * kvDim * valueBytes),
       format: kvFormat,
     });
-    const transformer = new Transformer(ctx, cfg, weights, cache, matrices, { maxTokensPerStep, prefillChunkTokens, decodingStepTokens, maxRowsPerStep: maxSequences, yieldEveryMs: opts.yieldEveryMs, kvMirror: opts.kvMirror, fuseNorms: opts.fuseNorms, splitAttentionFrom: opts.splitAttentionFrom, tiledAttention: opts.tiledAttention, tiledAttentionMinWorkgroups: opts.tiledAttentionMinWorkgroups }, selected.blockingSubmit ? yieldToHost : undefined);
+    const pipelined = opts.pipelinedDecode ?? !selected.blockingSubmit;
+    // One persistent workgroup to each of llvmpipe's compute threads, which need to be pinned one to a CPU.
+    const pinned = selected.workerPinning?.pinned.length ?? 0;
+    const chainWorkers = (opts.productChains ?? true) && (opts.productTails ?? true) && pinned > 0 ? (opts.chainWorkgroups ?? pinned) : 0;
+    const transformer = new Transformer(ctx, cfg, weights, cache, matrices, { maxTokensPerStep, prefillChunkTokens, decodingStepTokens, maxRowsPerStep: maxSequences, yieldEveryMs: opts.yieldEveryMs, kvMirror: opts.kvMirror, fuseNorms: opts.fuseNorms, splitAttentionFrom: opts.splitAttentionFrom, tiledAttention: opts.tiledAttention, tiledAttentionMinWorkgroups: opts.tiledAttentionMinWorkgroups, chainWorkers, chainSpinBudget: opts.chainWaitPasses }, selected.blockingSubmit ? yieldToHost : undefined);
     transformer.pruneLastLayer = opts.pruneLastLayer ?? true;
+    transformer.chainsAllowed = !pipelined;
     await ctx.checkKernels();
     const scheduler = new Scheduler(transformer, cache.allocator, () => cache.syncPageTable(), undefined, {
-      pipeline: opts.pipelinedDecode ?? !selected.blockingSubmit,
+      pipeline: pipelined,
       submitBlocks: selected.blockingSubmit,
     });
     let parameterCount = 0;
@@ -305,6 +331,7 @@ export class WebGpuEngine implements TextEngine {
   /** Turn pipelined decode on or off (EngineOptions.pipelinedDecode); takes effect from the next step. */
   setPipelinedDecode(enabled: boolean): void {
     this.scheduler.pipeline = enabled;
+    this.transformer.chainsAllowed = !enabled;
   }
 
   get pipelinedDecode(): boolean {
@@ -497,6 +524,7 @@ export class WebGpuEngine implements TextEngine {
       workspaceBytes: this.transformer.workspaceBytes,
       weightShards: this.weights.buffers.length,
       lastStepDispatches: this.transformer.lastDispatches,
+      ffnChains: { layers: this.transformer.chains?.layers ?? 0, retries: this.transformer.chains?.retries ?? 0 },
       activeSequences: this.scheduler.activeCount,
       waitingSequences: this.scheduler.waitingCount,
       prefixCache: this.scheduler.prefixCache?.stats() ?? null,

@@ -29,6 +29,8 @@ import { MAX_PENALTY_ENTRIES, Workspace } from './workspace.ts';
 import { q8RowVec4s, type XqMode } from '../../kernels/quantize-x.ts';
 import { ropeTailFits, tailCounterWords, type RopeTail } from '../../kernels/matvec-tail.ts';
 import { memoize } from '../../kernels/runtime/memo.ts';
+import { FfnChains, type ChainLayer } from './ffn-chains.ts';
+import { CPU_MATVEC_UP_TO } from '../../kernels/matmul-select.ts';
 
 /**
  * EngineOptions.splitAttentionFrom's default on GPUs: the span from which a step's attention splits
@@ -153,6 +155,16 @@ export class Transformer implements StepRunner {
   private readonly rope: RopeTail;
   /** The counters of the products' tails (MatrixIo.tail), shared: a step's dispatches run in order. */
   private readonly tailCounter: GPUBuffer | undefined;
+  /** Each layer's FFN in one dispatch in decode steps on llvmpipe (ffn-chains.ts), where the layer's products take their tails. */
+  readonly chains: FfnChains | undefined;
+  /**
+   * Whether steps may take chains: not while decode is pipelined (the engine sets it with the scheduler's
+   * pipeline), since a step whose chain gave up is run again, and a step already submitted after it
+   * would have read its samples.
+   */
+  chainsAllowed = true;
+  /** The last submitted step took a chain and is not read yet. */
+  private chainedUnread = false;
   /** Long steps' K and V for attention, mirrored in textures (llvmpipe: engine/kv/kv-mirror.ts). */
   private readonly kvMirror: KvMirror | undefined;
   private readonly head: { normKernel: RmsNormKernel; norm: GPUBindGroup; product: BoundProduct; normed: BoundProduct | undefined; sample: SampleGroups; topk: GPUBindGroup; penalties: GPUBindGroup };
@@ -234,7 +246,7 @@ export class Transformer implements StepRunner {
     private readonly weights: ModelWeights,
     private readonly cache: PagedKvCache,
     private readonly matrices: MatrixKernels,
-    limits: { maxTokensPerStep: number; prefillChunkTokens?: number; decodingStepTokens?: number; maxRowsPerStep: number; yieldEveryMs?: number; kvMirror?: boolean | KvMirrorOptions; fuseNorms?: boolean; splitAttentionFrom?: number | false; tiledAttention?: boolean; tiledAttentionMinWorkgroups?: number },
+    limits: { maxTokensPerStep: number; prefillChunkTokens?: number; decodingStepTokens?: number; maxRowsPerStep: number; yieldEveryMs?: number; kvMirror?: boolean | KvMirrorOptions; fuseNorms?: boolean; splitAttentionFrom?: number | false; tiledAttention?: boolean; tiledAttentionMinWorkgroups?: number; chainWorkers?: number; chainSpinBudget?: number },
     /**
      * Where `queue.submit` runs the work before it returns (llvmpipe through Dawn's OpenGL ES backend), a
      * step is submitted in segments of layers (sized by SegmentPlanner) and this is awaited in between,
@@ -408,6 +420,25 @@ export class Transformer implements StepRunner {
           : { swiglu: this.k.swiglu.bind(ws.gateUp, ws.gateUp, ws.act), down: this.matrices.product(w.down, ws.act, ws.x, io(F, 0, D, true)) }),
       };
     });
+    // Decode steps run each layer's O, gate|up and down products (with their tails) in one dispatch of
+    // persistent workgroups, one to each of llvmpipe's pinned compute threads (`chainWorkers`), where
+    // the layer takes those products' quantized paths and tails: O after quantized attention, stacked
+    // gate|up, one shard and no bias each, a next layer.
+    const chainWorkers = limits.chainWorkers ?? 0;
+    if (chainWorkers > 0 && counter && attnQ8 && xNormQ8 && actQ8) {
+      const whole = (m: WeightMatrix) => m.shards.length === 1 && m.bias === undefined;
+      const chainLayers = weights.layers.map((w, l): ChainLayer | undefined => {
+        const next = weights.layers[l + 1];
+        const L = this.layers[l];
+        if (!next || !L.quantizedO || !L.quantizedDown || !L.quantized?.gateUp || w.gateUp.length !== 1 || ![w.o, w.gateUp[0], w.down].every(whole)) return undefined;
+        const [ffnNorm, act, nextNorm] = [modeOf(w.gateUp), downMode(w), modeOf(next.qkv)];
+        return ffnNorm && act && nextNorm ? { o: w.o, gateUp: w.gateUp[0], down: w.down, ffnNorm: w.ffnNorm, nextNorm: next.attnNorm, modes: { ffnNorm, act, nextNorm } } : undefined;
+      });
+      if (chainLayers.some((c) => c !== undefined)) {
+        const buffers = { attnQ8, x: ws.x, counters: counter, xNormQ8, gateUp: ws.gateUp, actQ8 };
+        this.chains = FfnChains.tryBuild(ctx, cfg, chainLayers, buffers, chainWorkers, CPU_MATVEC_UP_TO, limits.chainSpinBudget);
+      }
+    }
     const headNormQ8 = headMode && new RmsNormKernel(ctx, 'serial', 'gather-q8', headMode);
     this.head = {
       ...(headNormQ8 && xLastNormQ8
@@ -558,6 +589,7 @@ export class Transformer implements StepRunner {
   private upload(): void {
     const q = this.ctx.device.queue;
     const ws = this.ws;
+    this.chains?.upload(q);
     const T = this.nTokens;
     const R = this.nRows;
     q.writeBuffer(ws.tokens, 0, this.tokens, 0, T);
@@ -590,6 +622,8 @@ export class Transformer implements StepRunner {
     if (T === 0) return { read: async () => undefined };
     if (this.unread >= 2) throw new Error('two steps are already waiting to be read');
     const started = performance.now();
+    if (this.unread > 0 && this.chainedUnread) throw new Error('a step was submitted after one that took an FFN chain and is not read yet (chains need decode unpipelined)');
+    this.chains?.beginStep(this.chainsAllowed && this.unread === 0 && this.feeds.length === 0);
     this.upload();
     const mirror = this.kvMirror?.plan(this.slots, this.positions, T);
     const device = this.ctx.device;
@@ -614,8 +648,11 @@ export class Transformer implements StepRunner {
     if (R > 0) this.encodeHead(pass, R);
     arena.endStep();
     this.lastDispatches = arena.slotsUsed;
-    const staging = ws.sampleReads[this.nextStaging];
+    const readIndex = this.nextStaging;
+    const staging = ws.sampleReads[readIndex];
     this.nextStaging ^= 1;
+    const chained = this.chains?.anyUsed ?? false;
+    if (chained) this.chains!.encodeRead(enc, readIndex);
     const candidates = this.anyCandidates;
     const logits = this.captureLogits;
     if (R > 0) {
@@ -642,6 +679,7 @@ export class Transformer implements StepRunner {
     }
     submitTimed(enc.finish());
     this.unread++;
+    this.chainedUnread = chained;
     this.lastSubmittedRows = R;
     const read = async () => {
       try {
@@ -661,6 +699,22 @@ export class Transformer implements StepRunner {
             await this.logitsRead.mapAsync(GPUMapMode.READ, 0, bytes);
             this.capturedLogits = new Float32Array(this.logitsRead.getMappedRange(0, bytes).slice(0));
             this.logitsRead.unmap();
+          }
+        }
+        if (chained) {
+          this.chainedUnread = false;
+          // A barrier gave up (a thread kept off its CPU): the step again, one dispatch a product. The
+          // products then overlapped and their tails' counters (zero between products, by design) may
+          // be left mid-count: zeroed first.
+          if (await this.chains!.failed(readIndex)) {
+            this.ctx.device.queue.writeBuffer(this.tailCounter!, 0, new Uint32Array(this.tailCounter!.size / 4));
+            this.unread--;
+            try {
+              await (await this.submit()).read();
+            } finally {
+              this.unread++;
+            }
+            return;
           }
         }
         this.lastHostMs = hostMs;
@@ -761,6 +815,14 @@ export class Transformer implements StepRunner {
       }, this.attnSplit?.combine);
       // A tail runs only where its pass would come next: no adapter's product between, and the
       // consumer on the quantized path (encodeNormed's).
+      // The FFN in one dispatch (ffn-chains.ts) where its products would run with their tails: no adapter
+      // in the step, quantized attention's output, rows of x the tails take; its down product's tail
+      // writes the next layer's normed rows.
+      if (!lora && quantizedO && !fusableN && !pruned && this.chains?.encode(pass, a, l, n)) {
+        qkvNormed = true;
+        if (afterLayer && ++done % perSegment === 0 && done < this.layers.length) pass = afterLayer();
+        return;
+      }
       const adaptedO = lora?.adapts(l, 'o') ?? false;
       const adaptedGateUp = lora?.adapts(l, 'gateUp') ?? false;
       const adaptedDown = lora?.adapts(l, 'down') ?? false;
@@ -875,6 +937,7 @@ export class Transformer implements StepRunner {
     this.serialSplit?.partials.destroy();
     this.serialSplit?.counters.destroy();
     this.tailCounter?.destroy();
+    this.chains?.destroy();
     this.kvMirror?.destroy();
     this.logitsRead?.destroy();
   }

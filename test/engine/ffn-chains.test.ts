@@ -1,0 +1,119 @@
+/**
+ * FFN chains (engine/model/ffn-chains.ts, EngineOptions.productChains): on llvmpipe with its threads
+ * pinned, a decode step runs each layer's O, gate|up and down products in one dispatch of persistent
+ * workgroups. The engine must generate exactly what it generates with a dispatch a product (tokens and
+ * log-probabilities to the bit), alone and with sequences decoding together, in two dispatches fewer a
+ * chained layer; and where a chain's barrier gives up (here: told to wait almost not at all), the step
+ * runs again unchained, with the same outputs. A synthesized Q8_0 model whose heads are whole 32-value
+ * blocks takes the quantized attention output the chain starts from (the shared test models' heads are
+ * 16 wide).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { synthModel } from '../../bench/synth/model.ts';
+import { PRESETS, type ModelPreset } from '../../bench/synth/presets.ts';
+import type { WebGpuEngine } from '../../engine/engine.ts';
+import { writeGguf } from '../../engine/gguf/write.ts';
+import { writeFileAtomically } from '../../engine/loader/file-sink-node.ts';
+import { loadEngine } from '../../engine/node.ts';
+import { greedyRun } from '../helpers/engine.ts';
+import { testContext } from '../helpers/gpu.ts';
+import { llvmpipePoolSize } from '../../engine/platform/worker-pinning.ts';
+
+const caps = (await testContext()).caps;
+// Chains run where tails do (atomics that order stores: llvmpipe), with weights in textures.
+const applies = caps.orderedAtomics && caps.weightTextures;
+const LAYERS = 4;
+const PRESET: ModelPreset = {
+  ...PRESETS.tiny,
+  displayName: 'Tiny test model, 32-wide heads',
+  layers: LAYERS,
+  dim: 128,
+  heads: 4,
+  kvHeads: 2,
+  headDim: 32,
+  ffn: 256,
+  // Weights large enough that the blocks, not the token's embedding, pick the next token.
+  init: { matrixStd: 0.25, embeddingStd: 0.5, outputStd: 0.25, normJitter: 0.2 },
+};
+const PROMPTS = [
+  [3, 101, 57, 300, 12],
+  [3, 44, 7, 211, 90, 18, 400],
+  [3, 250, 9],
+];
+const STEPS = 24;
+
+describe.skipIf(!applies)('FFN chains', () => {
+  let dir: string;
+  let path: string;
+  const engines: WebGpuEngine[] = [];
+  const open = async (opts: { productChains?: boolean; chainWaitPasses?: number }) => {
+    const e = await loadEngine({ model: path, contextLength: 256, maxSequences: 4, prefixCache: false, grammars: 'in-process', ...opts });
+    engines.push(e);
+    return e;
+  };
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'svc-chains-'));
+    path = join(dir, 'tiny-q8.gguf');
+    const synth = synthModel(PRESET, 'q8_0', 7, 'tiny-heads32');
+    await writeFileAtomically(path, (sink) => writeGguf(sink, synth.spec, synth.tensorData));
+  });
+  afterAll(async () => {
+    for (const e of engines.splice(0)) await e.dispose();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const chainsOf = (e: WebGpuEngine) => e.stats().ffnChains;
+
+  it('chain every layer but the last, two dispatches fewer each, and give the bits of a dispatch a product', async () => {
+    const on = await open({});
+    const off = await open({ productChains: false });
+    expect(chainsOf(on).layers).toBe(LAYERS - 1);
+    expect(chainsOf(off).layers).toBe(0);
+    for (const p of PROMPTS) {
+      const [a, b] = [await greedyRun(on, p, STEPS), await greedyRun(off, p, STEPS)];
+      expect(a.tokens).toHaveLength(STEPS);
+      expect(a.tokens).toEqual(b.tokens);
+      expect(a.logprobs).toEqual(b.logprobs);
+    }
+    // Not one token over and over: the outputs say something about the products.
+    expect(new Set((await greedyRun(off, PROMPTS[0], STEPS)).tokens).size).toBeGreaterThan(3);
+    expect(off.stats().lastStepDispatches - on.stats().lastStepDispatches).toBe(2 * (LAYERS - 1));
+    expect(chainsOf(on).retries).toBe(0);
+
+    // Three sequences decoding together: steps of 3 rows of x, the most the chains take.
+    const [ra, rb] = await Promise.all([Promise.all(PROMPTS.map((p) => greedyRun(on, p, STEPS))), Promise.all(PROMPTS.map((p) => greedyRun(off, p, STEPS)))]);
+    for (let i = 0; i < PROMPTS.length; i++) {
+      expect(ra[i].tokens).toEqual(rb[i].tokens);
+      expect(ra[i].logprobs).toEqual(rb[i].logprobs);
+    }
+  });
+
+  it('a step whose barrier gives up runs again unchained, with the same outputs', async () => {
+    const off = await open({ productChains: false });
+    // One pass of waiting: the other thread is rarely there yet, so barriers give up. And one workgroup
+    // more than the threads: the last starts only once another ends, so every barrier gives up, the
+    // products overlap, and their tails' counters are left mid-count for the run again to clear.
+    for (const opts of [{ chainWaitPasses: 1 }, { chainWaitPasses: 64, chainWorkgroups: llvmpipePoolSize() + 1 }]) {
+      const impatient = await open(opts);
+      for (const p of PROMPTS) {
+        const [a, b] = [await greedyRun(impatient, p, STEPS), await greedyRun(off, p, STEPS)];
+        expect(a.tokens).toEqual(b.tokens);
+        expect(a.logprobs).toEqual(b.logprobs);
+      }
+      expect(chainsOf(impatient).retries).toBeGreaterThan(0);
+    }
+  });
+
+  it('pipelined decode takes no chain', async () => {
+    const e = await open({});
+    e.setPipelinedDecode(true);
+    const off = await open({ productChains: false });
+    off.setPipelinedDecode(true);
+    const [a, b] = [await greedyRun(e, PROMPTS[1], STEPS), await greedyRun(off, PROMPTS[1], STEPS)];
+    expect(a.tokens).toEqual(b.tokens);
+    expect(e.stats().lastStepDispatches).toBe(off.stats().lastStepDispatches);
+  });
+});
