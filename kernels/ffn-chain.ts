@@ -13,9 +13,9 @@
 import { typeName, type GgmlType } from '../ggml/types.ts';
 import type { Activation } from './activation.ts';
 import chainWgsl from './ffn-chain.wgsl?raw';
-import { writeMatmulParams, type MatmulParams } from './matmul-params.ts';
+import { MATMUL_PARAM_WORDS, writeMatmulParams, type MatmulParams } from './matmul-params.ts';
 import { tailConstants, type ProductTail, type TailParams } from './matvec-tail.ts';
-import { rowsKernelSource, rowsPerInvocationFor } from './matvec.ts';
+import { rowsKernelBody, rowsPerInvocationFor } from './matvec.ts';
 import type { XqMode } from './quantize-x.ts';
 import { ParamArena } from './runtime/arena.ts';
 import { wgsl, type BindingKind, type CompiledKernel, type KernelContext } from './runtime/context.ts';
@@ -60,8 +60,7 @@ const GRID = 12;
 // The products' storage bindings are all read_write (rebindWgsl): in one dispatch a buffer one product
 // reads another writes.
 const BINDINGS: readonly BindingKind[] = ['texture', 'texture', 'texture', 'write', 'write', 'write', 'write', 'write', 'write', 'write', 'write', 'read', 'write'];
-/** Words of the Params struct (matmul-common.wgsl) a product takes in `phases`. */
-const PARAM_WORDS = 27;
+
 /** Grid barriers a chain's dispatch passes (after O, after gate|up): its arrivals are this times its workgroups. */
 export const CHAIN_BARRIERS = 2;
 
@@ -79,12 +78,12 @@ export function chainProducts(shape: FfnChainShape, t: number, strides: { x: num
 /** The `phases` words for rows of x 1..maxT: a triple of Params per count, triple t - 1 at Params 3(t - 1). */
 export function chainPhaseWords(ctx: KernelContext, shape: FfnChainShape, maxT: number, strides: { x: number; xq: (k: number) => number }): Uint32Array {
   const arena = new ParamArena(ctx, 3 * maxT);
-  const words = new Uint32Array(3 * maxT * PARAM_WORDS);
+  const words = new Uint32Array(3 * maxT * MATMUL_PARAM_WORDS);
   try {
     for (let t = 1; t <= maxT; t++) {
       chainProducts(shape, t, strides).forEach((p, i) => {
         const s = writeMatmulParams(arena, p);
-        words.set(arena.u32.subarray(s, s + PARAM_WORDS), (3 * (t - 1) + i) * PARAM_WORDS);
+        words.set(arena.u32.subarray(s, s + MATMUL_PARAM_WORDS), (3 * (t - 1) + i) * MATMUL_PARAM_WORDS);
       });
     }
   } finally {
@@ -93,13 +92,9 @@ export function chainPhaseWords(ctx: KernelContext, shape: FfnChainShape, maxT: 
   return words;
 }
 
-/** One link's source: the rows kernel with its tail, its entry point a function, its names suffixed, its bindings the shader's. */
-function link(ctx: KernelContext, type: GgmlType, t: number, tail: Parameters<typeof rowsKernelSource>[3]['tail'], suffix: string, map: Record<number, Rebinding>): string {
-  const entry = '@compute @workgroup_size(WG)\nfn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: u32, @builtin(num_workgroups) nwg: vec3u)';
-  const uniform = '@group(1) @binding(0) var<uniform> params: Params;';
-  const source = rowsKernelSource(ctx.caps, type, t, { xq8: true, tail }, true, '') + '\n' + weightsWgsl(ctx.caps, 0);
-  if (!source.includes(entry) || !source.includes(uniform)) throw new Error('ffn-chain: the rows kernel no longer has the entry point and params it rewrites');
-  const body = source.replace(entry, 'fn product_body(wg: vec3u, lid: u32, nwg: vec3u)').replace(uniform, 'var<private> params: Params;');
+/** One link's source: the rows kernel with its tail as a function (rowsKernelBody), its names suffixed, its bindings the shader's. */
+function link(ctx: KernelContext, type: GgmlType, t: number, tail: ProductTail, suffix: string, map: Record<number, Rebinding>): string {
+  const body = rowsKernelBody(ctx.caps, type, t, { xq8: true, tail }) + '\n' + weightsWgsl(ctx.caps, 0);
   return rebindWgsl(namespaceWgsl(body, suffix, new Set(['Params'])), map);
 }
 

@@ -42,6 +42,9 @@ export interface MatmulParams {
   tail?: TailParams;
 }
 
+/** Words of the Params struct (matmul-common.wgsl). */
+export const MATMUL_PARAM_WORDS = 27;
+
 /** Take a slot and write the Params struct; returns the slot's word index. */
 export function writeMatmulParams(arena: ParamArena, p: MatmulParams): number {
   if (p.t < 1 || p.n < 1 || p.k < 1) throw new Error(`matmul: empty product t=${p.t} n=${p.n} k=${p.k}`);

@@ -107,6 +107,21 @@ export function rowsKernelSource(caps: GpuCaps, type: GgmlType, t: number, opts:
   return wgsl(code, parts[0], x4, parts[1], tailCode(opts.tail, store.tailBinding, y4));
 }
 
+const ROWS_ENTRY = '@compute @workgroup_size(WG)\nfn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: u32, @builtin(num_workgroups) nwg: vec3u)';
+const ROWS_PARAMS = '@group(1) @binding(0) var<uniform> params: Params;';
+
+/**
+ * rowsKernelSource (y stored four rows at once, no x4 reader: block-walking products of quantized x)
+ * with its entry point a function, `product_body(wg, lid, nwg)`, and its params a private copy the
+ * caller fills: for shaders that run the kernel's work in phases of one dispatch (ffn-chain.ts,
+ * probes/measure-persistent.ts).
+ */
+export function rowsKernelBody(caps: GpuCaps, type: GgmlType, t: number, opts: ProductOptions): string {
+  const source = rowsKernelSource(caps, type, t, opts, true, '');
+  if (!source.includes(ROWS_ENTRY) || !source.includes(ROWS_PARAMS)) throw new Error('matvec: the rows kernel no longer has the entry point and params rowsKernelBody rewrites');
+  return source.replace(ROWS_ENTRY, 'fn product_body(wg: vec3u, lid: u32, nwg: vec3u)').replace(ROWS_PARAMS, 'var<private> params: Params;');
+}
+
 /** Weight rows an invocation of the rows variant computes for `type`. */
 export function rowsPerInvocationFor(type: GgmlType): number {
   return BLOCK_WALK_TYPES.has(type) ? BLOCK_ROWS : 4;

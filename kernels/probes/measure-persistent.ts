@@ -13,9 +13,10 @@
  */
 import { GgmlType } from '../../ggml/types.ts';
 import xAligned from '../matmul-x-aligned.wgsl?raw';
-import { MatVecKernel, rowsKernelSource, rowsPerInvocationFor } from '../matvec.ts';
+import { MatVecKernel, rowsKernelBody, rowsPerInvocationFor } from '../matvec.ts';
 import { deviceLayout } from '../quant/layouts.ts';
 import { q8RowVec4s } from '../quantize-x.ts';
+import { MATMUL_PARAM_WORDS } from '../matmul-params.ts';
 import { ParamArena } from '../runtime/arena.ts';
 import { wgsl, type KernelContext } from '../runtime/context.ts';
 import { uploadWeights, type WeightStore } from '../runtime/weights.ts';
@@ -40,22 +41,15 @@ export interface PersistentProducts {
   fewestArrivals: number;
 }
 
-/** The words of the Params struct (matmul-common.wgsl) a phase holds. */
-const PARAM_WORDS = 27;
 const WG = 16;
 
 /** The rows kernel's WGSL as the body of persistent-products.wgsl's phases. */
 export function persistentSource(ctx: KernelContext, type: GgmlType): string {
-  const body = rowsKernelSource(ctx.caps, type, 1, { xq8: true }, true, '');
-  const entry = '@compute @workgroup_size(WG)\nfn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: u32, @builtin(num_workgroups) nwg: vec3u)';
-  const uniform = '@group(1) @binding(0) var<uniform> params: Params;';
-  if (!body.includes(entry) || !body.includes(uniform) || !/let w0 = w_row\(/.test(body)) throw new Error('persistent probe: the rows kernel no longer has the entry point, params or row handles it rewrites');
-  const phased = body
-    .replace(entry, 'fn product_body(wg: vec3u, lid: u32, nwg: vec3u)')
-    .replace(uniform, 'var<private> params: Params;')
-    // Each product's matrix at its own vec4 offset (bias_offset, unused by these products) of one store.
-    .replace(/let w(\d+) = w_row\(([^;]*)\);/g, (_, r: string, args: string) => `let w${r} = w_row(${args}) + vec2u(8u * params.bias_offset, params.bias_offset);`);
-  return wgsl(phased, xAligned, `const ROWS: u32 = ${rowsPerInvocationFor(type)}u;`, persistent);
+  const body = rowsKernelBody(ctx.caps, type, 1, { xq8: true });
+  if (!/let w0 = w_row\(/.test(body)) throw new Error('persistent probe: the rows kernel no longer has the row handles it rewrites');
+  // Each product's matrix at its own vec4 offset (bias_offset, unused by these products) of one store.
+  const placed = body.replace(/let w(\d+) = w_row\(([^;]*)\);/g, (_, r: string, args: string) => `let w${r} = w_row(${args}) + vec2u(8u * params.bias_offset, params.bias_offset);`);
+  return wgsl(placed, xAligned, `const ROWS: u32 = ${rowsPerInvocationFor(type)}u;`, persistent);
 }
 
 /**
@@ -86,8 +80,8 @@ export async function measurePersistentProducts(ctx: KernelContext, workgroups: 
   const xq = new Uint32Array(q8RowVec4s(maxK) * 4).map((_, i) => (Math.floor(i / 4) % 9 === 8 ? 0x3c000000 : 0x01020304));
   const x = ctx.storage('persist.x', xq.byteLength, xq);
   const y = ctx.storage('persist.y', maxN * 4);
-  const phases = new Uint32Array(mats.length * PARAM_WORDS);
-  mats.forEach((m, i) => phases.set([1, m.n, m.k, 0, 0, q8RowVec4s(m.k), 0, m.n, m.texel], i * PARAM_WORDS));
+  const phases = new Uint32Array(mats.length * MATMUL_PARAM_WORDS);
+  mats.forEach((m, i) => phases.set([1, m.n, m.k, 0, 0, q8RowVec4s(m.k), 0, m.n, m.texel], i * MATMUL_PARAM_WORDS));
   const phaseBuf = ctx.storage('persist.phases', phases.byteLength, phases);
   const grid = ctx.storage('persist.grid', 16);
   const arena = new ParamArena(ctx, mats.length + 1);
