@@ -154,8 +154,10 @@ export interface EngineOptions {
    */
   chainWaitPasses?: number;
   /**
-   * With productChains: workgroups a chain runs (default: llvmpipe's pinned compute threads). Only to
-   * test: more than the threads makes every barrier wait in vain and every chained step run again.
+   * With productChains: workgroups a chain runs (default: llvmpipe's pinned compute threads; none where
+   * they could not be pinned). Only to test: chains without pinning (correct, but a barrier may wait on a
+   * thread that shares a CPU), or more workgroups than threads, which makes every barrier wait in vain
+   * and every chained step run again.
    */
   chainWorkgroups?: number;
   /**
@@ -283,7 +285,7 @@ export class WebGpuEngine implements TextEngine {
     const pipelined = opts.pipelinedDecode ?? !selected.blockingSubmit;
     // One persistent workgroup to each of llvmpipe's compute threads, which need to be pinned one to a CPU.
     const pinned = selected.workerPinning?.pinned.length ?? 0;
-    const chainWorkers = (opts.productChains ?? true) && (opts.productTails ?? true) && pinned > 0 ? (opts.chainWorkgroups ?? pinned) : 0;
+    const chainWorkers = (opts.productChains ?? true) && (opts.productTails ?? true) ? (opts.chainWorkgroups ?? pinned) : 0;
     const transformer = new Transformer(ctx, cfg, weights, cache, matrices, { maxTokensPerStep, prefillChunkTokens, decodingStepTokens, maxRowsPerStep: maxSequences, yieldEveryMs: opts.yieldEveryMs, kvMirror: opts.kvMirror, fuseNorms: opts.fuseNorms, splitAttentionFrom: opts.splitAttentionFrom, tiledAttention: opts.tiledAttention, tiledAttentionMinWorkgroups: opts.tiledAttentionMinWorkgroups, chainWorkers, chainSpinBudget: opts.chainWaitPasses }, selected.blockingSubmit ? yieldToHost : undefined);
     transformer.pruneLastLayer = opts.pruneLastLayer ?? true;
     transformer.chainsAllowed = !pipelined;
@@ -510,7 +512,7 @@ export class WebGpuEngine implements TextEngine {
     } finally {
       this.transformer.recordDispatches(undefined);
     }
-    return profileStep(this.ctx, arena, records);
+    return profileStep(this.ctx, arena, records, () => this.transformer.chains?.upload(this.ctx.device.queue));
   }
 
   stats(): EngineStats {

@@ -63,11 +63,12 @@ function encodeReplay(device: GPUDevice, arena: ParamArena, records: readonly Di
 }
 
 /** Median wall-clock milliseconds of `copies` passes of `records` in one submit, divided by `copies`. */
-async function wallClock(ctx: KernelContext, arena: ParamArena, records: readonly DispatchRecord[], copies = 1): Promise<number> {
+async function wallClock(ctx: KernelContext, arena: ParamArena, records: readonly DispatchRecord[], copies = 1, prepare?: () => void): Promise<number> {
   const device = ctx.device;
   const ms: number[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     const buffers = Array.from({ length: copies }, () => encodeReplay(device, arena, records, 'profile').finish());
+    prepare?.();
     await device.queue.onSubmittedWorkDone();
     const t0 = performance.now();
     device.queue.submit(buffers);
@@ -79,7 +80,7 @@ async function wallClock(ctx: KernelContext, arena: ParamArena, records: readonl
 
 const LOOP_STEPS = 16;
 
-async function loopClock(ctx: KernelContext, arena: ParamArena, records: readonly DispatchRecord[], inFlight: number): Promise<number> {
+async function loopClock(ctx: KernelContext, arena: ParamArena, records: readonly DispatchRecord[], inFlight: number, prepare?: () => void): Promise<number> {
   const device = ctx.device;
   const src = device.createBuffer({ label: 'profile.loop.src', size: 16, usage: GPUBufferUsage.COPY_SRC });
   const reads = [0, 1, 2].map((i) => device.createBuffer({ label: `profile.loop.read${i}`, size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST }));
@@ -96,6 +97,7 @@ async function loopClock(ctx: KernelContext, arena: ParamArena, records: readonl
       const t0 = performance.now();
       for (let i = 0; i < LOOP_STEPS; i++) {
         const enc = encodeReplay(device, arena, records, 'profile.loop');
+        prepare?.();
         const read = reads[i % reads.length];
         enc.copyBufferToBuffer(src, 0, read, 0, 16);
         device.queue.submit([enc.finish()]);
@@ -113,7 +115,7 @@ async function loopClock(ctx: KernelContext, arena: ParamArena, records: readonl
 }
 
 /** Nanoseconds of each dispatch, one stamped pass each, median over the rounds. */
-async function stamped(ctx: KernelContext, arena: ParamArena, records: readonly DispatchRecord[]): Promise<number[]> {
+async function stamped(ctx: KernelContext, arena: ParamArena, records: readonly DispatchRecord[], prepare?: () => void): Promise<number[]> {
   const device = ctx.device;
   const n = records.length;
   const querySet = device.createQuerySet({ type: 'timestamp', count: 2 * n });
@@ -130,6 +132,7 @@ async function stamped(ctx: KernelContext, arena: ParamArena, records: readonly 
       });
       enc.resolveQuerySet(querySet, 0, 2 * n, resolved, 0);
       enc.copyBufferToBuffer(resolved, 0, read, 0, 16 * n);
+      prepare?.();
       device.queue.submit([enc.finish()]);
       await read.mapAsync(GPUMapMode.READ);
       const t = new BigUint64Array(read.getMappedRange().slice(0));
@@ -144,24 +147,28 @@ async function stamped(ctx: KernelContext, arena: ParamArena, records: readonly 
   return rounds.map(median);
 }
 
-/** Time `records` (one step's dispatches, the arena's params still theirs), per kernel label. */
-export async function profileStep(ctx: KernelContext, arena: ParamArena, records: readonly DispatchRecord[]): Promise<StepProfile> {
+/**
+ * Time `records` (one step's dispatches, the arena's params still theirs), per kernel label. `prepare`
+ * runs before each submit of a replay: what the step's own upload resets (the FFN chains' barrier counts,
+ * engine/model/ffn-chains.ts). Copies of a step submitted together share one reset.
+ */
+export async function profileStep(ctx: KernelContext, arena: ParamArena, records: readonly DispatchRecord[], prepare?: () => void): Promise<StepProfile> {
   if (records.length === 0) throw new Error('profile: no dispatches were recorded');
-  const stepMs = await wallClock(ctx, arena, records);
-  const queuedStepMs = await wallClock(ctx, arena, records, QUEUED_STEPS);
+  const stepMs = await wallClock(ctx, arena, records, 1, prepare);
+  const queuedStepMs = await wallClock(ctx, arena, records, QUEUED_STEPS, prepare);
   const loopStepMs = [];
-  for (const inFlight of [1, 2]) loopStepMs.push({ inFlight, ms: await loopClock(ctx, arena, records, inFlight) });
+  for (const inFlight of [1, 2]) loopStepMs.push({ inFlight, ms: await loopClock(ctx, arena, records, inFlight, prepare) });
   const byLabel = new Map<string, DispatchRecord[]>();
   for (const d of records) byLabel.set(d.label, [...(byLabel.get(d.label) ?? []), d]);
   const kernels: KernelTime[] = [];
   const method = ctx.caps.timestamps && 2 * records.length <= MAX_QUERIES ? 'timestamps' : 'wall-clock';
   if (method === 'timestamps') {
-    const ns = await stamped(ctx, arena, records);
+    const ns = await stamped(ctx, arena, records, prepare);
     const sum = new Map<string, number>();
     records.forEach((d, i) => sum.set(d.label, (sum.get(d.label) ?? 0) + ns[i]));
     for (const [label, ds] of byLabel) kernels.push({ label, dispatches: ds.length, ms: sum.get(label)! / 1e6 });
   } else {
-    for (const [label, ds] of byLabel) kernels.push({ label, dispatches: ds.length, ms: await wallClock(ctx, arena, ds) });
+    for (const [label, ds] of byLabel) kernels.push({ label, dispatches: ds.length, ms: await wallClock(ctx, arena, ds, 1, prepare) });
   }
   kernels.sort((a, b) => b.ms - a.ms);
   return { method, dispatches: records.length, stepMs, queuedStepMs, loopStepMs, kernels };
