@@ -142,7 +142,8 @@ export interface EngineOptions {
   /**
    * On llvmpipe with its compute threads pinned (engine/platform/worker-pinning.ts), decode steps run each
    * layer's O, gate|up and down products with their tails in one dispatch of persistent workgroups, one a
-   * thread, meeting at grid barriers (engine/model/ffn-chains.ts), two dispatches fewer a layer, with the
+   * thread, meeting at grid barriers, and its Q|K|V product with attention in another
+   * (engine/model/layer-chains.ts), three dispatches fewer a layer, with the
    * same results to the bit (default true; needs productTails, and decode unpipelined: a step whose
    * barrier gave up is run again one dispatch a product). False keeps a dispatch a product.
    */
@@ -187,8 +188,11 @@ export interface EngineStats {
   weightShards: number;
   /** Dispatches in the last step (a decode step of one sequence = dispatches per token). */
   lastStepDispatches: number;
-  /** Layers whose FFN decode steps run in one dispatch (EngineOptions.productChains), and the steps run again because a chain's barrier gave up. */
-  ffnChains: { layers: number; retries: number };
+  /**
+   * Layers whose FFN, and whose Q|K|V product with attention, decode steps run in one dispatch each
+   * (EngineOptions.productChains), and the steps run again because a chain's barrier gave up.
+   */
+  chains: { ffnLayers: number; qkvLayers: number; retries: number };
   activeSequences: number;
   waitingSequences: number;
   /** KV cache pages: all of them, and those no sequence and no prefix-cache entry holds. */
@@ -526,7 +530,7 @@ export class WebGpuEngine implements TextEngine {
       workspaceBytes: this.transformer.workspaceBytes,
       weightShards: this.weights.buffers.length,
       lastStepDispatches: this.transformer.lastDispatches,
-      ffnChains: { layers: this.transformer.chains?.layers ?? 0, retries: this.transformer.chains?.retries ?? 0 },
+      chains: { ffnLayers: this.transformer.chains?.ffnLayers ?? 0, qkvLayers: this.transformer.chains?.qkvLayers ?? 0, retries: this.transformer.chains?.retries ?? 0 },
       activeSequences: this.scheduler.activeCount,
       waitingSequences: this.scheduler.waitingCount,
       prefixCache: this.scheduler.prefixCache?.stats() ?? null,

@@ -26,7 +26,7 @@ import serialSplit from './attention-serial-split.wgsl?raw';
 import serialPair from './attention-serial-pair.wgsl?raw';
 import type { ParamArena } from './runtime/arena.ts';
 import type { GpuCaps } from './runtime/caps.ts';
-import { type BindingKind, type CompiledKernel, type KernelContext, wgsl } from './runtime/context.ts';
+import { type BindingKind, type CompiledKernel, type KernelContext, type KernelSpec, wgsl } from './runtime/context.ts';
 import { grid2d } from './runtime/grid.ts';
 import { texelsWgsl } from './runtime/weights.ts';
 import { q8RowVec4s, Q8_BLOCK_WGSL } from './quantize-x.ts';
@@ -221,6 +221,56 @@ export interface AttentionParams {
  * Paged causal GQA attention. Bindings: q, kCache, vCache, pageTable, positions, tokenSeq (read); out (write).
  * Each token attends to its own sequence's positions 0..pos (tokenSeq picks the page-table row).
  */
+/**
+ * The WGSL of a serial vec4 kernel (AttentionKernel's, for CPU rasterisers) computing `group` query heads
+ * an invocation (1: one head) writing `output`, reading K and V in format `kv` from the paged cache or from
+ * a long step's mirror; with `split`, each pair's positions split over invocations
+ * (attention-serial-split.wgsl, the paged cache only); with `tokens` 2, two tokens an invocation
+ * (attention-serial-pair.wgsl). Its WG (invocations a workgroup) is the caller's: AttentionKernel's, or a
+ * chain's (kernels/qkv-chain.ts), which runs the kernel's work as a phase of one dispatch.
+ */
+export function serialVec4Spec(kvFormat: KvFormat, headDim: number, output: 'f32' | 'q8_0', group = 1, kvSource: 'pages' | 'mirror' = 'pages', split = false, tokens: 1 | 2 = 1): KernelSpec & { constants: Record<string, number> } {
+  const constants = { HV: headDim / 4, ...(output === 'q8_0' ? { XQ_GROUP: 32 } : {}) };
+  const hv = headDim / 4;
+  // A head's pairs written out, not looped: llvmpipe left a loop over the f16 cache's pairs rolled (its
+  // body grew with the unpacking), and a rolled loop keeps the head's arrays in memory, 3x slower.
+  // Pairs first, then query heads, so each pair's load is followed by every head's use of it.
+  // One template for every group size (one head an invocation is a group of one), its walk over the
+  // positions shared with the split kernel.
+  const template = withWalk(split ? serialSplit : tokens === 2 ? serialPair : serialGrouped);
+  const pairs = unrollLines(unrollLines(template, '$p', Math.floor(hv / 2)), '$q', hv % 2);
+  // The walk's mask of each token's positions, only where an invocation takes two tokens.
+  const masked = unrollLines(unrollLines(pairs, '$s', tokens === 1 ? 1 : 0), '$m', tokens === 2 ? 1 : 0);
+  const body = unrollRowsTokens(masked, group, tokens);
+  const mirror = kvSource === 'mirror';
+  const shape = split ? `split-d${headDim}-g${group}` : tokens === 2 ? `pair-d${headDim}-g${group}` : group > 1 ? `grouped-d${headDim}-g${group}` : `vec4-d${headDim}`;
+  const label = `attention-serial-${shape}${output === 'q8_0' ? '-q8' : ''}${kvFormat === 'f16' ? '-kv16' : ''}${mirror ? '-mirror' : ''}`;
+  const out = output === 'q8_0' ? wgsl(outQ8, Q8_BLOCK_WGSL) : outF32;
+  const kv = mirror ? wgsl(halves, MIRROR_TEXTURES, mirrorRows) : kvFormat === 'f16' ? wgsl(halves, kvF16, pages) : wgsl(kvF32, pages);
+  const bindings = mirror ? MIRROR_BINDINGS : split ? SERIAL_SPLIT_BINDINGS : BINDINGS;
+  return { label, code: wgsl(io, ioVec4, kv, out, body), bindings, constants };
+}
+
+
+/** The Params struct of `p` at word `s` of `u` (and its f32 view `f`). */
+export function writeAttentionParams(u: Uint32Array, f: Float32Array, s: number, p: AttentionParams): void {
+  u[s] = p.tokens;
+  u[s + 1] = p.heads;
+  u[s + 2] = p.kvHeads;
+  u[s + 3] = p.headDim;
+  u[s + 4] = p.pageSize;
+  u[s + 5] = p.maxPages;
+  f[s + 6] = p.scale;
+  u[s + 7] = p.window ?? 0;
+  u[s + 8] = p.qOffset ?? 0;
+  u[s + 9] = p.qStride ?? p.heads * p.headDim;
+  u[s + 10] = p.outOffset ?? 0;
+  u[s + 11] = p.outStride ?? (p.output === 'q8_0' ? q8RowVec4s(p.heads * p.headDim) : p.heads * p.headDim);
+  f[s + 12] = p.softcap ?? 0;
+  if (p.rope) writeRopeSettings({ u32: u, f32: f }, s + 13, p.rope);
+  u[s + 18] = p.splits ?? 1;
+}
+
 export class AttentionKernel {
   readonly kernel: CompiledKernel;
   /**
@@ -276,25 +326,8 @@ export class AttentionKernel {
     const key = `${headDim}/${group}/${output}/${kvSource}/${split}/${tokens}`;
     let k = this.serialVec4.get(key);
     if (!k) {
-      const constants = { WG: this.wgFor(group * tokens), HV: headDim / 4, ...(output === 'q8_0' ? { XQ_GROUP: 32 } : {}) };
-      const hv = headDim / 4;
-      // A head's pairs written out, not looped: llvmpipe left a loop over the f16 cache's pairs rolled (its
-      // body grew with the unpacking), and a rolled loop keeps the head's arrays in memory, 3x slower.
-      // Pairs first, then query heads, so each pair's load is followed by every head's use of it.
-      // One template for every group size (one head an invocation is a group of one), its walk over the
-      // positions shared with the split kernel.
-      const template = withWalk(split ? serialSplit : tokens === 2 ? serialPair : serialGrouped);
-      const pairs = unrollLines(unrollLines(template, '$p', Math.floor(hv / 2)), '$q', hv % 2);
-      // The walk's mask of each token's positions, only where an invocation takes two tokens.
-      const masked = unrollLines(unrollLines(pairs, '$s', tokens === 1 ? 1 : 0), '$m', tokens === 2 ? 1 : 0);
-      const body = unrollRowsTokens(masked, group, tokens);
-      const mirror = kvSource === 'mirror';
-      const shape = split ? `split-d${headDim}-g${group}` : tokens === 2 ? `pair-d${headDim}-g${group}` : group > 1 ? `grouped-d${headDim}-g${group}` : `vec4-d${headDim}`;
-      const label = `attention-serial-${shape}${output === 'q8_0' ? '-q8' : ''}${this.kv === 'f16' ? '-kv16' : ''}${mirror ? '-mirror' : ''}`;
-      const out = output === 'q8_0' ? wgsl(outQ8, Q8_BLOCK_WGSL) : outF32;
-      const kv = mirror ? wgsl(halves, MIRROR_TEXTURES, mirrorRows) : this.kv === 'f16' ? wgsl(halves, kvF16, pages) : wgsl(kvF32, pages);
-      const bindings = mirror ? MIRROR_BINDINGS : split ? SERIAL_SPLIT_BINDINGS : BINDINGS;
-      this.serialVec4.set(key, (k = this.ctx.kernel({ label, code: wgsl(io, ioVec4, kv, out, body), bindings, constants })));
+      const spec = serialVec4Spec(this.kv, headDim, output, group, kvSource, split, tokens);
+      this.serialVec4.set(key, (k = this.ctx.kernel({ ...spec, constants: { ...spec.constants, WG: this.wgFor(group * tokens) } })));
     }
     return k;
   }
@@ -422,23 +455,9 @@ export class AttentionKernel {
     if (p.heads % p.kvHeads !== 0) throw new Error(`attention: ${p.heads} heads is not a multiple of ${p.kvHeads} KV heads`);
     const s = arena.slot();
     const u = arena.u32;
-    u[s] = p.tokens;
-    u[s + 1] = p.heads;
-    u[s + 2] = p.kvHeads;
-    u[s + 3] = p.headDim;
-    u[s + 4] = p.pageSize;
-    u[s + 5] = p.maxPages;
-    arena.f32[s + 6] = p.scale;
-    u[s + 7] = p.window ?? 0;
-    u[s + 8] = p.qOffset ?? 0;
-    u[s + 9] = p.qStride ?? p.heads * p.headDim;
+    writeAttentionParams(u, arena.f32, s, p);
     const q8 = p.output === 'q8_0';
-    u[s + 10] = p.outOffset ?? 0;
-    u[s + 11] = p.outStride ?? (q8 ? q8RowVec4s(p.heads * p.headDim) : p.heads * p.headDim);
-    arena.f32[s + 12] = p.softcap ?? 0;
-    if (p.rope) writeRopeSettings(arena, s + 13, p.rope);
     const splits = p.splits ?? 1;
-    u[s + 18] = splits;
     // Output offsets and strides in vec4s (q8) need no check: only q's and f32 output's must be whole vec4s.
     const by4 = [p.headDim, u[s + 8], u[s + 9], ...(q8 ? [] : [u[s + 10], u[s + 11]])].every((v) => v % 4 === 0);
     if (q8 && (!this.serial || !by4 || p.headDim % 32 !== 0)) {

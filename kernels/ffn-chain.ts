@@ -13,15 +13,14 @@
 import { typeName, type GgmlType } from '../ggml/types.ts';
 import type { Activation } from './activation.ts';
 import chainWgsl from './ffn-chain.wgsl?raw';
-import { MATMUL_PARAM_WORDS, writeMatmulParams, type MatmulParams } from './matmul-params.ts';
+import type { MatmulParams } from './matmul-params.ts';
 import { tailConstants, type ProductTail, type TailParams } from './matvec-tail.ts';
-import { rowsKernelBody, rowsPerInvocationFor } from './matvec.ts';
+import { rowsPerInvocationFor } from './matvec.ts';
+import { chainLanes, CHAIN_CHECK_PASSES, gridWgsl, matmulParamWords, MIN_SPIN_PASSES, productLink, productLoopPasses, spinPassesLeft } from './chain.ts';
 import type { XqMode } from './quantize-x.ts';
-import { ParamArena } from './runtime/arena.ts';
+import type { ParamArena } from './runtime/arena.ts';
 import { wgsl, type BindingKind, type CompiledKernel, type KernelContext } from './runtime/context.ts';
-import { LLVMPIPE_LOOP_BUDGET } from './runtime/loop-budget.ts';
-import { namespaceWgsl, rebindWgsl, type Rebinding } from './runtime/wgsl-namespace.ts';
-import { weightsWgsl, type WeightStore } from './runtime/weights.ts';
+import type { WeightStore } from './runtime/weights.ts';
 
 /** The FFN's shape and types: the residual stream `dim` wide, attention's output `qDim`, an FFN of `ffn` values. */
 export interface FfnChainShape {
@@ -77,59 +76,31 @@ export function chainProducts(shape: FfnChainShape, t: number, strides: { x: num
 
 /** The `phases` words for rows of x 1..maxT: a triple of Params per count, triple t - 1 at Params 3(t - 1). */
 export function chainPhaseWords(ctx: KernelContext, shape: FfnChainShape, maxT: number, strides: { x: number; xq: (k: number) => number }): Uint32Array {
-  const arena = new ParamArena(ctx, 3 * maxT);
-  const words = new Uint32Array(3 * maxT * MATMUL_PARAM_WORDS);
-  try {
-    for (let t = 1; t <= maxT; t++) {
-      chainProducts(shape, t, strides).forEach((p, i) => {
-        const s = writeMatmulParams(arena, p);
-        words.set(arena.u32.subarray(s, s + MATMUL_PARAM_WORDS), (3 * (t - 1) + i) * MATMUL_PARAM_WORDS);
-      });
-    }
-  } finally {
-    arena.buffer.destroy();
-  }
-  return words;
-}
-
-/** One link's source: the rows kernel with its tail as a function (rowsKernelBody), its names suffixed, its bindings the shader's. */
-function link(ctx: KernelContext, type: GgmlType, t: number, tail: ProductTail, suffix: string, map: Record<number, Rebinding>): string {
-  const body = rowsKernelBody(ctx.caps, type, t, { xq8: true, tail }) + '\n' + weightsWgsl(ctx.caps, 0);
-  return rebindWgsl(namespaceWgsl(body, suffix, new Set(['Params'])), map);
+  return matmulParamWords(ctx, Array.from({ length: maxT }, (_, i) => chainProducts(shape, i + 1, strides)).flat());
 }
 
 /**
  * The loop passes one invocation (a workgroup: one SIMD vector) of the chain takes at most before its
- * barriers, counted as llvmpipe counts them (runtime/loop-budget.ts: every pass of every loop; loops of a
- * constant trip count of at most 32 are unrolled and not counted). A persistent workgroup runs all of a
- * product's virtual workgroups, so where the engine's dispatches count one's loops, this counts them all:
- * per call of a product's body, its block walk and its tail's loops for each row of x (the norm's loop
- * over its group's vec4s, a q8_K group's 64-pass maximum, the finishing loops over the groups and blocks;
- * the activation's q8_K group), and the loops over the rows and the calls themselves.
+ * barriers, as llvmpipe counts them (chain.ts productLoopPasses): a persistent workgroup runs all of a
+ * product's virtual workgroups, so where the engine's dispatches count one's loops, this counts them all.
+ * A tail's loops per row of x: the norm's loop over its group's vec4s, a q8_K group's 64-pass maximum and
+ * the finishing loops over the groups and blocks; the activation's q8_K group.
  */
-export function chainLoopPasses(shape: FfnChainShape, t: number, workgroups: number, lanes: number): number {
+export function chainLoopPasses(ctx: KernelContext, shape: FfnChainShape, t: number, workgroups: number): number {
   const { dim, qDim, ffn, modes } = shape;
   const group = (mode: XqMode) => (mode === 'q8_K' ? 256 : 32);
   const put = (mode: XqMode) => (mode === 'q8_K' ? 65 : 0);
   const norm = (mode: XqMode) => group(mode) / 4 + 1 + put(mode) + dim / group(mode) + 1 + dim / 32 + 1;
-  const products = [
-    { n: dim, k: qDim, type: shape.types.o, tail: norm(modes.ffnNorm) },
-    { n: 2 * ffn, k: dim, type: shape.types.gateUp, tail: put(modes.act) },
-    { n: dim, k: ffn, type: shape.types.down, tail: norm(modes.nextNorm) },
-  ];
-  return products.reduce((sum, p) => {
-    const calls = Math.ceil(Math.ceil(p.n / (lanes * rowsPerInvocationFor(p.type))) / workgroups);
-    return sum + calls * (p.k / 32 + 1 + t * p.tail + 2 * (t + 1)) + calls + 1;
-  }, 0);
+  return (
+    productLoopPasses(ctx, { n: dim, k: qDim, type: shape.types.o }, t, workgroups, norm(modes.ffnNorm)) +
+    productLoopPasses(ctx, { n: 2 * ffn, k: dim, type: shape.types.gateUp }, t, workgroups, put(modes.act)) +
+    productLoopPasses(ctx, { n: dim, k: ffn, type: shape.types.down }, t, workgroups, norm(modes.nextNorm))
+  );
 }
 
-/** Loop passes left to a chain's barriers below which it is not built (the caller keeps three dispatches). */
-export const MIN_SPIN_PASSES = 4096;
-
-/** The passes of llvmpipe's loop budget a chain of this shape leaves its barriers' waits (chainLoopPasses). */
+/** The passes of llvmpipe's loop budget a chain of this shape leaves its barriers' waits. */
 export function chainSpinPasses(ctx: KernelContext, shape: FfnChainShape, t: number, workgroups: number): number {
-  const budget = ctx.caps.loopBudget === Infinity ? LLVMPIPE_LOOP_BUDGET : ctx.caps.loopBudget;
-  return budget - chainLoopPasses(shape, t, workgroups, Math.max(8, ctx.caps.cpuLanes)) - 64;
+  return spinPassesLeft(ctx, chainLoopPasses(ctx, shape, t, workgroups));
 }
 
 export class FfnChainKernel {
@@ -145,7 +116,7 @@ export class FfnChainKernel {
   ) {
     const { types, modes } = shape;
     if (!ctx.caps.orderedAtomics || !ctx.caps.weightTextures) throw new Error('ffn-chain: needs llvmpipe (atomics that order the stores before them, weights in textures)');
-    const lanes = Math.max(8, ctx.caps.cpuLanes);
+    const lanes = chainLanes(ctx);
     this.label = `ffn-chain-${typeName(types.o)}-${typeName(types.gateUp)}-${typeName(types.down)}-t${t}-w${workgroups}`;
     // The barriers' waits share what llvmpipe's loop budget leaves after the products (64 passes spare).
     const left = chainSpinPasses(ctx, shape, t, workgroups);
@@ -159,16 +130,16 @@ export class FfnChainKernel {
     };
     const suffixed = (l: { type: GgmlType; tail: ProductTail }, suffix: string) =>
       Object.fromEntries(Object.entries({ WG: lanes, ...tailConstants(l.tail, rowsPerInvocationFor(l.type)) }).map(([k, v]) => [`${k}${suffix}`, v]));
-    const o = link(ctx, types.o, t, links.o.tail, '_o', { 0: { binding: 0 }, 1: { binding: 3 }, 2: { binding: 4 }, 3: { binding: 5 }, 4: { binding: 6 }, 5: { binding: 7 } });
-    const gu = link(ctx, types.gateUp, t, links.gu.tail, '_gu', { 0: { binding: 1 }, 1: { binding: 7, sameAs: 'xq_o' }, 2: { binding: 8 }, 3: { binding: 5, sameAs: 'tail_count_o' }, 4: { binding: 9 } });
-    const dn = link(ctx, types.down, t, links.dn.tail, '_dn', { 0: { binding: 2 }, 1: { binding: 9, sameAs: 'xq_gu' }, 2: { binding: 4, sameAs: 'y_o' }, 3: { binding: 5, sameAs: 'tail_count_o' }, 4: { binding: 10 }, 5: { binding: 7, sameAs: 'xq_o' } });
+    const o = productLink(ctx, types.o, t, links.o.tail, '_o', { 0: { binding: 0 }, 1: { binding: 3 }, 2: { binding: 4 }, 3: { binding: 5 }, 4: { binding: 6 }, 5: { binding: 7 } });
+    const gu = productLink(ctx, types.gateUp, t, links.gu.tail, '_gu', { 0: { binding: 1 }, 1: { binding: 7, sameAs: 'xq_o' }, 2: { binding: 8 }, 3: { binding: 5, sameAs: 'tail_count_o' }, 4: { binding: 9 } });
+    const dn = productLink(ctx, types.down, t, links.dn.tail, '_dn', { 0: { binding: 2 }, 1: { binding: 9, sameAs: 'xq_gu' }, 2: { binding: 4, sameAs: 'y_o' }, 3: { binding: 5, sameAs: 'tail_count_o' }, 4: { binding: 10 }, 5: { binding: 7, sameAs: 'xq_o' } });
     // matmul-common.wgsl's Params, declared by the first link only.
     const withoutParams = (code: string) => code.replace(/struct Params \{[^}]*\}/, '');
     const rows = `const ROWS_O: u32 = ${rowsPerInvocationFor(types.o)}u;\nconst ROWS_GU: u32 = ${rowsPerInvocationFor(types.gateUp)}u;\nconst ROWS_DN: u32 = ${rowsPerInvocationFor(types.down)}u;\n`;
-    const main = chainWgsl.replace('CHAIN_PHASES', String(PHASES)).replace('CHAIN_GRID', String(GRID));
+    const main = chainWgsl.replace('CHAIN_PHASES', String(PHASES));
     this.kernel = ctx.kernel({
       label: this.label,
-      code: wgsl(o, withoutParams(gu), withoutParams(dn), rows, main),
+      code: wgsl(o, withoutParams(gu), withoutParams(dn), rows, gridWgsl(GRID), main),
       bindings: BINDINGS,
       constants: { WG: lanes, ...suffixed(links.o, '_o'), ...suffixed(links.gu, '_gu'), ...suffixed(links.dn, '_dn'), WORKGROUPS: workgroups, SPIN_BUDGET: budget },
     });
@@ -183,7 +154,7 @@ export class FfnChainKernel {
     const s = arena.slot();
     arena.u32[s] = gridBase;
     arena.u32[s + 1] = 3 * (this.t - 1);
-    arena.u32[s + 2] = 2;
+    arena.u32[s + 2] = CHAIN_CHECK_PASSES;
     arena.dispatch(pass, this.kernel, group, s, this.workgroups, 1);
   }
 }

@@ -5,12 +5,7 @@
 // and after gate|up. The engine gives each product a dispatch of its own, 25-60 µs on llvmpipe, nearly all
 // of it waking the threads; a barrier costs 3-4 µs.
 //
-// llvmpipe runs a dispatch's workgroups on its thread pool, each workgroup to its end, so with one
-// workgroup a thread (the engine knows the pool, having pinned it) they all run at once: a barrier never
-// waits on a workgroup that has not started. A barrier waits at most the budget of loop passes this
-// invocation has left (llvmpipe ends every loop of an invocation after 65535 passes in all, silently;
-// ffn-chain.ts gives the products' loops theirs first); one that gives up counts itself in grid[1], and
-// the engine runs that step again one dispatch a product.
+// The barrier and the end-of-dispatch check of llvmpipe's loop budget are chain-grid.wgsl's.
 //
 // ROWS_O, ROWS_GU and ROWS_DN (rows an invocation of each product computes) come from ffn-chain.ts.
 
@@ -25,34 +20,6 @@ struct ChainParams {
 
 @group(1) @binding(0) var<uniform> chain: ChainParams;
 @group(0) @binding(CHAIN_PHASES) var<storage, read> phases: array<Params>;
-@group(0) @binding(CHAIN_GRID) var<storage, read_write> grid: array<atomic<u32>>;
-
-override WG: u32 = 16u;
-override WORKGROUPS: u32 = 2u;
-override SPIN_BUDGET: u32 = 30000u;
-
-var<private> spins_left: u32;
-
-// Waits until `goal` workgroups have arrived; false where the budget ran out first (counted in grid[1]).
-fn grid_wait(goal: u32) {
-  loop {
-    // Four tests a pass: the budget counts passes, not tests.
-    if (atomicLoad(&grid[0]) >= goal) { return; }
-    if (atomicLoad(&grid[0]) >= goal) { return; }
-    if (atomicLoad(&grid[0]) >= goal) { return; }
-    if (atomicLoad(&grid[0]) >= goal) { return; }
-    if (spins_left == 0u) {
-      atomicAdd(&grid[1], 1u);
-      return;
-    }
-    spins_left -= 1u;
-  }
-}
-
-fn arrive(goal: u32, lid: u32) {
-  if (lid == 0u) { atomicAdd(&grid[0], 1u); }
-  grid_wait(goal);
-}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: u32) {
@@ -68,10 +35,5 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
   arrive(chain.grid_base + 2u * WORKGROUPS, lid);
   groups = (params_dn.n + WG * ROWS_DN - 1u) / (WG * ROWS_DN);
   for (var v = wg.x; v < groups; v += WORKGROUPS) { product_body_dn(vec3u(v, 0u, 0u), lid, vec3u(groups, 1u, 1u)); }
-  // Where llvmpipe's loop budget ran out, every loop since stopped short, silently (each after the pass
-  // it was in): a loop of two passes (a trip count the compiler cannot see) then runs one, and the
-  // dispatch counts itself failed.
-  var ran = 0u;
-  for (var i = 0u; i < chain.two; i++) { ran += 1u; }
-  if (ran != 2u && lid == 0u) { atomicAdd(&grid[1], 1u); }
+  budget_check(chain.two, lid);
 }

@@ -19,7 +19,7 @@ export interface RopeSettings {
 }
 
 /** The five RopeSettings words, in the order every RoPE kernel's Params declares them (rope, rope-kv-store, train/rope), from word `at`. */
-export function writeRopeSettings(arena: ParamArena, at: number, r: RopeSettings): void {
+export function writeRopeSettings(arena: Pick<ParamArena, 'u32' | 'f32'>, at: number, r: RopeSettings): void {
   arena.u32[at] = r.nRot;
   arena.u32[at + 1] = r.neox ? 1 : 0;
   arena.f32[at + 2] = r.freqBase;

@@ -47,8 +47,8 @@ export function registerDoctor(program: Command): void {
       for (const s of report.skipped) out.push(`skipped:        ${s.name}: ${s.reason}`);
       out.push(`engine uses:    shader-f16 ${yes(report.engineUses.f16)}, subgroups ${yes(report.engineUses.subgroups)}${report.engineUses.subgroupSize ? ` (size ${report.engineUses.subgroupSize.join('-')})` : ''}, timestamp-query ${yes(report.engineUses.timestamps)}, dot4I8Packed ${yes(report.engineUses.packedDot)}${report.engineUses.packedDot && !report.software ? ' (Q8_0 products in int8)' : ''}`);
       if (report.workerThreads) out.push(`worker threads: ${report.workerThreads.reason}`);
-      // Decode steps chain each layer's FFN into one dispatch where llvmpipe's threads are pinned (engine/model/ffn-chains.ts).
-      if (report.workerThreads && report.workerThreads.pinned.length > 0 && report.software) out.push(`decode chains: each layer's O, gate|up and down products in one dispatch of ${report.workerThreads.pinned.length} persistent workgroups, for models whose products read int8 x and whose heads are whole 32-value blocks (productChains)`);
+      // Decode steps chain each layer's FFN into one dispatch where llvmpipe's threads are pinned (engine/model/layer-chains.ts).
+      if (report.workerThreads && report.workerThreads.pinned.length > 0 && report.software) out.push(`decode chains: each layer's O, gate|up and down products, and its Q|K|V product with attention, in one dispatch each of ${report.workerThreads.pinned.length} persistent workgroups, for models whose products read int8 x and whose heads are whole 32-value blocks (productChains)`);
       out.push(`features:       ${report.adapterFeatures.join(', ')}`);
       out.push('limits:');
       for (const [k, v] of Object.entries(report.limits).sort()) out.push(`  ${k.padEnd(44)} ${v}`);

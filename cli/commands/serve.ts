@@ -158,7 +158,7 @@ async function serve(opts: ServeOptions): Promise<void> {
       },
     });
     const stats = engine.stats();
-    logger.info({ name: engine.info.name, contextLength: engine.info.contextLength, adapter: stats.adapter, ...(stats.workerThreads ? { workerThreads: stats.workerThreads } : {}), ...(stats.ffnChains.layers > 0 ? { ffnChainLayers: stats.ffnChains.layers } : {}) }, 'model loaded');
+    logger.info({ name: engine.info.name, contextLength: engine.info.contextLength, adapter: stats.adapter, ...(stats.workerThreads ? { workerThreads: stats.workerThreads } : {}), ...(stats.chains.ffnLayers + stats.chains.qkvLayers > 0 ? { chainedLayers: stats.chains } : {}) }, 'model loaded');
     // Grammar workers start, and the kernels' pipelines compile, now: not in the first request.
     await Promise.all([engine.grammars?.warm?.(), engine.warmUp()]);
     loaded(engine);

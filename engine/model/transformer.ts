@@ -29,7 +29,7 @@ import { MAX_PENALTY_ENTRIES, Workspace } from './workspace.ts';
 import { q8RowVec4s, type XqMode } from '../../kernels/quantize-x.ts';
 import { ropeTailFits, tailCounterWords, type RopeTail } from '../../kernels/matvec-tail.ts';
 import { memoize } from '../../kernels/runtime/memo.ts';
-import { FfnChains, type ChainLayer } from './ffn-chains.ts';
+import { LayerChains, type ChainLayer, type FfnChainLayer, type QkvChainLayer } from './layer-chains.ts';
 import { CPU_MATVEC_UP_TO } from '../../kernels/matmul-select.ts';
 
 /**
@@ -155,8 +155,8 @@ export class Transformer implements StepRunner {
   private readonly rope: RopeTail;
   /** The counters of the products' tails (MatrixIo.tail), shared: a step's dispatches run in order. */
   private readonly tailCounter: GPUBuffer | undefined;
-  /** Each layer's FFN in one dispatch in decode steps on llvmpipe (ffn-chains.ts), where the layer's products take their tails. */
-  readonly chains: FfnChains | undefined;
+  /** Each layer's FFN, and its Q|K|V product with attention, in one dispatch each in decode steps on llvmpipe (layer-chains.ts), where the layer's products take their tails. */
+  readonly chains: LayerChains | undefined;
   /**
    * Whether steps may take chains: not while decode is pipelined (the engine sets it with the scheduler's
    * pipeline), since a step whose chain gave up is run again, and a step already submitted after it
@@ -423,20 +423,25 @@ export class Transformer implements StepRunner {
     // Decode steps run each layer's O, gate|up and down products (with their tails) in one dispatch of
     // persistent workgroups, one to each of llvmpipe's pinned compute threads (`chainWorkers`), where
     // the layer takes those products' quantized paths and tails: O after quantized attention, stacked
-    // gate|up, one shard and no bias each, a next layer.
+    // gate|up, one shard and no bias each, a next layer. Likewise its stacked Q|K|V product with its RoPE
+    // tail and attention over the f16 cache.
     const chainWorkers = limits.chainWorkers ?? 0;
     if (chainWorkers > 0 && counter && attnQ8 && xNormQ8 && actQ8) {
       const whole = (m: WeightMatrix) => m.shards.length === 1 && m.bias === undefined;
-      const chainLayers = weights.layers.map((w, l): ChainLayer | undefined => {
+      const chainLayers = weights.layers.map((w, l): ChainLayer => {
         const next = weights.layers[l + 1];
         const L = this.layers[l];
-        if (!next || !L.quantizedO || !L.quantizedDown || !L.quantized?.gateUp || w.gateUp.length !== 1 || ![w.o, w.gateUp[0], w.down].every(whole)) return undefined;
-        const [ffnNorm, act, nextNorm] = [modeOf(w.gateUp), downMode(w), modeOf(next.qkv)];
-        return ffnNorm && act && nextNorm ? { o: w.o, gateUp: w.gateUp[0], down: w.down, ffnNorm: w.ffnNorm, nextNorm: next.attnNorm, modes: { ffnNorm, act, nextNorm } } : undefined;
+        const [ffnNorm, act, nextNorm] = [modeOf(w.gateUp), downMode(w), next && modeOf(next.qkv)];
+        const ffn: FfnChainLayer | undefined =
+          next && L.quantizedO && L.quantizedDown && L.quantized?.gateUp && w.gateUp.length === 1 && [w.o, w.gateUp[0], w.down].every(whole) && ffnNorm && act && nextNorm
+            ? { o: w.o, gateUp: w.gateUp[0], down: w.down, ffnNorm: w.ffnNorm, nextNorm: next.attnNorm, modes: { ffnNorm, act, nextNorm } }
+            : undefined;
+        const qkv: QkvChainLayer | undefined = L.quantizedO && L.quantized?.qkv && ropeTail(w, l) && cache.format === 'f16' && whole(w.qkv[0]) ? { qkv: w.qkv[0], kCache: cache.k[l], vCache: cache.v[l] } : undefined;
+        return { ffn, qkv };
       });
-      if (chainLayers.some((c) => c !== undefined)) {
-        const buffers = { attnQ8, x: ws.x, counters: counter, xNormQ8, gateUp: ws.gateUp, actQ8 };
-        this.chains = FfnChains.tryBuild(ctx, cfg, chainLayers, buffers, chainWorkers, CPU_MATVEC_UP_TO, limits.chainSpinBudget);
+      if (chainLayers.some((c) => c.ffn || c.qkv)) {
+        const buffers = { attnQ8, x: ws.x, counters: counter, xNormQ8, gateUp: ws.gateUp, actQ8, qkv: ws.qkv, positions: ws.positions, tokenSeq: ws.slots, pageTable: cache.pageTable, factors: ropeFactors, split: this.serialSplit };
+        this.chains = LayerChains.tryBuild(ctx, cfg, { rope, qkvStride: S, maxPositions: cache.maxPagesPerSeq * cache.pageSize }, chainLayers, buffers, chainWorkers, CPU_MATVEC_UP_TO, limits.chainSpinBudget);
       }
     }
     const headNormQ8 = headMode && new RmsNormKernel(ctx, 'serial', 'gather-q8', headMode);
@@ -774,51 +779,62 @@ export class Transformer implements StepRunner {
     const tiled = this.tiledAttention && T >= TILED_ATTENTION_MIN_TOKENS && T >= TILED_ATTENTION_RUN * runs && tiledWorkgroups(T, cfg.headDim, cfg.nHeads, cfg.nKvHeads) >= this.tiledMinWorkgroups;
     const splitsPruned = prune ? splitsOf(R) : 1;
     const paired = T >= PAIRED_ATTENTION_RUN * runs;
+    const attentionParams = (n: number, splits: number, output: 'q8_0' | 'f32', kvSource: 'pages' | 'mirror', rotating: boolean, pruned: boolean) => ({
+      tokens: n,
+      heads: cfg.nHeads,
+      kvHeads: cfg.nKvHeads,
+      headDim: hd,
+      pageSize: cache.pageSize,
+      maxPages: cache.maxPagesPerSeq,
+      scale: 1 / Math.sqrt(hd),
+      qStride: S,
+      output,
+      kvSource,
+      rope: rotating ? this.rope : undefined,
+      splits,
+      tiled: tiled && !pruned,
+      tokenPairs: paired && !pruned,
+    });
     this.layers.forEach((L, l) => {
-      const adaptedQkv = lora?.adapts(l, 'qkv') ?? false;
-      const roped = this.encodeNormed(pass, T, L, 'qkv', fusable, adaptedQkv, qkvNormed, !adaptedQkv);
-      lora?.encode(pass, a, l, 'qkv', T);
-      // Q heads then K heads of each token, normed where they lie: one dispatch, two weight vectors.
-      if (L.qkNorm) k.qkNorm!.encode(pass, a, L.qkNorm, { rows: T * (cfg.nHeads + cfg.nKvHeads), dim: hd, eps: cfg.rmsEps, group: cfg.nHeads + cfg.nKvHeads, xStride: S, wSplit: cfg.nHeads });
       const quantizedO = !(lora?.adapts(l, 'o') ?? false) ? L.quantizedO : undefined;
       const pruned = prune && l === last;
-      // Rotating attention stores K and V itself, for the tokens it runs on: not when it runs on fewer.
-      const rotating = !roped && !pruned && !this.sharedSlot && !mirror && !quantizedO && L.attentionRope !== undefined;
-      if (!roped && !rotating) k.ropeStore.encode(pass, a, L.ropeStore, { ...this.rope, tokens: T, tokenStride: S });
-      // From here on the layer's rows: all T tokens, or the R sampled ones moved to rows 0..R-1. A pruned
-      // layer reads the paged cache, not the mirror (R rows read too little to be worth one).
+      // From here on the layer's rows: all T tokens, or the R sampled ones moved to rows 0..R-1.
       const n = pruned ? R : T;
       const fusableN = n <= this.fuseNormUpTo;
-      const mirrored = mirror && !pruned ? mirror : undefined;
-      if (pruned) k.keepRows.encode(pass, a, this.keepRowsGroup, { rows: R, qDim: cfg.nHeads * hd, qkvStride: S, dim: cfg.dim });
-      if (mirrored) this.kvMirror!.encodeLayer(pass, a, l, mirrored);
-      const serialSplit = L.serialSplit && !mirrored && (!quantizedO || L.serialSplit.quantized) ? L.serialSplit : undefined;
-      const splits = (L.split && !quantizedO) || serialSplit ? (mirrored ? 1 : pruned ? splitsPruned : splitsAll) : 1;
-      const split = splits > 1 ? L.split : undefined;
-      const serialGroup = splits > 1 && serialSplit ? (quantizedO ? serialSplit.quantized : serialSplit.attention) : undefined;
-      const attention = mirrored ? this.kvMirror!.attentionGroup(quantizedO?.out ?? this.ws.attn) : rotating ? (split?.attentionRope ?? L.attentionRope!) : (serialGroup ?? split?.attention ?? quantizedO?.attention ?? L.attention);
-      k.attention.encode(pass, a, attention, {
-        tokens: n,
-        heads: cfg.nHeads,
-        kvHeads: cfg.nKvHeads,
-        headDim: hd,
-        pageSize: cache.pageSize,
-        maxPages: cache.maxPagesPerSeq,
-        scale: 1 / Math.sqrt(hd),
-        qStride: S,
-        output: quantizedO ? 'q8_0' : 'f32',
-        kvSource: mirrored ? 'mirror' : 'pages',
-        rope: rotating ? this.rope : undefined,
-        splits,
-        tiled: tiled && !pruned,
-        tokenPairs: paired && !pruned,
-      }, this.attnSplit?.combine);
+      // The Q|K|V product (its RoPE tail storing K and V) and attention in one dispatch (layer-chains.ts)
+      // where both would run their decode forms: no adapter, quantized attention output over the paged
+      // cache, rows of x the tails take; the norm before it is its own pass where no tail wrote it.
+      const chainSplits = L.serialSplit?.quantized ? splitsAll : 1;
+      const quantizedQkv = L.quantized?.qkv;
+      if (!lora && quantizedO && quantizedQkv && !fusable && !pruned && !mirror && this.chains?.takesQkv(l, T, chainSplits)) {
+        if (!qkvNormed) quantizedQkv.kernel.encode(pass, a, quantizedQkv.norm, { rows: T, dim: cfg.dim, eps: cfg.rmsEps });
+        this.chains.encodeQkv(pass, a, l, T, attentionParams(T, chainSplits, 'q8_0', 'pages', false, false));
+      } else {
+        const adaptedQkv = lora?.adapts(l, 'qkv') ?? false;
+        const roped = this.encodeNormed(pass, T, L, 'qkv', fusable, adaptedQkv, qkvNormed, !adaptedQkv);
+        lora?.encode(pass, a, l, 'qkv', T);
+        // Q heads then K heads of each token, normed where they lie: one dispatch, two weight vectors.
+        if (L.qkNorm) k.qkNorm!.encode(pass, a, L.qkNorm, { rows: T * (cfg.nHeads + cfg.nKvHeads), dim: hd, eps: cfg.rmsEps, group: cfg.nHeads + cfg.nKvHeads, xStride: S, wSplit: cfg.nHeads });
+        // Rotating attention stores K and V itself, for the tokens it runs on: not when it runs on fewer.
+        const rotating = !roped && !pruned && !this.sharedSlot && !mirror && !quantizedO && L.attentionRope !== undefined;
+        if (!roped && !rotating) k.ropeStore.encode(pass, a, L.ropeStore, { ...this.rope, tokens: T, tokenStride: S });
+        // A pruned layer reads the paged cache, not the mirror (R rows read too little to be worth one).
+        const mirrored = mirror && !pruned ? mirror : undefined;
+        if (pruned) k.keepRows.encode(pass, a, this.keepRowsGroup, { rows: R, qDim: cfg.nHeads * hd, qkvStride: S, dim: cfg.dim });
+        if (mirrored) this.kvMirror!.encodeLayer(pass, a, l, mirrored);
+        const serialSplit = L.serialSplit && !mirrored && (!quantizedO || L.serialSplit.quantized) ? L.serialSplit : undefined;
+        const splits = (L.split && !quantizedO) || serialSplit ? (mirrored ? 1 : pruned ? splitsPruned : splitsAll) : 1;
+        const split = splits > 1 ? L.split : undefined;
+        const serialGroup = splits > 1 && serialSplit ? (quantizedO ? serialSplit.quantized : serialSplit.attention) : undefined;
+        const attention = mirrored ? this.kvMirror!.attentionGroup(quantizedO?.out ?? this.ws.attn) : rotating ? (split?.attentionRope ?? L.attentionRope!) : (serialGroup ?? split?.attention ?? quantizedO?.attention ?? L.attention);
+        k.attention.encode(pass, a, attention, attentionParams(n, splits, quantizedO ? 'q8_0' : 'f32', mirrored ? 'mirror' : 'pages', rotating, pruned), this.attnSplit?.combine);
+      }
       // A tail runs only where its pass would come next: no adapter's product between, and the
       // consumer on the quantized path (encodeNormed's).
-      // The FFN in one dispatch (ffn-chains.ts) where its products would run with their tails: no adapter
+      // The FFN in one dispatch (layer-chains.ts) where its products would run with their tails: no adapter
       // in the step, quantized attention's output, rows of x the tails take; its down product's tail
       // writes the next layer's normed rows.
-      if (!lora && quantizedO && !fusableN && !pruned && this.chains?.encode(pass, a, l, n)) {
+      if (!lora && quantizedO && !fusableN && !pruned && this.chains?.encodeFfn(pass, a, l, n)) {
         qkvNormed = true;
         if (afterLayer && ++done % perSegment === 0 && done < this.layers.length) pass = afterLayer();
         return;

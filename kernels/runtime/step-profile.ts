@@ -150,7 +150,7 @@ async function stamped(ctx: KernelContext, arena: ParamArena, records: readonly 
 /**
  * Time `records` (one step's dispatches, the arena's params still theirs), per kernel label. `prepare`
  * runs before each submit of a replay: what the step's own upload resets (the FFN chains' barrier counts,
- * engine/model/ffn-chains.ts). Copies of a step submitted together share one reset.
+ * engine/model/layer-chains.ts). Copies of a step submitted together share one reset.
  */
 export async function profileStep(ctx: KernelContext, arena: ParamArena, records: readonly DispatchRecord[], prepare?: () => void): Promise<StepProfile> {
   if (records.length === 0) throw new Error('profile: no dispatches were recorded');
