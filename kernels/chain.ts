@@ -21,6 +21,11 @@ export const MIN_SPIN_PASSES = 4096;
 /** The value of a chain's `two` param: the trip count of chain-grid.wgsl's budget_check. */
 export const CHAIN_CHECK_PASSES = 2;
 
+/** Bytes of a grid buffer for `slots` chain dispatches a step: an unused word, the failures, a word each (chain-grid.wgsl). */
+export function chainGridBytes(slots: number): number {
+  return 4 * (2 + slots);
+}
+
 /** chain-grid.wgsl with the grid's words at `binding`. */
 export function gridWgsl(binding: number): string {
   return gridCode.replace('CHAIN_GRID', String(binding));

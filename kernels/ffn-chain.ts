@@ -149,10 +149,10 @@ export class FfnChainKernel {
     return this.kernel.bind([b.o, b.gateUp, b.down, b.attnQ8, b.x, b.counters, b.ffnNorm, b.xNormQ8, b.gateUpOut, b.actQ8, b.nextNorm, b.phases, b.grid]);
   }
 
-  /** One dispatch; `gridBase`: the step's grid arrivals before it (CHAIN_BARRIERS × workgroups a chain before it). */
-  encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, gridBase: number): void {
+  /** One dispatch; `gridSlot`: its arrival word's place among the step's chains (chainGridBytes). */
+  encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, gridSlot: number): void {
     const s = arena.slot();
-    arena.u32[s] = gridBase;
+    arena.u32[s] = gridSlot;
     arena.u32[s + 1] = 3 * (this.t - 1);
     arena.u32[s + 2] = CHAIN_CHECK_PASSES;
     arena.dispatch(pass, this.kernel, group, s, this.workgroups, 1);

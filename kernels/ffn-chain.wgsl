@@ -10,8 +10,8 @@
 // ROWS_O, ROWS_GU and ROWS_DN (rows an invocation of each product computes) come from ffn-chain.ts.
 
 struct ChainParams {
-  // grid[0]'s count before this dispatch's first barrier (the step's earlier chains' arrivals).
-  grid_base: u32,
+  // The dispatch's arrival word in the grid (chain-grid.wgsl): its place among the step's chains.
+  grid_slot: u32,
   // This step's three products' params in `phases` (one triple per rows-of-x count).
   phase0: u32,
   // 2: the trip count of the loop that checks, at the end, that llvmpipe's loop budget was not spent.
@@ -29,10 +29,10 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
   params_dn = phases[chain.phase0 + 2u];
   var groups = (params_o.n + WG * ROWS_O - 1u) / (WG * ROWS_O);
   for (var v = wg.x; v < groups; v += WORKGROUPS) { product_body_o(vec3u(v, 0u, 0u), lid, vec3u(groups, 1u, 1u)); }
-  arrive(chain.grid_base + WORKGROUPS, lid);
+  arrive(chain.grid_slot, WORKGROUPS, lid);
   groups = (params_gu.n + WG * ROWS_GU - 1u) / (WG * ROWS_GU);
   for (var v = wg.x; v < groups; v += WORKGROUPS) { product_body_gu(vec3u(v, 0u, 0u), lid, vec3u(groups, 1u, 1u)); }
-  arrive(chain.grid_base + 2u * WORKGROUPS, lid);
+  arrive(chain.grid_slot, 2u * WORKGROUPS, lid);
   groups = (params_dn.n + WG * ROWS_DN - 1u) / (WG * ROWS_DN);
   for (var v = wg.x; v < groups; v += WORKGROUPS) { product_body_dn(vec3u(v, 0u, 0u), lid, vec3u(groups, 1u, 1u)); }
   budget_check(chain.two, lid);

@@ -144,11 +144,11 @@ export class QkvChainKernel {
     return this.kernel.bind(this.split ? [...own, b.partials, b.splitCounters] : own);
   }
 
-  /** One dispatch: the step's grid arrivals before it, and its attention's params (the engine's, for this step). */
-  encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, gridBase: number, attention: AttentionParams): void {
+  /** One dispatch: its arrival word's place among the step's chains (chainGridBytes), and its attention's params (the engine's, for this step). */
+  encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, gridSlot: number, attention: AttentionParams): void {
     const s = arena.slot();
     const u = arena.u32;
-    u[s] = gridBase;
+    u[s] = gridSlot;
     u[s + 1] = this.t - 1;
     u[s + 2] = CHAIN_CHECK_PASSES;
     const splits = attention.splits ?? 1;

@@ -6,8 +6,8 @@
 // ffn-chain.wgsl's (grid_wait, arrive, spins_left), joined in by qkv-chain.ts.
 
 struct QkvChainParams {
-  // grid[0]'s count before this dispatch's barrier (the step's earlier chains' arrivals).
-  grid_base: u32,
+  // The dispatch's arrival word in the grid (chain-grid.wgsl): its place among the step's chains.
+  grid_slot: u32,
   // The product's params in `phases`: one per rows-of-x count.
   phase0: u32,
   // 2: the trip count of the end-of-dispatch check (ffn-chain.wgsl).
@@ -27,7 +27,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lid: 
   params_att = chain.att;
   var groups = (params_qkv.n + WG * ROWS_QKV - 1u) / (WG * ROWS_QKV);
   for (var v = wg.x; v < groups; v += WORKGROUPS) { product_body_qkv(vec3u(v, 0u, 0u), lid, vec3u(groups, 1u, 1u)); }
-  arrive(chain.grid_base + WORKGROUPS, lid);
+  arrive(chain.grid_slot, WORKGROUPS, lid);
   groups = (chain.att_items + WG - 1u) / WG;
   for (var v = wg.x; v < groups; v += WORKGROUPS) { attention_body_att(vec3u(v * WG + lid, 0u, 0u), vec3u(groups, 1u, 1u)); }
   budget_check(chain.two, lid);

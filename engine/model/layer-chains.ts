@@ -15,8 +15,8 @@
  */
 import type { ModelConfig } from '../arch/types.ts';
 import type { AttentionParams } from '../../kernels/attention.ts';
-import { MIN_SPIN_PASSES, spinPassesLeft } from '../../kernels/chain.ts';
-import { chainPhaseWords, chainSpinPasses, CHAIN_BARRIERS, FfnChainKernel, type FfnChainShape } from '../../kernels/ffn-chain.ts';
+import { chainGridBytes, MIN_SPIN_PASSES, spinPassesLeft } from '../../kernels/chain.ts';
+import { chainPhaseWords, chainSpinPasses, FfnChainKernel, type FfnChainShape } from '../../kernels/ffn-chain.ts';
 import type { RopeTail } from '../../kernels/matvec-tail.ts';
 import { qkvChainLoopPasses, qkvChainPhaseWords, QkvChainKernel, type QkvChainShape } from '../../kernels/qkv-chain.ts';
 import type { XqMode } from '../../kernels/quantize-x.ts';
@@ -84,9 +84,9 @@ export class LayerChains {
   private readonly phases: GPUBuffer;
   private readonly qkvPhases: GPUBuffer;
   private readonly reads: [GPUBuffer, GPUBuffer];
-  private readonly zero = new Uint32Array(4);
-  /** Grid arrivals the step's chains so far expect (CHAIN_BARRIERS, or 1, a chain, times the workers). */
-  private arrivals = 0;
+  private readonly zero: Uint32Array;
+  /** The step's chains so far: the next one's arrival word (chain-grid.wgsl). */
+  private slots = 0;
   private used = 0;
   private allowed = true;
   private backoff = 0;
@@ -123,7 +123,9 @@ export class LayerChains {
     const qkvRows = (r.heads + 2 * r.kvHeads) * r.headDim;
     const qkvWords = qkvChainPhaseWords(ctx, (t) => ({ t, n: qkvRows, k: cfg.dim, xStride: q8RowVec4s(cfg.dim), yStride: model.qkvStride, tail: { n: qkvRows, inOffset: 0, inStride: model.qkvStride, rope: r } }), upTo);
     this.qkvPhases = ctx.storage('chain.qkv-phases', qkvWords.byteLength, qkvWords);
-    this.grid = ctx.storage('chain.grid', 16);
+    // Two chains a layer at most.
+    this.grid = ctx.storage('chain.grid', chainGridBytes(2 * layers.length));
+    this.zero = new Uint32Array(this.grid.size / 4);
     const read = (label: string) => ctx.device.createBuffer({ label, size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
     this.reads = [read('read.chain.0'), read('read.chain.1')];
     const built = new Map<string, FfnChainKernel[] | undefined>();
@@ -186,7 +188,7 @@ export class LayerChains {
   /** A step begins encoding; `allowed`: it may take chains (no step before it waits to be read, none retried). */
   beginStep(allowed: boolean): void {
     this.used = 0;
-    this.arrivals = 0;
+    this.slots = 0;
     if (this.backoff > 0) this.backoff--;
     this.allowed = allowed && this.backoff === 0;
   }
@@ -195,8 +197,7 @@ export class LayerChains {
   encodeFfn(pass: GPUComputePassEncoder, arena: ParamArena, l: number, t: number): boolean {
     const plan = this.ffnPlans[l];
     if (!plan || !this.allowed || t > this.upTo) return false;
-    plan.kernels[t - 1].encode(pass, arena, plan.group, this.arrivals);
-    this.arrivals += CHAIN_BARRIERS * this.workers;
+    plan.kernels[t - 1].encode(pass, arena, plan.group, this.slots++);
     this.used++;
     return true;
   }
@@ -218,8 +219,7 @@ export class LayerChains {
   encodeQkv(pass: GPUComputePassEncoder, arena: ParamArena, l: number, t: number, attention: AttentionParams): boolean {
     const variant = this.qkvVariant(l, t, attention.splits ?? 1);
     if (!variant) return false;
-    variant.kernels[t - 1].encode(pass, arena, variant.group, this.arrivals, attention);
-    this.arrivals += this.workers;
+    variant.kernels[t - 1].encode(pass, arena, variant.group, this.slots++, attention);
     this.used++;
     return true;
   }

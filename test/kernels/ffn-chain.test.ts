@@ -8,6 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { GgmlType, typeName } from '../../ggml/types.ts';
 import { chainPhaseWords, CHAIN_BARRIERS, FfnChainKernel, type FfnChainShape } from '../../kernels/ffn-chain.ts';
+import { chainGridBytes } from '../../kernels/chain.ts';
 import { matvecUpTo } from '../../kernels/matmul-select.ts';
 import { MatVecKernel } from '../../kernels/matvec.ts';
 import { tailCounterWords } from '../../kernels/matvec-tail.ts';
@@ -42,7 +43,7 @@ function setup(shape: FfnChainShape, t: number, layers: number) {
     gateUpOut: ctx.storage('gate-up', t * 2 * F * 4),
     actQ8: ctx.storage('act.q8', t * q8RowVec4s(F) * 16),
     phases: ctx.storage('phases', words.byteLength, words),
-    grid: ctx.storage('grid', 16),
+    grid: ctx.storage('grid', chainGridBytes(layers)),
   });
   const quantize = new QuantizeXKernel(ctx);
   const attnIn = (pass: GPUComputePassEncoder, arena: Parameters<Parameters<typeof runPass>[1]>[1], attnQ8: GPUBuffer) => quantize.encode(pass, arena, quantize.bind(attnF32, attnQ8), { tokens: t, k: shape.qDim });
@@ -87,7 +88,7 @@ describe.skipIf(!applies)('the FFN chain: O, gate|up and down with their tails i
       const b = fresh();
       await runPass(ctx, (pass, arena) => {
         attnIn(pass, arena, b.attnQ8);
-        L.forEach((l, i) => chain.encode(pass, arena, chain.bind({ ...b, o: l.o, gateUp: l.gateUp, down: l.down, ffnNorm: l.ffnNorm, nextNorm: l.nextNorm }), i * CHAIN_BARRIERS * workers));
+        L.forEach((l, i) => chain.encode(pass, arena, chain.bind({ ...b, o: l.o, gateUp: l.gateUp, down: l.down, ffnNorm: l.ffnNorm, nextNorm: l.nextNorm }), i));
       });
       const got = await outputs(b, shape, t);
       expect(want.x.some((v) => v !== 0) && want.xNormQ8.some((v) => v !== 0)).toBe(true);
@@ -96,7 +97,7 @@ describe.skipIf(!applies)('the FFN chain: O, gate|up and down with their tails i
       expect(got.actQ8).toEqual(want.actQ8);
       expect(got.gateUp).toEqual(want.gateUp);
       // Every workgroup passed every barrier, none gave up; the tails' counters are back at zero.
-      expect(Array.from(await readU32(ctx, b.grid, 2))).toEqual([L.length * CHAIN_BARRIERS * workers, 0]);
+      expect(Array.from(await readU32(ctx, b.grid, 2 + L.length))).toEqual([0, 0, ...L.map(() => CHAIN_BARRIERS * workers)]);
       expect((await readU32(ctx, b.counters, b.counters.size / 4)).every((v) => v === 0)).toBe(true);
     }
   });
