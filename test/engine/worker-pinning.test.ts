@@ -123,14 +123,22 @@ describe('worker pinning on llvmpipe', () => {
       const off = await pinComputeWorkers(sel.device, sel.caps, { SVC_PIN_WORKERS: 'off' });
       expect(off).toEqual({ pinned: [], reason: 'SVC_PIN_WORKERS=off' });
       if (typeof planPinning(await findComputeWorkers(sel.device, sel.caps), allowedCpus(), llvmpipePoolSize()) === 'string') return;
-      const failed = await pinComputeWorkers(sel.device, sel.caps, {}, () => {
-        throw new Error('spawnSync taskset ENOENT');
-      });
+      // Each call detects the workers afresh, and under the suite's load a detection can miss one (then
+      // nothing is pinned and the reason says what was found): a few tries see the whole pool.
+      let failed = { pinned: [] as unknown[], reason: '' };
+      for (let tries = 0; tries < 4 && !failed.reason.startsWith('not pinned'); tries++) {
+        failed = await pinComputeWorkers(sel.device, sel.caps, {}, () => {
+          throw new Error('spawnSync taskset ENOENT');
+        });
+      }
       expect(failed).toEqual({ pinned: [], reason: 'not pinned: spawnSync taskset ENOENT' });
-      let calls = 0;
-      const partway = await pinComputeWorkers(sel.device, sel.caps, {}, () => {
-        if (calls++ > 0) throw new Error('taskset: failed to set pid 1234\'s affinity');
-      });
+      let partway = { pinned: [] as unknown[], reason: '' };
+      for (let tries = 0; tries < 4 && !partway.reason.startsWith('pinned'); tries++) {
+        let calls = 0;
+        partway = await pinComputeWorkers(sel.device, sel.caps, {}, () => {
+          if (calls++ > 0) throw new Error('taskset: failed to set pid 1234\'s affinity');
+        });
+      }
       expect(partway.pinned).toHaveLength(1);
       expect(partway.reason).toBe("pinned 1 worker(s), then stopped: taskset: failed to set pid 1234's affinity");
     } finally {
