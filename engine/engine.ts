@@ -481,8 +481,8 @@ export class WebGpuEngine implements TextEngine {
    * of both before the first request: browsers, Dawn and llvmpipe compile a pipeline on its first use,
    * which otherwise lands on the first caller's time to first token (seconds for the CPU rasterisers'
    * tiled products). The prefills have more tokens than any matrix-vector kernel takes, so they run the
-   * tiled products: in their short-step form, and in the wider one SwiftShader uses for long steps
-   * (llvmpipe's texture-x products keep the short form, kernels/matmul.ts XQ8_WIDE_TOKENS).
+   * tiled products: in their short-step form, and in the wider one SwiftShader uses for long steps and
+   * llvmpipe's texture-x products use where their grid stays wide (kernels/matmul.ts XQ8_WIDE_TOKENS).
    */
   async warmUp(): Promise<void> {
     const encoded = this.tokenizer.encode('Once upon a time');

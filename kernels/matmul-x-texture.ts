@@ -53,14 +53,14 @@ export class XTextures {
   constructor(
     private readonly ctx: KernelContext,
     /** The texture kernel storing four rows of y at once (y4) or one. */
-    private readonly kernels: (y4: boolean) => CompiledKernel,
+    private readonly kernels: (y4: boolean, wide: boolean) => CompiledKernel,
   ) {}
 
   attach(group: GPUBindGroup, buffers: readonly BindingResource[]): void {
     this.attached.set(group, { buffers });
   }
 
-  prepare(arena: ParamArena, group: GPUBindGroup, y4: boolean, t: number, xOffset: number, xStride: number): { kernel: CompiledKernel; group: GPUBindGroup } | undefined {
+  prepare(arena: ParamArena, group: GPUBindGroup, y4: boolean, t: number, xOffset: number, xStride: number, wide = false): { kernel: CompiledKernel; group: GPUBindGroup } | undefined {
     const a = this.attached.get(group);
     const x = a?.buffers[1];
     if (!a || !arena.copiesBetween || xOffset !== 0 || x === undefined || 'buffer' in x || isTexture(x)) return undefined;
@@ -68,7 +68,7 @@ export class XTextures {
     if (texels * 16 > x.size) throw new Error(`matmul-x-texture: ${t} rows of ${xStride} vec4s are past the end of ${x.label} (${x.size} bytes)`);
     const texture = textureFor(this.ctx.device, x);
     arena.copyBetween((encoder) => copyTexels(encoder, x, texture, texels));
-    const kernel = this.kernels(y4);
+    const kernel = this.kernels(y4, wide);
     a.bound ??= kernel.bind(
       a.buffers.map((b, i) => (i === 1 ? texture : b)),
       `${kernel.label} x texture`,

@@ -99,7 +99,20 @@ export function tiledRowsFor(caps: GpuCaps, widths: readonly number[]): number {
 // threads of narrow products: replayed step products at 16 / 64 / 256 tokens, 8 against 16 tokens an
 // invocation, 0.82-0.85 / 0.93-1.00 / 0.95x for Q8_0 and 0.82 / 0.81 for the 1B's Q4_K_M (session 22).
 // Shorter steps (batched decode of 4 to 15 rows) keep 8 everywhere; the wide pipeline is built on its first use.
+// Since session 26 a texture step's product whose 16-token grid still fills llvmpipe's threads takes 16
+// tokens too (WIDE_TEXTURE_MIN_WORKGROUPS): the comparison above was of whole steps, narrow products included.
 export const XQ8_WIDE_TOKENS = 16;
+/**
+ * Through a texture, a product of 16 tokens or more takes the 16-token kernel where its grid still has this
+ * many workgroups (the 8-token grid's half), so both of llvmpipe's threads stay busy; narrower products
+ * keep 8 tokens (session 22, above). Each weight block is then decoded once for 16 tokens instead of
+ * twice. Live A/B in one process, alternating, 2-core Xeon (session 26): SmolLM2-135M Q8_0, a 16-sequence
+ * decode step's replay 0.95x the time (4 of 5 rounds; gate|up 31.0 -> 28.2 ms, the head 15.7 -> 13.8) and a
+ * 64-token prefill step's 0.97x (5 of 5; with the QKV, O and down products wide there too, 4 of 4 better
+ * again than gate|up alone); Llama-3.2-1B Q4_K_M shapes, a 32-token prompt's TTFT 0.89x and a 16-sequence
+ * decode step 0.91x (2 of 2).
+ */
+export const WIDE_TEXTURE_MIN_WORKGROUPS = 8;
 
 /**
  * y[t, n] (+)= sum_k x[t, k] W[n, k] for any number of rows of x (prefill), W packed as `type`.
@@ -208,11 +221,11 @@ export class MatMulKernel {
         };
         if (window > 0) this.xWindows = new XWindows(ctx, windowed);
         // On llvmpipe the 8-token kernel reads x through a texture where the step can copy it into one (matmul-x-texture.ts).
-        const textured = (y4: boolean) => {
+        const textured = (y4: boolean, wide: boolean) => {
           const f = forY(y4);
-          const name = `${label}${f.suffix}-xtex`;
+          const name = `${wide ? wideLabel : label}${f.suffix}-xtex`;
           const textureBindings = bindings.map((b, i) => (i === 1 ? ('texture' as const) : b));
-          return once(name, () => ({ label: name, code: wgsl(source(tokens, y4, true), withTextureX(f.common), f.decode), bindings: textureBindings, constants }));
+          return once(name, () => ({ label: name, code: wgsl(source(wide ? XQ8_WIDE_TOKENS : tokens, y4, true), withTextureX(f.common), f.decode), bindings: textureBindings, constants }));
         };
         if (ctx.caps.weightTextures) this.xTextures = new XTextures(ctx, textured);
       }
@@ -243,11 +256,12 @@ export class MatMulKernel {
 
   encode(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: MatmulParams): void {
     const xStride = p.xStride ?? q8RowVec4s(p.k);
-    // x copied into a texture (llvmpipe, in a step that allows copies): the whole step in one dispatch
-    // of the 8-token kernel (XQ8_WIDE_TOKENS).
-    const viaTexture = this.xTextures?.prepare(arena, group, yVec4(p), p.t, p.xOffset ?? 0, xStride);
+    // x copied into a texture (llvmpipe, in a step that allows copies): the whole step in one dispatch,
+    // of the 16-token kernel where its grid is wide enough (WIDE_TEXTURE_MIN_WORKGROUPS), else the 8-token one.
+    const wideTexture = p.t >= XQ8_WIDE_TOKENS && Math.ceil(p.n / this.tileN) * Math.ceil(p.t / XQ8_WIDE_TOKENS) >= WIDE_TEXTURE_MIN_WORKGROUPS;
+    const viaTexture = this.xTextures?.prepare(arena, group, yVec4(p), p.t, p.xOffset ?? 0, xStride, wideTexture);
     if (viaTexture) {
-      this.encodeRows(pass, arena, group, { ...p, xStride }, 0, viaTexture);
+      this.encodeRows(pass, arena, group, { ...p, xStride }, 0, { ...viaTexture, tileT: REGS.WG_T * (wideTexture ? XQ8_WIDE_TOKENS : REGS.tokens) });
       return;
     }
     // A step whose x does not fit one window runs one dispatch per window-full of whole 16-token tiles,
@@ -264,10 +278,10 @@ export class MatMulKernel {
   }
 
   /** One dispatch over `p`'s rows: through `via` (an x texture's kernel and group), x's window at `windowStart`, or the bound x. */
-  private encodeRows(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: MatmulParams, windowStart: number, via?: { kernel: CompiledKernel; group: GPUBindGroup }): void {
+  private encodeRows(pass: GPUComputePassEncoder, arena: ParamArena, group: GPUBindGroup, p: MatmulParams, windowStart: number, via?: { kernel: CompiledKernel; group: GPUBindGroup; tileT: number }): void {
     const s = writeMatmulParams(arena, p);
     const wide = via === undefined && this.wide !== undefined && p.t >= XQ8_WIDE_TOKENS;
-    const tileT = wide ? REGS.WG_T * XQ8_WIDE_TOKENS : this.tileT;
+    const tileT = via?.tileT ?? (wide ? REGS.WG_T * XQ8_WIDE_TOKENS : this.tileT);
     const y4 = this.variant === 'regs' && yVec4(p);
     const bound = via ?? this.xWindows?.window(group, wide ? 'wide' : 'narrow', y4, p.t, p.xOffset ?? 0, p.xStride ?? q8RowVec4s(p.k), windowStart);
     // A small grid of vec4 tiles runs the scalar tile instead, with twice the workgroups (same bindings).
