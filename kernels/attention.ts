@@ -218,10 +218,6 @@ export interface AttentionParams {
 }
 
 /**
- * Paged causal GQA attention. Bindings: q, kCache, vCache, pageTable, positions, tokenSeq (read); out (write).
- * Each token attends to its own sequence's positions 0..pos (tokenSeq picks the page-table row).
- */
-/**
  * The WGSL of a serial vec4 kernel (AttentionKernel's, for CPU rasterisers) computing `group` query heads
  * an invocation (1: one head) writing `output`, reading K and V in format `kv` from the paged cache or from
  * a long step's mirror; with `split`, each pair's positions split over invocations
@@ -230,8 +226,8 @@ export interface AttentionParams {
  * chain's (kernels/qkv-chain.ts), which runs the kernel's work as a phase of one dispatch.
  */
 export function serialVec4Spec(kvFormat: KvFormat, headDim: number, output: 'f32' | 'q8_0', group = 1, kvSource: 'pages' | 'mirror' = 'pages', split = false, tokens: 1 | 2 = 1): KernelSpec & { constants: Record<string, number> } {
-  const constants = { HV: headDim / 4, ...(output === 'q8_0' ? { XQ_GROUP: 32 } : {}) };
   const hv = headDim / 4;
+  const constants = { HV: hv, ...(output === 'q8_0' ? { XQ_GROUP: 32 } : {}) };
   // A head's pairs written out, not looped: llvmpipe left a loop over the f16 cache's pairs rolled (its
   // body grew with the unpacking), and a rolled loop keeps the head's arrays in memory, 3x slower.
   // Pairs first, then query heads, so each pair's load is followed by every head's use of it.
@@ -250,7 +246,6 @@ export function serialVec4Spec(kvFormat: KvFormat, headDim: number, output: 'f32
   const bindings = mirror ? MIRROR_BINDINGS : split ? SERIAL_SPLIT_BINDINGS : BINDINGS;
   return { label, code: wgsl(io, ioVec4, kv, out, body), bindings, constants };
 }
-
 
 /** The Params struct of `p` at word `s` of `u` (and its f32 view `f`). */
 export function writeAttentionParams(u: Uint32Array, f: Float32Array, s: number, p: AttentionParams): void {
@@ -271,6 +266,10 @@ export function writeAttentionParams(u: Uint32Array, f: Float32Array, s: number,
   u[s + 18] = p.splits ?? 1;
 }
 
+/**
+ * Paged causal GQA attention. Bindings: q, kCache, vCache, pageTable, positions, tokenSeq (read); out (write).
+ * Each token attends to its own sequence's positions 0..pos (tokenSeq picks the page-table row).
+ */
 export class AttentionKernel {
   readonly kernel: CompiledKernel;
   /**

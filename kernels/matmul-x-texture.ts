@@ -44,7 +44,8 @@ function textureFor(device: GPUDevice, x: GPUBuffer): GPUTexture {
 /**
  * The x textures of a product's bound buffers. `attach` records the buffers behind a bind group of the
  * buffer-x kernels; `prepare` then copies a step's x into the texture of its buffer and gives the texture
- * kernel and the bind group that binds the texture (made once and kept), or undefined where
+ * kernel of the asked width and the bind group that binds the texture (made once and kept: both widths'
+ * kernels share its layout), or undefined where
  * x cannot go through one: no open step to copy in, x bound as a range, or at an offset.
  */
 export class XTextures {
