@@ -77,6 +77,16 @@ const REGS = { WG_N: 8, WG_T: 1, rows: 16, tokens: 8 };
 export const TILED_ROWS = [16, 12] as const;
 
 /**
+ * Below this many lanes (llvmpipe at 256 bits: AVX2, whose 16 vector registers are half of AVX-512's 32)
+ * the tiled kernel takes 12 weight rows whatever the widths: a 16-row block's 256 accumulators of a
+ * 16-token invocation spill more than 12 rows' 192, which costs more there than the padding 12 rows may
+ * add. 2-core AMD EPYC (Zen 3, llvmpipe 256 bits), live TTFT in one process, two engines alternating:
+ * SmolLM2-135M Q8_0 64-token prompt 0.93x (6 of 6 rounds), Llama-3.2-1B Q4_K_M shapes 32-token prompt
+ * 0.97x (4 of 4; 2048-wide products padded to 2112), the same tokens; 16-sequence decode unchanged.
+ */
+const NARROW_SIMD_BELOW_LANES = 16;
+
+/**
  * The register block (weight rows per invocation) for a model whose products have these output widths.
  * A workgroup covers lanes x rows weight rows, and the last one of a product computes its padding in
  * full (a CPU rasteriser runs masked lanes anyway): SmolLM2-135M's 576-wide O and down products pad to
@@ -87,6 +97,7 @@ export const TILED_ROWS = [16, 12] as const;
  * (medians of 10 interleaved rounds in one process, 9 of them faster).
  */
 export function tiledRowsFor(caps: GpuCaps, widths: readonly number[]): number {
+  if (caps.cpuLanes > 0 && caps.cpuLanes < NARROW_SIMD_BELOW_LANES) return 12;
   const lanes = Math.max(REGS.WG_N, caps.cpuLanes);
   const cost = (rows: number) => widths.reduce((sum, n) => sum + Math.ceil(n / (lanes * rows)) * lanes * rows * (18 + 48 / rows), 0);
   return TILED_ROWS.reduce((best, rows) => (cost(rows) < cost(best) ? rows : best));

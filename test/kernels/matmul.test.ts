@@ -119,12 +119,16 @@ describe('four-row stores', () => {
 });
 
 describe('kernel selection', () => {
-  it('the tiled register block follows the model: 12 rows where 16 would pad its widths, else 16', () => {
+  it('the tiled register block follows the model and the SIMD width: 12 rows where 16 would pad its widths or the SIMD is 256 bits, else 16', () => {
     const lanes16 = { ...ctx.caps, cpuLanes: 16 };
     // SmolLM2-135M: QKV 960, O and down 576, gate|up 3072; 16 rows pad 576 to 768.
     expect(tiledRowsFor(lanes16, [960, 576, 3072, 576])).toBe(12);
     // A 1B shape: every width a multiple of 256, where 12 rows would pad 2048 to 2112.
     expect(tiledRowsFor(lanes16, [3072, 2048, 16384, 2048])).toBe(16);
+    // llvmpipe at 256 bits (AVX2): 12 rows, whose accumulators spill less, even where they pad.
+    expect(tiledRowsFor({ ...ctx.caps, cpuLanes: 8 }, [3072, 2048, 16384, 2048])).toBe(12);
+    // A rasteriser that names no vector width (SwiftShader) keeps the cost model.
+    expect(tiledRowsFor({ ...ctx.caps, cpuLanes: 0 }, [3072, 2048, 16384, 2048])).toBe(16);
     expect(() => new MatMulKernel(ctx, GgmlType.Q8_0, 'regs', { tiledRows: 10 })).toThrow(/12 or 16|16 or 12/);
   });
 
