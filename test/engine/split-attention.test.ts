@@ -11,7 +11,10 @@ import type { WebGpuEngine, EngineOptions } from '../../engine/engine.ts';
 import { gpuSplitAttentionFrom } from '../../engine/model/transformer.ts';
 import { expectSameGreedy, gpuKernelsEngine, greedyRun, testEngine } from '../helpers/engine.ts';
 
-const gpuEngine = (opts: EngineOptions) => gpuKernelsEngine('stories260K.gguf', { contextLength: 512, maxSequences: 2, prefixCache: false, ...opts });
+// The prefix cache on: the first runs on each engine start empty, and the later ones that only count a
+// decode step's dispatches take the 300-token prompt's pages from it (a 300-token prefill on SwiftShader
+// takes ~9 s).
+const gpuEngine = (opts: EngineOptions) => gpuKernelsEngine('stories260K.gguf', { contextLength: 512, maxSequences: 2, ...opts });
 
 describe('split attention on the GPU kernels (stories260K on SwiftShader as a GPU)', () => {
   it('splits from 256 positions for models of 16 MiB of weights a layer or more, from 2048 below (host-bound steps)', () => {
@@ -29,7 +32,7 @@ describe('split attention on the GPU kernels (stories260K on SwiftShader as a GP
     // Two sequences in the same decode steps: 300 and 120 prompt tokens (ids of the model's own text).
     const base = split.tokenizer.encode('Once upon a time, there was a little girl named Lily. She loved to play outside in the sun.');
     const prompt = (n: number) => Array.from({ length: n }, (_, i) => base[i % base.length]);
-    const run = (engine: WebGpuEngine) => Promise.all([300, 120].map((n) => greedyRun(engine, prompt(n), 24)));
+    const run = (engine: WebGpuEngine) => Promise.all([300, 120].map((n) => greedyRun(engine, prompt(n), 8)));
     expectSameGreedy(await run(split), await run(whole));
     // A decode step of one sequence at 300+ positions: embedding + 5 layers x (QKV with norm, attention
     // with RoPE and the KV store, its combine pass, O, gate|up with norm, down) + head + two sampling passes.
@@ -60,7 +63,7 @@ describe.skipIf(!cpu.stats().adapter.includes('llvmpipe'))('split attention on a
     const whole = await testEngine('stories260K.gguf', { contextLength: 512, maxSequences: 2, prefixCache: false, splitAttentionFrom: false });
     const base = cpu.tokenizer.encode('Once upon a time, there was a little girl named Lily. She loved to play outside in the sun.');
     const prompt = (n: number) => Array.from({ length: n }, (_, i) => base[i % base.length]);
-    const run = (engine: WebGpuEngine) => Promise.all([300, 120].map((n) => greedyRun(engine, prompt(n), 24)));
+    const run = (engine: WebGpuEngine) => Promise.all([300, 120].map((n) => greedyRun(engine, prompt(n), 8)));
     // The heads go to the O product as int8 (llama.cpp's activation quantization): a sum in another order
     // may round a value to its neighbouring quant, so log-probabilities are held to 1e-3, not 1e-4.
     expectSameGreedy(await run(cpu), await run(whole), 1e-3);
