@@ -60,6 +60,35 @@ function section(template: string, variable: string): { before: string[]; body: 
   return { before: lines.slice(0, open), body: lines.slice(open + 1, close), after: lines.slice(close + 1) };
 }
 
+/**
+ * Every run of consecutive lines containing `variable` written out for indices 0 .. n-1 in order: in full
+ * where n <= chunk, else as a loop over the floor(n / chunk) whole chunks, the run written out once a
+ * chunk with the variable replaced by `chunk_base + i`, then the rest written out. `trips` is a WGSL
+ * expression for the number of whole chunks that the shader compiler cannot fold (a uniform), so that it
+ * does not unroll the loop back into n copies (see kernels/train/attention.ts for why that matters).
+ */
+export function unrollLinesInChunks(template: string, variable: string, n: number, chunk: number, trips: string): string {
+  if (n <= chunk) return unrollLines(template, variable, n);
+  const whole = Math.floor(n / chunk) * chunk;
+  const out: string[] = [];
+  const lines = template.split('\n');
+  // Comments that name the variable are no code to repeat.
+  const repeated = (line: string) => line.includes(variable) && !line.trimStart().startsWith('//');
+  for (let i = 0; i < lines.length; ) {
+    if (!repeated(lines[i])) {
+      out.push(lines[i++]);
+      continue;
+    }
+    const run: string[] = [];
+    while (i < lines.length && repeated(lines[i])) run.push(lines[i++]);
+    out.push(`for (var chunk_i = 0u; chunk_i < ${trips}; chunk_i++) {`, `  let chunk_base = chunk_i * ${chunk}u;`);
+    for (const line of run) for (let c = 0; c < chunk; c++) out.push(line.replaceAll(variable, `chunk_base + ${c}`));
+    out.push('}');
+    for (const line of run) for (let d = whole; d < n; d++) out.push(line.replaceAll(variable, String(d)));
+  }
+  return out.join('\n');
+}
+
 function expand(lines: string[], v: string, n: number): string[] {
   return lines.flatMap((line) => (line.includes(v) ? Array.from({ length: n }, (_, i) => line.replaceAll(v, String(i))) : [line]));
 }

@@ -5,7 +5,9 @@
 // where it can), HDV = HD / width and vdot are put in front of this file by the wrapper: private arrays
 // need a constant length. It also writes lines holding `$d` once per vector of the head
 // (kernels/unroll.ts): a loop there would count against llvmpipe's loop budget at every key
-// (runtime/loop-budget.ts), and the shader compiler leaves a head of 64 vec4s a loop.
+// (runtime/loop-budget.ts), and the shader compiler leaves a head of 64 vec4s a loop. (On CPU
+// rasterisers a head of more than 16 vectors is written out in chunks of 16, a loop over the chunks,
+// whose compile time written out in full was minutes: TrainAttentionKernels.)
 // Params, q, k, v, span and the index helpers are in attention-io.wgsl.
 
 @group(0) @binding(4) var<storage, read_write> out: array<V>;

@@ -7,6 +7,9 @@ struct Params {
   heads: u32,
   kv_heads: u32,
   scale: f32,
+  // Whole chunks of HEAD_CHUNK vectors in a head, where the wrapper writes the head's lines as a loop over
+  // them (TrainAttentionKernels: heads of more than HEAD_CHUNK vectors); 0 where it writes them all out.
+  head_chunks: u32,
 }
 
 override WG: u32 = 64u;

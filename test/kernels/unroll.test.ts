@@ -6,11 +6,37 @@
 import { describe, expect, it } from 'vitest';
 import { GgmlType } from '../../ggml/types.ts';
 import { BLOCK_WALK_TYPES, walkStep } from '../../kernels/quant/layouts.ts';
-import { MAX_STEP_COPIES, unrollRowsTokens, walkSteps } from '../../kernels/unroll.ts';
+import { MAX_STEP_COPIES, unrollLines, unrollLinesInChunks, unrollRowsTokens, walkSteps } from '../../kernels/unroll.ts';
 
 const TEMPLATE = ['for (b += $STEPu) {', '  w_step(w$r);', '  // $i {', '  let k$r_$i = w_step_block(w$r, $I);', '  acc$r_$t += dot(k$r_$i, x$t);', '  // $i }', '}'].join('\n');
 
 describe('unroll.ts', () => {
+  it('unrollLinesInChunks writes runs of lines out in full up to a chunk, else loops over whole chunks and writes out the rest, in order', () => {
+    const t = ['// a comment naming $d stays as it is', 'var s = 0.0;', 's += a[$du];', 'b[$du] = s;', 'let x = s;', 'c[$du] = x;'].join('\n');
+    expect(unrollLinesInChunks(t, '$d', 2, 4, 'n')).toBe(unrollLines(t, '$d', 2));
+    expect(unrollLines(t, '$d', 2).split('\n').slice(2)).toEqual(['var s = 0.0;', 's += a[0u];', 's += a[1u];', 'b[0u] = s;', 'b[1u] = s;', 'let x = s;', 'c[0u] = x;', 'c[1u] = x;']);
+    expect(unrollLinesInChunks(t, '$d', 5, 2, 'params.chunks').split('\n')).toEqual([
+      '// a comment naming $d stays as it is',
+      'var s = 0.0;',
+      'for (var chunk_i = 0u; chunk_i < params.chunks; chunk_i++) {',
+      '  let chunk_base = chunk_i * 2u;',
+      's += a[chunk_base + 0u];',
+      's += a[chunk_base + 1u];',
+      'b[chunk_base + 0u] = s;',
+      'b[chunk_base + 1u] = s;',
+      '}',
+      's += a[4u];',
+      'b[4u] = s;',
+      'let x = s;',
+      'for (var chunk_i = 0u; chunk_i < params.chunks; chunk_i++) {',
+      '  let chunk_base = chunk_i * 2u;',
+      'c[chunk_base + 0u] = x;',
+      'c[chunk_base + 1u] = x;',
+      '}',
+      'c[4u] = x;',
+    ]);
+  });
+
   it('walkSteps writes the step out while steps x tokens stays within MAX_STEP_COPIES, its lines together per block', () => {
     expect(MAX_STEP_COPIES).toBe(16);
     expect(walkSteps(TEMPLATE, 2, 8).split('\n')).toEqual([
