@@ -1,4 +1,15 @@
 import { readCaps, type GpuCaps } from '../../kernels/runtime/caps.ts';
+import type { KernelSpec } from '../../kernels/runtime/context.ts';
+
+/** What a KernelWarmer did: how many kernels it compiled, in how long, or why it could not. */
+export type WarmReport = { kernels: number; ms: number } | { failed: string };
+
+/**
+ * Compiles kernels somewhere other than the calling thread, into a cache the device's own compile of
+ * them then hits (llvmpipe: a child process filling Mesa's on-disk shader cache; platform/kernel-warmer.ts).
+ * Best effort: it never rejects, and a failed warm leaves the compile to the device, where it was.
+ */
+export type KernelWarmer = (specs: readonly KernelSpec[], caps: GpuCaps) => Promise<WarmReport>;
 
 /** Which adapter to use. `auto` tries a real GPU first, then the software adapters. */
 export type AdapterChoice = 'auto' | 'gpu' | 'swiftshader' | 'llvmpipe' | 'browser';
@@ -37,6 +48,13 @@ export interface SelectedDevice {
    * platform/worker-pinning.ts); absent where the platform does not place them.
    */
   workerPinning?: { pinned: { tid: number; cpu: number }[]; reason: string };
+  /**
+   * Where the device compiles a kernel at its first dispatch on the calling thread (llvmpipe inside
+   * submit: seconds for a large kernel, during which a server answers nobody), a way to compile kernels
+   * off that thread first; work that makes new kernels while others are served (fine-tuning) calls it
+   * before it submits them. Absent where compiling is cheap or cannot be moved.
+   */
+  warmKernels?: KernelWarmer;
 }
 
 /** Features the engine can use when present; none is required. */

@@ -1,5 +1,6 @@
 /** Node entry to the device layer: Dawn's adapters, chosen by option or SVC_ADAPTER. */
 import { ADAPTER_CHOICES, selectDevice, type AdapterChoice, type SelectedDevice } from '../gpu/select.ts';
+import { llvmpipeKernelWarmer, mesaShaderCacheEnabled } from './kernel-warmer.ts';
 import { nodeAdapterCandidates } from './node-gpu.ts';
 import { pinComputeWorkers } from './worker-pinning.ts';
 
@@ -12,9 +13,15 @@ export function adapterChoiceFromEnv(value = process.env.SVC_ADAPTER, what = 'SV
   return v as AdapterChoice;
 }
 
-/** The chosen adapter's device; on llvmpipe, its compute workers each pinned to a CPU (worker-pinning.ts). */
+/**
+ * The chosen adapter's device; on llvmpipe, its compute workers each pinned to a CPU (worker-pinning.ts),
+ * and kernels compiled off this thread where Mesa's shader cache is on (kernel-warmer.ts).
+ */
 export async function openNodeDevice(choice: AdapterChoice = adapterChoiceFromEnv()): Promise<SelectedDevice> {
   const selected = await selectDevice(nodeAdapterCandidates(), choice);
-  if (selected.choice === 'llvmpipe') selected.workerPinning = await pinComputeWorkers(selected.device, selected.caps);
+  if (selected.choice === 'llvmpipe') {
+    selected.workerPinning = await pinComputeWorkers(selected.device, selected.caps);
+    if (mesaShaderCacheEnabled()) selected.warmKernels = llvmpipeKernelWarmer();
+  }
   return selected;
 }

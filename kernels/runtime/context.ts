@@ -66,6 +66,8 @@ export class KernelContext {
   readonly paramsLayout: GPUBindGroupLayout;
   /** The validation results of pipelines made since the last checkKernels(), each naming its kernel. */
   private unchecked: Promise<string | undefined>[] = [];
+  /** The specs of pipelines made since the last takeNewKernels(), once trackNewKernels() was called. */
+  private made: KernelSpec[] | undefined;
 
   constructor(
     readonly device: GPUDevice,
@@ -78,8 +80,8 @@ export class KernelContext {
   }
 
   kernel(spec: KernelSpec): CompiledKernel {
+    const key = kernelKey(spec);
     const constants = spec.constants ?? {};
-    const key = `${spec.label}|${hashString(spec.code)}|${JSON.stringify(constants)}|${spec.entryPoint ?? 'main'}`;
     const hit = this.cache.get(key);
     if (hit) return hit;
     if (spec.bindings.length > this.caps.maxStorageBuffersPerStage) {
@@ -109,7 +111,23 @@ export class KernelContext {
     this.unchecked.push(device.popErrorScope().then((e) => (e ? `${spec.label}: ${e.message}` : undefined)));
     const compiled = new CompiledKernel(spec.label, pipeline, bufferLayout, device, spec.bindings.length);
     this.cache.set(key, compiled);
+    this.made?.push(spec);
     return compiled;
+  }
+
+  /**
+   * The specs of the pipelines made since the last call, in the order they were made: what a caller hands
+   * a KernelWarmer before its first submit of them (a CPU rasteriser compiles a kernel at its first dispatch).
+   */
+  takeNewKernels(): KernelSpec[] {
+    const made = this.made ?? [];
+    if (this.made) this.made = [];
+    return made;
+  }
+
+  /** From now on, remember the specs of the pipelines made, for takeNewKernels(). */
+  trackNewKernels(): void {
+    this.made ??= [];
   }
 
   /** Whether a pipeline labelled `label` has been made (some are made on first use: XAlignedPair's lazy ones). */
@@ -172,6 +190,11 @@ export class KernelContext {
     }
     return buffer;
   }
+}
+
+/** What makes two specs the same pipeline: the cache key of KernelContext.kernel(). */
+export function kernelKey(spec: KernelSpec): string {
+  return `${spec.label}|${hashString(spec.code)}|${JSON.stringify(spec.constants ?? {})}|${spec.entryPoint ?? 'main'}`;
 }
 
 export function alignUp(n: number, a: number): number {

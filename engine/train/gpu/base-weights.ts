@@ -57,7 +57,8 @@ export function targetShape(cfg: ModelConfig, target: LoraTarget): { inDim: numb
   }
 }
 
-export async function dequantizeBase(ctx: KernelContext, cfg: ModelConfig, w: ModelWeights): Promise<BaseWeights> {
+/** `submit` runs the one command buffer of dequantizing copies and resolves when the device has done it. */
+export async function dequantizeBase(ctx: KernelContext, cfg: ModelConfig, w: ModelWeights, submit: (cb: GPUCommandBuffer) => Promise<void>): Promise<BaseWeights> {
   const owned: GPUBuffer[] = [];
   const dequantizer = memoize((t: GgmlType) => new DequantizeKernel(ctx, t));
   const arena = new ParamArena(ctx, 4096);
@@ -108,9 +109,7 @@ export async function dequantizeBase(ctx: KernelContext, cfg: ModelConfig, w: Mo
   }));
   pass.end();
   arena.flush();
-  ctx.device.queue.submit([encoder.finish()]);
-  await ctx.device.queue.onSubmittedWorkDone();
-  arena.buffer.destroy();
+  await submit(encoder.finish()).finally(() => arena.buffer.destroy());
   const bytes = owned.reduce((sum, b) => sum + b.size, 0);
   let ropeFactors = w.ropeFactors;
   if (!ropeFactors) {

@@ -42,6 +42,7 @@ import { AsyncLock } from '../../generate/lock.ts';
 import { NO_ROW } from '../../../kernels/train/gather-rows.ts';
 import { ParamArena } from '../../../kernels/runtime/arena.ts';
 import { KernelContext } from '../../../kernels/runtime/context.ts';
+import type { KernelWarmer, WarmReport } from '../../gpu/select.ts';
 import { dequantizeBase, type BaseWeights } from './base-weights.ts';
 import { initialParameters, loraLayout, type LoraLayout } from './lora-layout.ts';
 import { LOSS_INDEX, NORM_INDEX, TrainProgram } from './program.ts';
@@ -71,6 +72,29 @@ export interface LoraTrainerDiagnostics {
   readonly memoryBytes: { base: number; workspace: number };
   readGradients(): Promise<Float32Array>;
   readParameters(): Promise<Float32Array>;
+  /** What the device's kernel warmer did each time this trainer handed it new kernels (none where the device has no warmer). */
+  readonly warmReports: readonly WarmReport[];
+}
+
+/**
+ * Hands the kernels a trainer has made since last time to the device's warmer before they are first
+ * submitted. On llvmpipe their compile would otherwise run inside submit on the server's thread: for the
+ * training kernels of a small model a few seconds in all, for a head of 256 values over a minute, while
+ * no request is answered. Where the device has no warmer the kernels compile where they always did.
+ */
+class TrainingWarmer {
+  readonly reports: WarmReport[] = [];
+  constructor(
+    private readonly ctx: KernelContext,
+    private readonly warm: KernelWarmer | undefined,
+  ) {
+    if (warm) ctx.trackNewKernels();
+  }
+
+  async warmNew(): Promise<void> {
+    const specs = this.ctx.takeNewKernels();
+    if (this.warm && specs.length > 0) this.reports.push(await this.warm(specs, this.ctx.caps));
+  }
 }
 
 /** A micro-batch's inputs, packed on the CPU. */
@@ -99,14 +123,21 @@ export async function createLoraTrainer(engine: WebGpuEngine, shape: LoraShape, 
   checkOptimizer(optimizer);
   const layout = loraLayout(cfg, shape);
   const ctx = new KernelContext(access.device.device, access.device.caps);
-  const base = await access.runExclusive(() => dequantizeBase(ctx, cfg, access.weights));
+  const warmer = new TrainingWarmer(ctx, access.device.warmKernels);
+  const base = await dequantizeBase(ctx, cfg, access.weights, async (cb) => {
+    await warmer.warmNew();
+    await access.runExclusive(async () => {
+      ctx.device.queue.submit([cb]);
+      await ctx.device.queue.onSubmittedWorkDone();
+    });
+  });
   let ws: TrainWorkspace | undefined;
   try {
     if (opts.headRows !== undefined && !(Number.isInteger(opts.headRows) && opts.headRows >= 1)) throw new Error(`headRows must be a positive integer, got ${opts.headRows}`);
     ws = new TrainWorkspace(ctx, cfg, layout, maxTokens, opts.headRows);
     const program = new TrainProgram(ctx, cfg, base, layout, ws);
     ctx.device.queue.writeBuffer(ws.params, 0, initialParameters(layout, opts.seed));
-    return new GpuLoraTrainer(ctx, cfg, { rank: shape.rank, alpha: shape.alpha, targets: [...shape.targets] }, layout, base, ws, program, optimizer, access.runExclusive, access.device.blockingSubmit);
+    return new GpuLoraTrainer(ctx, cfg, { rank: shape.rank, alpha: shape.alpha, targets: [...shape.targets] }, layout, base, ws, program, optimizer, access.runExclusive, access.device.blockingSubmit, warmer);
   } catch (e) {
     ws?.destroy();
     for (const b of base.owned) b.destroy();
@@ -154,8 +185,13 @@ class GpuLoraTrainer implements LoraTrainer, LoraTrainerDiagnostics {
     private readonly optimizer: OptimizerSettings,
     private readonly runExclusive: <T>(fn: () => Promise<T>) => Promise<T>,
     private readonly blockingSubmit: boolean,
+    private readonly warmer: TrainingWarmer,
   ) {
     this.arena = new ParamArena(ctx, program.maxDispatches);
+  }
+
+  get warmReports(): readonly WarmReport[] {
+    return this.warmer.reports;
   }
 
   get memoryBytes(): { base: number; workspace: number } {
@@ -226,6 +262,9 @@ class GpuLoraTrainer implements LoraTrainer, LoraTrainerDiagnostics {
    * backend on llvmpipe), the thread is also handed back between them, as the engine's own steps do.
    */
   private async submit(buffers: GPUCommandBuffer[]): Promise<void> {
+    // Kernels made while recording (the matrix products' variants are made on first use) are compiled
+    // before the first submit that runs them, off this thread where the device can (TrainingWarmer).
+    await this.warmer.warmNew();
     for (const cb of buffers) {
       await this.runExclusive(async () => this.ctx.device.queue.submit([cb]));
       if (this.blockingSubmit) await yieldToHost();
