@@ -63,7 +63,24 @@ export class TrainProgram {
 
   /** Dispatches per micro-batch, generously: sizes the parameter arena. */
   get maxDispatches(): number {
-    return 32 + 3 * Math.ceil(this.ws.maxTokens / this.ws.logitRows) + this.cfg.nLayers * 96;
+    const slices = Math.ceil(this.cfg.vocabSize / this.headSlice(1, 1));
+    return 32 + (1 + 2 * slices) * Math.ceil(this.ws.maxTokens / this.ws.logitRows) + this.cfg.nLayers * 96;
+  }
+
+  /**
+   * Vocabulary rows of the output head one submit takes, for `rows` counted positions of a micro-batch of
+   * `tokens` tokens: about the multiply-adds of one layer's projections, so the head, the largest product of
+   * a small model, is not one long submit. On llvmpipe a submit runs on the server's thread: SmolLM2's head
+   * forward and back for 12 positions held it 3.4 s in one, where a layer takes 0.25 s. A multiple of 64
+   * vocabulary rows, at least 256.
+   */
+  private headSlice(tokens: number, rows: number): number {
+    const c = this.cfg;
+    const q = c.nHeads * c.headDim;
+    const kv = c.nKvHeads * c.headDim;
+    const layerWeights = c.dim * (q + 2 * kv) + q * c.dim + 3 * c.dim * c.ffnDim;
+    const slice = Math.floor((tokens * layerWeights) / (rows * c.dim) / 64) * 64;
+    return Math.min(c.vocabSize, Math.max(256, slice));
   }
 
   /**
@@ -105,9 +122,21 @@ export class TrainProgram {
     const D = cfg.dim;
     for (let c0 = 0; c0 < counted; c0 += ws.logitRows) {
       const n = Math.min(ws.logitRows, counted - c0);
-      this.mm(rec, [ws.xfc, base.head, ws.logits], { m: n, n: V, k: D, transA: false, transB: true, lda: D, ldb: D, ldc: V, aOffset: c0 * D, accumulate: false });
+      const slice = this.headSlice(T, n);
+      // Logits a slice of the vocabulary at a time, then their gradient back through the same slices,
+      // summed into dxfc: each slice its own submit (headSlice).
+      for (let v0 = 0; v0 < V; v0 += slice) {
+        const w = Math.min(slice, V - v0);
+        this.mm(rec, [ws.xfc, base.head, ws.logits], { m: n, n: w, k: D, transA: false, transB: true, lda: D, ldb: D, ldc: V, aOffset: c0 * D, bOffset: v0 * D, cOffset: v0, accumulate: false });
+        rec.boundary();
+      }
       this.ce.encode(rec.pass, a0, this.binds.bind(this.ce.kernel, [ws.logits, ws.targets, ws.mask, ws.tokenLoss]), { tokens: n, vocab: V, invCount, writeGrad: training, rowOffset: c0 });
-      if (training) this.mm(rec, [ws.logits, base.head, ws.dxfc], { m: n, n: D, k: V, transA: false, transB: false, lda: V, ldb: D, ldc: D, cOffset: c0 * D, accumulate: false });
+      if (!training) continue;
+      for (let v0 = 0; v0 < V; v0 += slice) {
+        const w = Math.min(slice, V - v0);
+        this.mm(rec, [ws.logits, base.head, ws.dxfc], { m: n, n: D, k: w, transA: false, transB: false, lda: V, ldb: D, ldc: D, aOffset: v0, bOffset: v0 * D, cOffset: c0 * D, accumulate: v0 > 0 });
+        rec.boundary();
+      }
     }
     this.sum(rec, ws.tokenLoss, counted, false, LOSS_INDEX, true);
     rec.boundary();
