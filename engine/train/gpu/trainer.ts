@@ -31,7 +31,11 @@
  *   - Sharing the device with inference: a micro-batch is recorded as one command buffer per layer, each
  *     submitted inside the engine's scheduler lock (runExclusive), with the thread yielded between them
  *     where submit blocks (Dawn's GL backend on llvmpipe), so a request arriving mid-step waits for one
- *     layer of training. The trainer's own lock keeps its steps, evaluations and reads one at a time.
+ *     layer of training. The output head goes a slice of the vocabulary per submit (program.ts), the base
+ *     is dequantized and the workspace made a layer at a time with the thread yielded between, and on
+ *     llvmpipe the new kernels are compiled in a child process before their first submit (TrainingWarmer),
+ *     so no part of training holds a server's thread for long. The trainer's own lock keeps its steps,
+ *     evaluations and reads one at a time.
  */
 import { yieldToHost } from '../../platform/yield.ts';
 import type { WebGpuEngine } from '../../engine.ts';
@@ -134,7 +138,7 @@ export async function createLoraTrainer(engine: WebGpuEngine, shape: LoraShape, 
   let ws: TrainWorkspace | undefined;
   try {
     if (opts.headRows !== undefined && !(Number.isInteger(opts.headRows) && opts.headRows >= 1)) throw new Error(`headRows must be a positive integer, got ${opts.headRows}`);
-    ws = new TrainWorkspace(ctx, cfg, layout, maxTokens, opts.headRows);
+    ws = await TrainWorkspace.create(ctx, cfg, layout, maxTokens, opts.headRows, yieldToHost);
     const program = new TrainProgram(ctx, cfg, base, layout, ws);
     ctx.device.queue.writeBuffer(ws.params, 0, initialParameters(layout, opts.seed));
     return new GpuLoraTrainer(ctx, cfg, { rank: shape.rank, alpha: shape.alpha, targets: [...shape.targets] }, layout, base, ws, program, optimizer, access.runExclusive, access.device.blockingSubmit, warmer);
