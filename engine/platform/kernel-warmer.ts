@@ -14,7 +14,7 @@
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { kernelKey, type KernelSpec } from '../../kernels/runtime/context.ts';
-import type { KernelWarmer, WarmReport } from '../gpu/select.ts';
+import type { KernelWarmer } from '../gpu/select.ts';
 import type { WarmRequest, WarmResult } from './kernel-warmer-child.ts';
 
 const ENTRY = fileURLToPath(new URL('./kernel-warmer-child.ts', import.meta.url));
@@ -49,18 +49,19 @@ export function llvmpipeKernelWarmer(opts: LlvmpipeWarmerOptions = {}): KernelWa
     }
     if (fresh.size === 0) return { kernels: 0, ms: 0 };
     const started = performance.now();
-    const result = await compileInChild({ specs: [...fresh.values()], caps }, opts.timeoutMs ?? DEFAULT_TIMEOUT_MS, opts.entry ?? ENTRY);
-    if ('failed' in result) return result;
+    const failed = await compileInChild({ specs: [...fresh.values()], caps }, opts.timeoutMs ?? DEFAULT_TIMEOUT_MS, opts.entry ?? ENTRY);
+    if (failed !== undefined) return { failed };
     for (const key of fresh.keys()) warmed.add(key);
     return { kernels: fresh.size, ms: performance.now() - started };
   };
 }
 
-function compileInChild(request: WarmRequest, timeoutMs: number, entry: string): Promise<WarmReport> {
+/** Resolves when the child has compiled every kernel of `request`: undefined, or why it did not. */
+function compileInChild(request: WarmRequest, timeoutMs: number, entry: string): Promise<string | undefined> {
   return new Promise((resolve) => {
     let stderr = '';
     let settled = false;
-    const done = (r: WarmReport) => {
+    const done = (r: string | undefined) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
@@ -69,18 +70,18 @@ function compileInChild(request: WarmRequest, timeoutMs: number, entry: string):
     const child = fork(entry, [], { execArgv: ['--import', REGISTER], stdio: ['ignore', 'ignore', 'pipe', 'ipc'], serialization: 'advanced' });
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      done({ failed: `the kernel warmer ran past ${Math.round(timeoutMs / 1000)} s and was stopped` });
+      done(`the kernel warmer ran past ${Math.round(timeoutMs / 1000)} s and was stopped`);
     }, timeoutMs);
     // The tail only: what a child that died said last.
     child.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2000)));
     child.on('message', (m: WarmResult) => {
-      done('error' in m ? { failed: `the kernel warmer could not compile them: ${m.error}` } : { kernels: request.specs.length, ms: 0 });
+      done('error' in m ? `the kernel warmer could not compile them: ${m.error}` : undefined);
       child.disconnect();
     });
-    child.on('error', (e) => done({ failed: `the kernel warmer could not start: ${e.message}` }));
+    child.on('error', (e) => done(`the kernel warmer could not start: ${e.message}`));
     child.on('exit', (code, signal) => {
       const said = stderr.trim().split('\n').filter((l) => !/^Warning: /.test(l)).slice(-3).join(' / ');
-      done({ failed: `the kernel warmer exited (${signal ?? `code ${code}`}) before it was done${said ? `: ${said}` : ''}` });
+      done(`the kernel warmer exited (${signal ?? `code ${code}`}) before it was done${said ? `: ${said}` : ''}`);
     });
     child.send(request);
   });

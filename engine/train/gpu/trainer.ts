@@ -138,7 +138,7 @@ export async function createLoraTrainer(engine: WebGpuEngine, shape: LoraShape, 
   let ws: TrainWorkspace | undefined;
   try {
     if (opts.headRows !== undefined && !(Number.isInteger(opts.headRows) && opts.headRows >= 1)) throw new Error(`headRows must be a positive integer, got ${opts.headRows}`);
-    ws = await TrainWorkspace.create(ctx, cfg, layout, maxTokens, opts.headRows, yieldToHost);
+    ws = await TrainWorkspace.create(ctx, cfg, layout, maxTokens, opts.headRows);
     const program = new TrainProgram(ctx, cfg, base, layout, ws);
     ctx.device.queue.writeBuffer(ws.params, 0, initialParameters(layout, opts.seed));
     return new GpuLoraTrainer(ctx, cfg, { rank: shape.rank, alpha: shape.alpha, targets: [...shape.targets] }, layout, base, ws, program, optimizer, access.runExclusive, access.device.blockingSubmit, warmer);

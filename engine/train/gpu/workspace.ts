@@ -8,6 +8,7 @@
 import type { ModelConfig } from '../../arch/types.ts';
 import { REDUCE_PARTIALS } from '../../../kernels/train/reduce.ts';
 import type { KernelContext } from '../../../kernels/runtime/context.ts';
+import { yieldToHost } from '../../platform/yield.ts';
 import type { LoraLayout } from './lora-layout.ts';
 
 export interface LayerActivations {
@@ -31,6 +32,11 @@ export interface LayerActivations {
   h: GPUBuffer;
   /** x·Aᵀ (T × rank) of each adapted matrix of the layer, by target. */
   lora: Map<string, GPUBuffer>;
+}
+
+/** A token's widths: the residual stream, the FFN, all query heads, all KV heads. */
+function widths(cfg: ModelConfig): { dim: number; ffn: number; qDim: number; kvDim: number } {
+  return { dim: cfg.dim, ffn: cfg.ffnDim, qDim: cfg.nHeads * cfg.headDim, kvDim: cfg.nKvHeads * cfg.headDim };
 }
 
 export class TrainWorkspace {
@@ -78,15 +84,15 @@ export class TrainWorkspace {
   private readonly limit: number;
 
   /**
-   * The workspace, a layer's activations at a time with `pause()` between them: on llvmpipe a buffer's
+   * The workspace, a layer's activations at a time with the thread yielded between them: on llvmpipe a buffer's
    * creation runs on the calling thread at about 0.3 GB/s (SmolLM2's 520 MB for 512 tokens: 1.7 s), and
    * between layers a server answers. Nothing is left allocated if it throws.
    */
-  static async create(ctx: KernelContext, cfg: ModelConfig, layout: LoraLayout, maxTokens: number, headRows: number | undefined, pause: () => Promise<void>): Promise<TrainWorkspace> {
+  static async create(ctx: KernelContext, cfg: ModelConfig, layout: LoraLayout, maxTokens: number, headRows?: number): Promise<TrainWorkspace> {
     const ws = new TrainWorkspace(ctx, cfg, layout, maxTokens, headRows);
     try {
       for (let l = 0; l < cfg.nLayers; l++) {
-        await pause();
+        await yieldToHost();
         ws.layers.push(ws.layerActivations(ctx, cfg, layout, l));
       }
     } catch (e) {
@@ -109,9 +115,7 @@ export class TrainWorkspace {
       this.limit = Math.min(ctx.caps.maxStorageBinding, ctx.caps.maxBufferSize);
       const limit = this.limit;
       const buf = (label: string, floats: number) => this.buffer(ctx, label, floats);
-      const { dim, ffnDim: ffn } = cfg;
-      const qDim = cfg.nHeads * cfg.headDim;
-      const kvDim = cfg.nKvHeads * cfg.headDim;
+      const { dim, ffn, qDim, kvDim } = widths(cfg);
       this.ids = buf('ids', T);
       this.positions = buf('positions', T);
       this.span = buf('span', 2 * T);
@@ -157,9 +161,7 @@ export class TrainWorkspace {
   private layerActivations(ctx: KernelContext, cfg: ModelConfig, layout: LoraLayout, l: number): LayerActivations {
     const T = this.maxTokens;
     const buf = (label: string, floats: number) => this.buffer(ctx, label, floats);
-    const { dim, ffnDim: ffn } = cfg;
-    const qDim = cfg.nHeads * cfg.headDim;
-    const kvDim = cfg.nKvHeads * cfg.headDim;
+    const { dim, ffn, qDim, kvDim } = widths(cfg);
     const lora = new Map<string, GPUBuffer>();
     for (const s of layout.slots) if (s.layer === l) lora.set(s.target, buf(`${l}.lora.${s.target}`, T * layout.rank));
     return {
